@@ -1,0 +1,100 @@
+// The service's custom-task records, as documented in the service API (part 2) and seen on the wire.
+
+export interface KeyDescription {
+  key: string;
+  description: string;
+}
+
+/** A custom task (object `task`). */
+export interface Task {
+  object: 'task';
+  id: string;
+  createdAt: string;
+  updatedAt?: string;
+  key: string;
+  description: string;
+  retryCount: number;
+  inputKeys: KeyDescription[];
+  outputKeys: KeyDescription[];
+}
+
+/** What the client sends to create or update a task. */
+export interface TaskDefinition {
+  key: string;
+  description: string;
+  retryCount: number;
+  inputKeys: KeyDescription[];
+  outputKeys: KeyDescription[];
+}
+
+export type TaskExecutionStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED';
+/** The only statuses a client may report (part 3). */
+export type ReportStatus = 'COMPLETED' | 'FAILED';
+
+export type JsonObject = { [key: string]: unknown };
+
+/** A task execution (object `task_execution`). */
+export interface TaskExecution {
+  object: 'task_execution';
+  id: string;
+  taskId: string;
+  createdAt: string;
+  updatedAt?: string;
+  status: TaskExecutionStatus;
+  input: JsonObject;
+  output?: JsonObject;
+}
+
+/** The job context the service adds to an execution's input (not one of the task's input keys). */
+export interface JobContext {
+  jobAccountId?: string;
+  jobId?: string;
+  userAccountId?: string;
+  userId?: string;
+  [key: string]: unknown;
+}
+
+/** List envelope (part 2.13). */
+export interface ListEnvelope<T> {
+  object: 'list';
+  data: T[];
+  totalElements: number;
+}
+
+/** Error envelope (part 7). Some 400 and 413 answers carry only `message`. */
+export interface ErrorEnvelope {
+  date?: string;
+  code?: string;
+  message?: string;
+  httpStatusCode?: number;
+}
+
+/** A file record of the v2 files API; its fields are not documented, so only `id` is relied upon. */
+export interface ServiceFile {
+  id: string;
+  [key: string]: unknown;
+}
+
+/** Every operation the client can perform; budget, metrics and the emulator's fault table use these names. */
+export type Operation =
+  | 'tasks.list'
+  | 'tasks.get'
+  | 'tasks.create'
+  | 'tasks.update'
+  | 'tasks.delete'
+  | 'tasks.poll'
+  | 'executions.get'
+  | 'executions.report'
+  | 'files.upload';
+
+export const OPERATIONS: readonly Operation[] = [
+  'tasks.list',
+  'tasks.get',
+  'tasks.create',
+  'tasks.update',
+  'tasks.delete',
+  'tasks.poll',
+  'executions.get',
+  'executions.report',
+  'files.upload',
+];

@@ -1,0 +1,76 @@
+// A clock that only moves when told to: `advance()` runs every sleeper whose time has come, in order.
+// Shipped in src/ (not test/) because benchmarks and the month simulation drive the daemon with it.
+import type { Clock } from './clock.ts';
+
+interface Sleeper {
+  wakeAt: number;
+  seq: number;
+  resolve: () => void;
+}
+
+export class ManualClock implements Clock {
+  #now: number;
+  #sleepers: Sleeper[] = [];
+  #seq = 0;
+
+  constructor(startMs = Date.UTC(2026, 0, 1)) {
+    this.#now = startMs;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise<void>((resolve, reject) => {
+      const sleeper: Sleeper = { wakeAt: this.#now + Math.max(0, ms), seq: this.#seq++, resolve };
+      this.#sleepers.push(sleeper);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
+          reject(signal.reason as Error);
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /** Number of pending sleepers (useful to wait until the code under test is parked). */
+  get pending(): number {
+    return this.#sleepers.length;
+  }
+
+  /** The instant the earliest sleeper wakes, or undefined when nobody sleeps. */
+  get nextWakeAt(): number | undefined {
+    let next: number | undefined;
+    for (const s of this.#sleepers) if (next === undefined || s.wakeAt < next) next = s.wakeAt;
+    return next;
+  }
+
+  /** Moves time forward by `ms`, waking sleepers in time order and letting their continuations run. */
+  async advance(ms: number): Promise<void> {
+    const target = this.#now + ms;
+    for (;;) {
+      const next = this.nextWakeAt;
+      if (next === undefined || next > target) break;
+      this.#now = Math.max(this.#now, next);
+      const due = this.#sleepers.filter((s) => s.wakeAt <= this.#now).sort((a, b) => a.wakeAt - b.wakeAt || a.seq - b.seq);
+      this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#now);
+      for (const s of due) s.resolve();
+      await flushMicrotasks();
+    }
+    this.#now = target;
+    await flushMicrotasks();
+  }
+
+  set(ms: number): void {
+    this.#now = ms;
+  }
+}
+
+/** Lets promise chains settle; a few macrotask turns cover continuations that await several times. */
+export async function flushMicrotasks(turns = 3): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
