@@ -56,7 +56,9 @@ export class ManualClock implements Clock {
       const next = this.nextWakeAt;
       if (next === undefined || next > target) break;
       this.#now = Math.max(this.#now, next);
-      const due = this.#sleepers.filter((s) => s.wakeAt <= this.#now).sort((a, b) => a.wakeAt - b.wakeAt || a.seq - b.seq);
+      const due = this.#sleepers
+        .filter((s) => s.wakeAt <= this.#now)
+        .sort((a, b) => a.wakeAt - b.wakeAt || a.seq - b.seq);
       this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#now);
       for (const s of due) s.resolve();
       await flushMicrotasks();
