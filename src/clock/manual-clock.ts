@@ -51,6 +51,8 @@ export class ManualClock implements Clock {
 
   /** Moves time forward by `ms`, waking sleepers in time order and letting their continuations run. */
   async advance(ms: number): Promise<void> {
+    // Work already scheduled at the current instant runs there, before time moves.
+    await flushMicrotasks();
     const target = this.#now + ms;
     for (;;) {
       const next = this.nextWakeAt;

@@ -1,0 +1,297 @@
+// The key's request budget, shared by every request the daemon makes: per-second and per-minute sliding
+// windows, a calendar-month quota with pacing, and a priority gate so reports never wait behind polls.
+import type { Operation } from '../api/types.ts';
+import type { Clock } from '../clock/clock.ts';
+import { monthWindow, type MonthWindow } from './month.ts';
+import { SlidingWindows } from './sliding-window.ts';
+import { memoryBudgetStore, type BudgetStore } from './store.ts';
+
+export interface BudgetLimits {
+  /** Requests in any 1 s window. Default 5. */
+  perSecond: number;
+  /** Requests in any 60 s window. Default 50. */
+  perMinute: number;
+  /** Requests per calendar month in `timeZone`. Default 40,000. */
+  perMonth: number;
+}
+
+export interface BudgetOptions {
+  limits: BudgetLimits;
+  clock: Clock;
+  /** IANA zone whose month boundaries reset the monthly quota. Default 'UTC'. */
+  timeZone?: string;
+  /**
+   * Fraction (0..0.9) of the month that idle polling leaves untouched, and how far work may run ahead of
+   * an even spend over the month. Default 0.1.
+   */
+  reserveFraction?: number;
+  /** Requests kept back in the month for reports of claimed executions: only reports may use them. */
+  reportReserve?: number;
+  /** Added to each sliding window to absorb latency jitter between us and the service. Default 200 ms. */
+  safetyMarginMs?: number;
+  /** Persists the month's usage; default in memory. */
+  store?: BudgetStore;
+  /** Month usage is persisted ahead of use in leases of this many requests, so a crash never undercounts. */
+  leaseSize?: number;
+}
+
+/** Who asks: decides the order of the queue and which share of the month may be used. */
+export type RequestClass = 'report' | 'control' | 'poll';
+
+export function classOf(operation: Operation): RequestClass {
+  if (operation === 'executions.report') return 'report';
+  if (operation === 'tasks.poll') return 'poll';
+  return 'control';
+}
+
+const PRIORITY: Record<RequestClass, number> = { report: 0, control: 1, poll: 2 };
+
+export class BudgetExhaustedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BudgetExhaustedError';
+  }
+}
+
+interface Waiter {
+  cls: RequestClass;
+  seq: number;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+export interface BudgetSnapshot {
+  second: { used: number; limit: number };
+  minute: { used: number; limit: number };
+  month: { key: string; used: number; limit: number; remaining: number; endsAt: number; startsAt: number };
+  /** Interval between idle polls (across all tasks) that spends the month evenly; Infinity when nothing is left. */
+  idlePaceMs: number;
+  /** True while work-driven polling has run further ahead of an even spend than the reserve allows. */
+  aheadOfPace: boolean;
+  pausedUntil: number;
+  waiting: number;
+}
+
+export class Budget {
+  readonly limits: BudgetLimits;
+  readonly #clock: Clock;
+  readonly #timeZone: string;
+  readonly #reserveFraction: number;
+  readonly #windows: SlidingWindows;
+  readonly #store: BudgetStore;
+  readonly #leaseSize: number;
+  #reportReserve: number;
+  #month: MonthWindow;
+  #used = 0;
+  /** Month usage already persisted: the store always holds at least the real count. */
+  #persistedCeiling = 0;
+  #pausedUntil = 0;
+  #waiters: Waiter[] = [];
+  #seq = 0;
+  #pumping = false;
+  #interrupt: AbortController | undefined;
+
+  constructor(options: BudgetOptions) {
+    this.limits = { ...options.limits };
+    this.#clock = options.clock;
+    this.#timeZone = options.timeZone ?? 'UTC';
+    this.#reserveFraction = Math.min(0.9, Math.max(0, options.reserveFraction ?? 0.1));
+    this.#reportReserve = options.reportReserve ?? 0;
+    this.#store = options.store ?? memoryBudgetStore();
+    this.#leaseSize = Math.max(1, options.leaseSize ?? 20);
+    this.#windows = new SlidingWindows(
+      [
+        { name: 'second', limit: this.limits.perSecond, windowMs: 1_000 },
+        { name: 'minute', limit: this.limits.perMinute, windowMs: 60_000 },
+      ],
+      options.safetyMarginMs ?? 200,
+    );
+    this.#month = monthWindow(this.#clock.now(), this.#timeZone);
+  }
+
+  /** Restores this month's usage from the store (a previous run's count carries over). */
+  async load(): Promise<void> {
+    const saved = await this.#store.load();
+    this.#rollMonth(this.#clock.now());
+    if (saved && saved.monthKey === this.#month.key) {
+      this.#used = Math.max(this.#used, saved.used);
+      this.#persistedCeiling = Math.max(this.#persistedCeiling, saved.used);
+    }
+  }
+
+  /** Writes the exact count (on clean shutdown, so the lease's unused part is given back). */
+  async flush(): Promise<void> {
+    await this.#store.save({ monthKey: this.#month.key, used: this.#used });
+    this.#persistedCeiling = this.#used;
+  }
+
+  set reportReserve(requests: number) {
+    this.#reportReserve = Math.max(0, requests);
+  }
+
+  get reportReserve(): number {
+    return this.#reportReserve;
+  }
+
+  /** Stops every request until `untilMs` (after a 429). */
+  pauseUntil(untilMs: number): void {
+    if (untilMs > this.#pausedUntil) {
+      this.#pausedUntil = untilMs;
+      this.#interrupt?.abort();
+    }
+  }
+
+  get pausedUntil(): number {
+    return this.#pausedUntil;
+  }
+
+  /** The RequestGate of the service client: resolves when this request may be sent, and counts it. */
+  acquire(operation: Operation, signal?: AbortSignal): Promise<void> {
+    const cls = classOf(operation);
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = { cls, seq: this.#seq++, resolve, reject };
+      this.#waiters.push(waiter);
+      this.#waiters.sort((a, b) => PRIORITY[a.cls] - PRIORITY[b.cls] || a.seq - b.seq);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const i = this.#waiters.indexOf(waiter);
+          if (i >= 0) {
+            this.#waiters.splice(i, 1);
+            reject(signal.reason as Error);
+            this.#interrupt?.abort();
+          }
+        },
+        { once: true },
+      );
+      if (this.#pumping) this.#interrupt?.abort();
+      else void this.#pump();
+    });
+  }
+
+  /** Earliest instant a request of this class may be sent (ignoring the queue); Infinity if not this month. */
+  earliestSendAt(cls: RequestClass, nowMs = this.#clock.now()): number {
+    this.#rollMonth(nowMs);
+    const monthLeft = this.limits.perMonth - this.#used;
+    const allowance = cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
+    const windowsAt = Math.max(this.#windows.nextFreeAt(nowMs), this.#pausedUntil, nowMs);
+    if (allowance <= 0) return Math.max(windowsAt, this.#month.endMs);
+    return windowsAt;
+  }
+
+  /**
+   * Interval between idle polls, summed over all tasks, that makes what idle polling may use of the month
+   * last until the month's end. Idle polling may spend (1 - reserve) of what is left beyond the report reserve.
+   */
+  idlePaceMs(nowMs = this.#clock.now()): number {
+    this.#rollMonth(nowMs);
+    const spendable = (this.limits.perMonth - this.#used - this.#reportReserve) * (1 - this.#reserveFraction);
+    const timeLeftMs = this.#month.endMs - nowMs;
+    if (spendable < 1) return Math.max(1, timeLeftMs);
+    const minimumMs = Math.max(1_000 / this.limits.perSecond, 60_000 / this.limits.perMinute);
+    return Math.max(minimumMs, timeLeftMs / spendable);
+  }
+
+  /**
+   * Work-driven polling (after a poll found work) may run ahead of an even spend of the month by at most
+   * the reserve fraction of the month; past that it falls back to the idle pace, so a backlog cannot
+   * empty the month's quota in a day.
+   */
+  aheadOfPace(nowMs = this.#clock.now()): boolean {
+    this.#rollMonth(nowMs);
+    const elapsed = (nowMs - this.#month.startMs) / (this.#month.endMs - this.#month.startMs);
+    const evenSpend = this.limits.perMonth * elapsed;
+    return this.#used >= evenSpend + this.limits.perMonth * this.#reserveFraction;
+  }
+
+  get monthUsed(): number {
+    this.#rollMonth(this.#clock.now());
+    return this.#used;
+  }
+
+  snapshot(nowMs = this.#clock.now()): BudgetSnapshot {
+    this.#rollMonth(nowMs);
+    return {
+      second: { used: this.#windows.usedIn(1_000, nowMs), limit: this.limits.perSecond },
+      minute: { used: this.#windows.usedIn(60_000, nowMs), limit: this.limits.perMinute },
+      month: {
+        key: this.#month.key,
+        used: this.#used,
+        limit: this.limits.perMonth,
+        remaining: Math.max(0, this.limits.perMonth - this.#used),
+        startsAt: this.#month.startMs,
+        endsAt: this.#month.endMs,
+      },
+      idlePaceMs: this.idlePaceMs(nowMs),
+      aheadOfPace: this.aheadOfPace(nowMs),
+      pausedUntil: this.#pausedUntil,
+      waiting: this.#waiters.length,
+    };
+  }
+
+  /**
+   * Counts a request sent now without queueing: for the synchronous month simulation and benchmarks that
+   * drive the same pacing code. The daemon itself always goes through `acquire`.
+   */
+  recordSent(nowMs = this.#clock.now()): void {
+    this.#rollMonth(nowMs);
+    this.#windows.record(nowMs);
+    this.#used++;
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      while (this.#waiters.length > 0) {
+        const head = this.#waiters[0]!;
+        const now = this.#clock.now();
+        const at = this.earliestSendAt(head.cls, now);
+        if (at <= now) {
+          if (this.#used + 1 > this.#persistedCeiling) {
+            // Time and the queue may move while the lease is written: look again afterwards.
+            await this.#extendLease(head);
+            continue;
+          }
+          this.#waiters.shift();
+          this.recordSent(now);
+          head.resolve();
+          continue;
+        }
+        this.#interrupt = new AbortController();
+        try {
+          await this.#clock.sleep(at - now, this.#interrupt.signal);
+        } catch {
+          // Interrupted: a new waiter, a pause or an abort changed the picture; look again.
+        }
+      }
+    } finally {
+      this.#pumping = false;
+      this.#interrupt = undefined;
+    }
+  }
+
+  async #extendLease(head: Waiter): Promise<void> {
+    const ceiling = this.#used + this.#leaseSize;
+    try {
+      await this.#store.save({ monthKey: this.#month.key, used: ceiling });
+      this.#persistedCeiling = ceiling;
+    } catch (error) {
+      // Unpersisted usage would be forgotten by a crash and the month overspent after restart: refuse.
+      this.#waiters.splice(this.#waiters.indexOf(head), 1);
+      head.reject(
+        new BudgetExhaustedError(
+          `cannot record budget usage in the state folder (${(error as Error).message}); request not sent`,
+        ),
+      );
+    }
+  }
+
+  #rollMonth(nowMs: number): void {
+    if (nowMs >= this.#month.endMs || nowMs < this.#month.startMs) {
+      this.#month = monthWindow(nowMs, this.#timeZone);
+      this.#used = 0;
+      this.#persistedCeiling = 0;
+    }
+  }
+}

@@ -1,0 +1,65 @@
+// Counts sent requests in sliding windows (per second, per minute) exactly: a request is remembered
+// until it leaves the longest window, so at most `max(limit)` instants are ever kept.
+
+export interface WindowLimit {
+  name: string;
+  limit: number;
+  windowMs: number;
+}
+
+export class SlidingWindows {
+  readonly #limits: WindowLimit[];
+  readonly #marginMs: number;
+  readonly #longestMs: number;
+  /** Send instants, oldest first. */
+  #sent: number[] = [];
+
+  /**
+   * @param marginMs added to every window: the service counts arrivals, we count departures, and
+   * latency jitter between two requests must not let the service see one more in its window than we did.
+   */
+  constructor(limits: WindowLimit[], marginMs: number) {
+    this.#limits = limits.filter((l) => Number.isFinite(l.limit) && l.limit > 0);
+    this.#marginMs = marginMs;
+    this.#longestMs = Math.max(0, ...this.#limits.map((l) => l.windowMs)) + marginMs;
+  }
+
+  record(nowMs: number): void {
+    this.#sent.push(nowMs);
+    this.#forget(nowMs);
+  }
+
+  /** The earliest instant >= now at which one more request fits in every window. */
+  nextFreeAt(nowMs: number): number {
+    this.#forget(nowMs);
+    let at = nowMs;
+    for (const l of this.#limits) {
+      const span = l.windowMs + this.#marginMs;
+      const inWindow = this.#countSince(nowMs - span);
+      if (inWindow >= l.limit) {
+        // The request that must leave the window for one more to fit.
+        const blocker = this.#sent[this.#sent.length - l.limit];
+        if (blocker !== undefined) at = Math.max(at, blocker + span);
+      }
+    }
+    return at;
+  }
+
+  /** Requests sent in the last `windowMs` (without margin), for metrics. */
+  usedIn(windowMs: number, nowMs: number): number {
+    return this.#countSince(nowMs - windowMs);
+  }
+
+  #countSince(sinceMs: number): number {
+    let n = 0;
+    for (let i = this.#sent.length - 1; i >= 0 && (this.#sent[i] ?? 0) > sinceMs; i--) n++;
+    return n;
+  }
+
+  #forget(nowMs: number): void {
+    const horizon = nowMs - this.#longestMs;
+    let drop = 0;
+    while (drop < this.#sent.length && (this.#sent[drop] ?? 0) <= horizon) drop++;
+    if (drop > 0) this.#sent.splice(0, drop);
+  }
+}

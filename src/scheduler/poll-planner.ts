@@ -1,0 +1,158 @@
+// Decides when each task is polled next: earliest-due first (so a busy task cannot starve the others),
+// soon again after a poll that found work, backing off towards the month's pace after empty polls.
+// Pure and synchronous: the daemon's loop and the month simulation drive the very same decisions.
+import type { Budget } from '../budget/budget.ts';
+
+export interface PollPlannerOptions {
+  budget: Budget;
+  /** Every task is polled at least this often while the month's budget allows it. Default 15 min. */
+  maxPollIntervalMs?: number;
+  /** Delay before polling a task again after it handed out work. Default 0. */
+  minPollIntervalMs?: number;
+  /** First step of the back-off from a busy task to its idle pace. Default 1 s. */
+  firstEmptyBackoffMs?: number;
+  /** Cap of the back-off after errors (5xx, network). Default 5 min. */
+  errorBackoffMaxMs?: number;
+  random?: () => number;
+}
+
+export interface PlannedTask {
+  taskId: string;
+  key: string;
+  nextDueAt: number;
+  lastPolledAt: number;
+  /** Empty polls since the last hit; drives the back-off towards the idle pace. */
+  emptyStreak: number;
+  errorStreak: number;
+  /** True from a hit until the back-off has reached the idle pace again. */
+  busy: boolean;
+}
+
+export class PollPlanner {
+  readonly #budget: Budget;
+  readonly #maxPollIntervalMs: number;
+  readonly #minPollIntervalMs: number;
+  readonly #firstEmptyBackoffMs: number;
+  readonly #errorBackoffMaxMs: number;
+  readonly #random: () => number;
+  readonly #tasks = new Map<string, PlannedTask>();
+
+  constructor(options: PollPlannerOptions) {
+    this.#budget = options.budget;
+    this.#maxPollIntervalMs = options.maxPollIntervalMs ?? 900_000;
+    this.#minPollIntervalMs = options.minPollIntervalMs ?? 0;
+    this.#firstEmptyBackoffMs = options.firstEmptyBackoffMs ?? 1_000;
+    this.#errorBackoffMaxMs = options.errorBackoffMaxMs ?? 300_000;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** Replaces the set of polled tasks; new ones are due at once, known ones keep their state. */
+  setTasks(tasks: { id: string; key: string }[], nowMs: number): void {
+    const ids = new Set(tasks.map((t) => t.id));
+    for (const id of this.#tasks.keys()) if (!ids.has(id)) this.#tasks.delete(id);
+    for (const t of tasks) {
+      if (!this.#tasks.has(t.id)) {
+        this.#tasks.set(t.id, {
+          taskId: t.id,
+          key: t.key,
+          nextDueAt: nowMs,
+          lastPolledAt: -Infinity,
+          emptyStreak: 0,
+          errorStreak: 0,
+          busy: false,
+        });
+      }
+    }
+  }
+
+  get tasks(): readonly PlannedTask[] {
+    return [...this.#tasks.values()];
+  }
+
+  /** The task to poll next and when: earliest due, then the one polled least recently. */
+  next(): PlannedTask | undefined {
+    let best: PlannedTask | undefined;
+    for (const t of this.#tasks.values()) {
+      if (
+        !best ||
+        t.nextDueAt < best.nextDueAt ||
+        (t.nextDueAt === best.nextDueAt && t.lastPolledAt < best.lastPolledAt)
+      ) {
+        best = t;
+      }
+    }
+    return best;
+  }
+
+  /** How long one task waits between idle polls so that all of them together keep to the month's pace. */
+  idleIntervalMs(nowMs: number): number {
+    return this.#budget.idlePaceMs(nowMs) * Math.max(1, this.#tasks.size);
+  }
+
+  /** True when the month's pace forbids polling every task within the configured maximum interval. */
+  paceExceedsMaxInterval(nowMs: number): boolean {
+    return this.idleIntervalMs(nowMs) > this.#maxPollIntervalMs;
+  }
+
+  onHit(taskId: string, nowMs: number): void {
+    const t = this.#polled(taskId, nowMs);
+    if (!t) return;
+    t.emptyStreak = 0;
+    t.errorStreak = 0;
+    t.busy = true;
+    // A backlog is likely: go again at once, unless work has already run ahead of the month's even spend.
+    t.nextDueAt = this.#budget.aheadOfPace(nowMs)
+      ? nowMs + this.idleIntervalMs(nowMs)
+      : nowMs + this.#minPollIntervalMs;
+  }
+
+  onEmpty(taskId: string, nowMs: number): void {
+    const t = this.#polled(taskId, nowMs);
+    if (!t) return;
+    t.errorStreak = 0;
+    t.emptyStreak++;
+    const idle = this.idleIntervalMs(nowMs);
+    if (t.busy) {
+      const step = this.#firstEmptyBackoffMs * 2 ** (t.emptyStreak - 1);
+      if (step < idle) {
+        t.nextDueAt = nowMs + step;
+        return;
+      }
+      t.busy = false;
+    }
+    t.nextDueAt = nowMs + idle;
+  }
+
+  /** After a 5xx or network error: exponential back-off with jitter, capped. */
+  onError(taskId: string, nowMs: number): void {
+    const t = this.#polled(taskId, nowMs);
+    if (!t) return;
+    t.errorStreak++;
+    const cap = Math.min(this.#errorBackoffMaxMs, 1_000 * 2 ** t.errorStreak);
+    t.nextDueAt = nowMs + cap * (0.5 + this.#random() / 2);
+  }
+
+  /** Delays a task without counting a poll (the request was not sent, e.g. budget or backpressure). */
+  postpone(taskId: string, untilMs: number): void {
+    const t = this.#tasks.get(taskId);
+    if (t && t.nextDueAt < untilMs) t.nextDueAt = untilMs;
+  }
+
+  /** Makes one task (or all) due now: an operator's or a job's nudge. */
+  wake(nowMs: number, taskKey?: string): number {
+    let woken = 0;
+    for (const t of this.#tasks.values()) {
+      if (taskKey === undefined || t.key === taskKey) {
+        t.nextDueAt = Math.min(t.nextDueAt, nowMs);
+        woken++;
+      }
+    }
+    return woken;
+  }
+
+  #polled(taskId: string, nowMs: number): PlannedTask | undefined {
+    const t = this.#tasks.get(taskId);
+    if (t) t.lastPolledAt = nowMs;
+    return t;
+  }
+}
