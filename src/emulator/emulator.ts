@@ -1,0 +1,295 @@
+// The emulator: a node:http server that answers like the service's custom-task surface, with
+// per-key limits, a fault table and a request log, plus an admin surface to drive it from tests.
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { systemClock } from '../clock/clock.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { JobContext, JsonObject, Task, TaskDefinition } from '../api/types.ts';
+import { answerAdmin } from './admin.ts';
+import { EmulatorStateError, UnknownTaskError } from './errors.ts';
+import { FaultTable } from './faults.ts';
+import { RateLimiter } from './limits.ts';
+import { matchRoute } from './routes.ts';
+import type { RouteMatch } from './routes.ts';
+import { answerService } from './service.ts';
+import { Store } from './store.ts';
+import type { EmulatedExecution, EmulatorOptions, FaultRule, RequestRecord } from './types.ts';
+import { errorAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
+import type { Answer } from './wire.ts';
+
+const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+const ERROR_CODES: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHENTICATED',
+  404: 'NOT_FOUND',
+  412: 'PRECONDITION_FAILED',
+  429: 'RATE_LIMIT',
+};
+
+export class Emulator {
+  readonly #clock: Clock;
+  readonly #apiKeys: Set<string>;
+  readonly #maxUploadBytes: number;
+  readonly #store: Store;
+  readonly #limiter: RateLimiter;
+  readonly #faults: FaultTable;
+  #requests: RequestRecord[] = [];
+  #server: Server | undefined;
+  #url: string | undefined;
+  /** Pending latency faults, released when the emulator closes so no handler outlives it. */
+  #delays = new Set<() => void>();
+
+  constructor(options: EmulatorOptions = {}) {
+    this.#clock = options.clock ?? systemClock;
+    this.#apiKeys = new Set(options.apiKeys ?? ['emulator-key']);
+    this.#maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
+    this.#store = new Store(this.#clock);
+    this.#limiter = new RateLimiter(options.limits);
+    this.#faults = new FaultTable(options.seed ?? 1);
+  }
+
+  /** Starts serving; resolves the base URL, e.g. `http://127.0.0.1:PORT`. */
+  async listen(port = 0, host = '127.0.0.1'): Promise<string> {
+    if (this.#server) {
+      throw new EmulatorStateError(`The emulator already listens on ${this.#url}; close it first.`);
+    }
+    const server = createServer((request, response) => void this.#serve(request, response));
+    this.#server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    }).catch((error: unknown) => {
+      this.#server = undefined;
+      throw error;
+    });
+    const address = server.address() as AddressInfo;
+    const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    this.#url = `http://${shownHost}:${address.port}`;
+    return this.#url;
+  }
+
+  get url(): string {
+    if (!this.#url) {
+      throw new EmulatorStateError('The emulator is not listening; await listen() before reading url.');
+    }
+    return this.#url;
+  }
+
+  /** Stops serving and destroys every open connection, including those waiting on a latency fault. */
+  async close(): Promise<void> {
+    const server = this.#server;
+    if (!server) return;
+    this.#server = undefined;
+    this.#url = undefined;
+    for (const release of this.#delays) release();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
+  }
+
+  createTask(definition: Partial<TaskDefinition> & { key: string }): Task {
+    return structuredClone(this.#store.createTask(definition));
+  }
+
+  /** Adds a pending execution; throws UnknownTaskError when no task has this id or key. */
+  enqueueExecution(taskIdOrKey: string, input?: JsonObject, context?: JobContext): EmulatedExecution {
+    const task = this.#store.findTask(taskIdOrKey);
+    if (!task) throw new UnknownTaskError(taskIdOrKey);
+    return structuredClone(this.#store.enqueueExecution(task, input, context));
+  }
+
+  executions(): EmulatedExecution[] {
+    return structuredClone(this.#store.executions());
+  }
+
+  requests(): RequestRecord[] {
+    return structuredClone(this.#requests);
+  }
+
+  /** Replaces the fault table (and reseeds its PRNG); throws InvalidFaultRuleError on a malformed rule. */
+  setFaults(faults: FaultRule[]): void {
+    this.#faults.replace(faults);
+  }
+
+  clearFaults(): void {
+    this.#faults.clear();
+  }
+
+  /** Back to a fresh emulator: no tasks, executions, log, faults or consumed budget. */
+  reset(): void {
+    this.#store.reset();
+    this.#requests = [];
+    this.#faults.clear();
+    this.#limiter.reset();
+  }
+
+  async #serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    try {
+      // Prefixing (not resolving against a base) keeps a path such as `//x` a path, never a host.
+      const target = request.url ?? '/';
+      const url = new URL(target.startsWith('/') ? `http://emulator.invalid${target}` : target);
+      if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
+        const body = await readBody(request, this.#maxUploadBytes);
+        const answer = body.tooLarge
+          ? messageAnswer(413, `The admin request body exceeds ${this.#maxUploadBytes} bytes.`)
+          : answerAdmin(this, request.method ?? 'GET', url.pathname, body.bytes, this.#clock.now());
+        writeAnswer(response, answer);
+      } else {
+        await this.#serveService(request, response, url);
+      }
+    } catch (error) {
+      // A client that vanished mid-body, or a bug: never let it crash the process hosting the emulator.
+      const reason = error instanceof Error ? error.message : String(error);
+      const message = `The emulator failed to handle the request: ${reason}`;
+      writeAnswer(response, errorAnswer(500, 'INTERNAL', message, this.#clock.now()));
+    }
+  }
+
+  async #serveService(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
+    const startedAt = performance.now();
+    const method = request.method ?? 'GET';
+    const route = matchRoute(method, url.pathname);
+    const apiKey = apiKeyOf(request, url);
+    const record: RequestRecord = {
+      at: this.#clock.now(),
+      method,
+      path: url.pathname,
+      operation: route?.operation ?? 'unknown',
+      status: 0,
+      apiKeyValid: apiKey !== undefined && this.#apiKeys.has(apiKey),
+      rateLimited: false,
+    };
+    this.#requests.push(record);
+    const finish = (answer: Answer | undefined) => {
+      if (answer && writeAnswer(response, answer)) record.status = answer.status;
+      else request.socket.destroy();
+      if (record.status === 429) record.rateLimited = true;
+      record.latencyMs = performance.now() - startedAt;
+    };
+
+    // Faults come first: they stand for what happens in front of, or instead of, the service.
+    const fault = this.#faults.pick(record.operation, this.#taskIdOf(route));
+    if (fault?.kind === 'drop') return finish(undefined);
+    if (fault?.kind === 'status') return finish(this.#faultAnswer(fault));
+    if (fault?.kind === 'rateLimit') {
+      const headers: Record<string, string> =
+        fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
+      return finish(
+        errorAnswer(429, 'RATE_LIMIT', 'Rate limit exceeded (injected fault).', this.#clock.now(), headers),
+      );
+    }
+    if (fault?.kind === 'latency' && !(await this.#delay(fault.ms))) return finish(undefined);
+
+    const answer = await this.#answerService(request, url, route, apiKey, record);
+    finish(fault?.kind === 'dropAfterApply' ? undefined : answer);
+  }
+
+  async #answerService(
+    request: IncomingMessage,
+    url: URL,
+    route: RouteMatch | undefined,
+    apiKey: string | undefined,
+    record: RequestRecord,
+  ): Promise<Answer> {
+    const nowMs = this.#clock.now();
+    if (!record.apiKeyValid) {
+      const message =
+        'The API key is missing or not accepted; send a key the emulator was started with (default ' +
+        "'emulator-key') in X-Api-Key, the api_key query parameter or Authorization: Bearer.";
+      return errorAnswer(401, 'UNAUTHENTICATED', message, nowMs);
+    }
+    const decision = this.#limiter.take(apiKey!, nowMs);
+    if (!decision.allowed) {
+      const message = `Rate limit exceeded for this API key; retry after ${decision.retryAfterSeconds} s.`;
+      return errorAnswer(429, 'RATE_LIMIT', message, nowMs, {
+        'retry-after': String(decision.retryAfterSeconds),
+      });
+    }
+    const body = await readBody(request, this.#maxUploadBytes);
+    if (body.tooLarge) {
+      return messageAnswer(
+        413,
+        `The request body (${body.size} bytes) exceeds the ${this.#maxUploadBytes}-byte limit.`,
+      );
+    }
+    if (!route) {
+      return errorAnswer(
+        404,
+        'NOT_FOUND',
+        `No route ${record.method} ${url.pathname}; check the method and path.`,
+        nowMs,
+      );
+    }
+    return answerService(this.#store, {
+      operation: route.operation,
+      id: route.id,
+      query: url.searchParams,
+      contentType: request.headers['content-type'],
+      body: body.bytes,
+      nowMs,
+    });
+  }
+
+  #faultAnswer(fault: Extract<FaultRule, { kind: 'status' }>): Answer {
+    if (fault.body === undefined) {
+      const code = ERROR_CODES[fault.status] ?? 'INTERNAL';
+      const answer = errorAnswer(
+        fault.status,
+        code,
+        `Injected fault: HTTP ${fault.status}.`,
+        this.#clock.now(),
+      );
+      return { ...answer, headers: { ...answer.headers, ...fault.headers } };
+    }
+    const contentType = fault.contentType ?? (looksLikeJson(fault.body) ? 'application/json' : 'text/plain');
+    const headers: Record<string, string> =
+      fault.body === '' && !fault.contentType ? {} : { 'content-type': contentType };
+    return { status: fault.status, headers: { ...headers, ...fault.headers }, body: fault.body };
+  }
+
+  /** The task a request concerns, for fault rules restricted to one task. */
+  #taskIdOf(route: RouteMatch | undefined): string | undefined {
+    if (!route?.id) return undefined;
+    if (route.operation.startsWith('tasks.')) return route.id;
+    return this.#store.getExecution(route.id)?.taskId;
+  }
+
+  /** Real-time delay; resolves false when the emulator closed meanwhile. */
+  #delay(ms: number): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const release = () => {
+        clearTimeout(timer);
+        this.#delays.delete(release);
+        resolve(false);
+      };
+      const timer = setTimeout(() => {
+        this.#delays.delete(release);
+        resolve(true);
+      }, ms);
+      this.#delays.add(release);
+    });
+  }
+}
+
+/** The key from X-Api-Key, then `Authorization: Bearer`, then the api_key query parameter. */
+function apiKeyOf(request: IncomingMessage, url: URL): string | undefined {
+  const header = request.headers['x-api-key'];
+  if (typeof header === 'string' && header !== '') return header;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  if (bearer) return bearer[1];
+  return url.searchParams.get('api_key') ?? undefined;
+}
+
+function looksLikeJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}

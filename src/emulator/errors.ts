@@ -1,0 +1,28 @@
+// Errors the emulator's in-process API throws; over HTTP the admin surface turns them into 4xx answers.
+
+/** `enqueueExecution` (or the admin surface) named a task that does not exist. */
+export class UnknownTaskError extends Error {
+  override name = 'UnknownTaskError';
+  readonly task: string;
+  constructor(task: string) {
+    super(
+      `No emulated task has id or key '${task}'; create it first with createTask or POST /__admin/tasks.`,
+    );
+    this.task = task;
+  }
+}
+
+/** A task definition lacks its key or has a member of the wrong type. */
+export class InvalidTaskDefinitionError extends Error {
+  override name = 'InvalidTaskDefinitionError';
+}
+
+/** A fault rule is malformed; the message names the rule's index and the bad member. */
+export class InvalidFaultRuleError extends Error {
+  override name = 'InvalidFaultRuleError';
+}
+
+/** The emulator was asked for its URL before `listen()`, or to listen twice. */
+export class EmulatorStateError extends Error {
+  override name = 'EmulatorStateError';
+}

@@ -1,0 +1,16 @@
+// The service emulator's public surface: the server, its option and record types, and its errors.
+export { Emulator } from './emulator.ts';
+export { DEFAULT_LIMITS } from './limits.ts';
+export {
+  EmulatorStateError,
+  InvalidFaultRuleError,
+  InvalidTaskDefinitionError,
+  UnknownTaskError,
+} from './errors.ts';
+export type {
+  EmulatedExecution,
+  EmulatorLimits,
+  EmulatorOptions,
+  FaultRule,
+  RequestRecord,
+} from './types.ts';

@@ -1,0 +1,84 @@
+// The service's per-key rate limits (part 8): sliding 1 s and 60 s windows and a UTC calendar month.
+// Pure: the caller passes the clock's reading, so a month of budget is tested in milliseconds.
+import type { EmulatorLimits } from './types.ts';
+
+export const DEFAULT_LIMITS: EmulatorLimits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
+
+const SECOND_MS = 1000;
+const MINUTE_MS = 60_000;
+
+export type LimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+interface KeyUsage {
+  /** Instants of accepted requests within the last minute, ascending. */
+  recent: number[];
+  /** UTC month the count belongs to, `YYYY-M`. */
+  month: string;
+  monthCount: number;
+}
+
+export class RateLimiter {
+  readonly #limits: EmulatorLimits;
+  #usage = new Map<string, KeyUsage>();
+
+  constructor(limits: Partial<EmulatorLimits> = {}) {
+    this.#limits = { ...DEFAULT_LIMITS, ...limits };
+  }
+
+  /** Counts the request when every window has room; a refused request consumes nothing. */
+  take(apiKey: string, nowMs: number): LimitDecision {
+    const usage = this.#usageOf(apiKey, nowMs);
+    usage.recent = usage.recent.filter((at) => at > nowMs - MINUTE_MS);
+    const waitMs = Math.max(
+      windowWaitMs(usage.recent, this.#limits.perSecond, SECOND_MS, nowMs),
+      windowWaitMs(usage.recent, this.#limits.perMinute, MINUTE_MS, nowMs),
+      isEnforced(this.#limits.perMonth) && usage.monthCount >= this.#limits.perMonth
+        ? startOfNextUtcMonth(nowMs) - nowMs
+        : 0,
+    );
+    if (waitMs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    usage.recent.push(nowMs);
+    usage.monthCount++;
+    return { allowed: true };
+  }
+
+  reset(): void {
+    this.#usage.clear();
+  }
+
+  #usageOf(apiKey: string, nowMs: number): KeyUsage {
+    const month = utcMonthOf(nowMs);
+    let usage = this.#usage.get(apiKey);
+    if (!usage) {
+      usage = { recent: [], month, monthCount: 0 };
+      this.#usage.set(apiKey, usage);
+    } else if (usage.month !== month) {
+      usage.month = month;
+      usage.monthCount = 0;
+    }
+    return usage;
+  }
+}
+
+function isEnforced(limit: number): boolean {
+  return limit > 0 && Number.isFinite(limit);
+}
+
+/** Milliseconds until the window has a free slot; 0 when it has one now. */
+function windowWaitMs(recent: number[], limit: number, windowMs: number, nowMs: number): number {
+  if (!isEnforced(limit)) return 0;
+  const inWindow = recent.filter((at) => at > nowMs - windowMs);
+  if (inWindow.length < limit) return 0;
+  // Once this request leaves the window, exactly limit - 1 remain in it.
+  return inWindow[inWindow.length - limit]! + windowMs - nowMs;
+}
+
+function utcMonthOf(ms: number): string {
+  const date = new Date(ms);
+  return `${date.getUTCFullYear()}-${date.getUTCMonth()}`;
+}
+
+function startOfNextUtcMonth(ms: number): number {
+  const date = new Date(ms);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+}

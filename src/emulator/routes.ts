@@ -1,0 +1,50 @@
+// Maps a service request's method and path to the operation it performs, accepting both path
+// spellings the service uses (`data-factory`/`data_factory`, `task-executions`/`task_executions`).
+import type { Operation } from '../api/types.ts';
+
+export interface RouteMatch {
+  operation: Operation;
+  /** The task or execution id in the path, when the route has one. */
+  id?: string;
+}
+
+const ROUTES: { method: string; pattern: RegExp; operation: Operation }[] = [
+  { method: 'GET', pattern: /^\/v1\/data-factory\/tasks$/, operation: 'tasks.list' },
+  { method: 'POST', pattern: /^\/v1\/data-factory\/tasks$/, operation: 'tasks.create' },
+  { method: 'GET', pattern: /^\/v1\/data-factory\/tasks\/([^/]+)$/, operation: 'tasks.get' },
+  { method: 'PUT', pattern: /^\/v1\/data-factory\/tasks\/([^/]+)$/, operation: 'tasks.update' },
+  { method: 'DELETE', pattern: /^\/v1\/data-factory\/tasks\/([^/]+)$/, operation: 'tasks.delete' },
+  { method: 'GET', pattern: /^\/v1\/data-factory\/tasks\/([^/]+)\/poll$/, operation: 'tasks.poll' },
+  { method: 'GET', pattern: /^\/v1\/data-factory\/task-executions\/([^/]+)$/, operation: 'executions.get' },
+  {
+    method: 'PATCH',
+    pattern: /^\/v1\/data-factory\/task-executions\/([^/]+)$/,
+    operation: 'executions.report',
+  },
+  { method: 'POST', pattern: /^\/v2\/data-factory\/files$/, operation: 'files.upload' },
+];
+
+/** The hyphen spelling of a path, without a trailing slash. */
+export function canonicalPath(path: string): string {
+  const canonical = path
+    .replace(/^\/(v\d+)\/data_factory(?=\/|$)/, '/$1/data-factory')
+    .replace(/\/task_executions(?=\/|$)/, '/task-executions');
+  return canonical.length > 1 ? canonical.replace(/\/+$/, '') : canonical;
+}
+
+export function matchRoute(method: string, path: string): RouteMatch | undefined {
+  const canonical = canonicalPath(path);
+  for (const route of ROUTES) {
+    if (route.method !== method) continue;
+    const match = route.pattern.exec(canonical);
+    if (!match) continue;
+    const raw = match[1];
+    if (raw === undefined) return { operation: route.operation };
+    try {
+      return { operation: route.operation, id: decodeURIComponent(raw) };
+    } catch {
+      return undefined; // a malformed %-escape names no resource
+    }
+  }
+  return undefined;
+}

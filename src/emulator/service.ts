@@ -1,0 +1,135 @@
+// The custom-task surface of the service (tasks, executions, v2 file upload), answered from the store.
+// Auth, limits and faults are decided before this runs; here only the operation itself happens.
+import type { Operation } from '../api/types.ts';
+import { InvalidTaskDefinitionError } from './errors.ts';
+import { isObject, toWireExecution } from './store.ts';
+import type { Store } from './store.ts';
+import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
+import type { Answer } from './wire.ts';
+
+export interface ServiceRequest {
+  operation: Operation;
+  id?: string;
+  query: URLSearchParams;
+  contentType: string | undefined;
+  body: Buffer;
+  nowMs: number;
+}
+
+const MAX_PAGE_SIZE = 1000;
+const DEFAULT_PAGE_SIZE = 10;
+
+export async function answerService(store: Store, request: ServiceRequest): Promise<Answer> {
+  const { operation, nowMs } = request;
+  const id = request.id ?? '';
+  switch (operation) {
+    case 'tasks.list':
+      return listTasks(store, request.query, nowMs);
+    case 'tasks.create':
+      return withJsonBody(request, (body) => jsonAnswer(201, store.createTask(body)));
+    case 'tasks.get': {
+      const task = store.getTask(id);
+      return task ? jsonAnswer(200, task) : taskNotFound(id, nowMs);
+    }
+    case 'tasks.update':
+      return withJsonBody(request, (body) => {
+        const task = store.updateTask(id, body);
+        return task ? jsonAnswer(201, task) : taskNotFound(id, nowMs);
+      });
+    case 'tasks.delete':
+      return store.deleteTask(id) ? emptyAnswer(201) : taskNotFound(id, nowMs);
+    case 'tasks.poll': {
+      if (!store.getTask(id)) return taskNotFound(id, nowMs);
+      const execution = store.claimNext(id);
+      return execution
+        ? jsonAnswer(200, toWireExecution(execution))
+        : errorAnswer(404, 'NOT_FOUND', `No execution of task '${id}' is pending; poll again later.`, nowMs);
+    }
+    case 'executions.get': {
+      const execution = store.getExecution(id);
+      return execution ? jsonAnswer(200, toWireExecution(execution)) : executionNotFound(id, nowMs);
+    }
+    case 'executions.report':
+      return withJsonBody(request, (body) => report(store, id, body, nowMs));
+    case 'files.upload':
+      return uploadFile(store, request);
+  }
+}
+
+function listTasks(store: Store, query: URLSearchParams, nowMs: number): Answer {
+  const page = query.get('page') ?? '0';
+  const size = query.get('size') ?? String(DEFAULT_PAGE_SIZE);
+  if (!/^\d+$/.test(page)) {
+    return errorAnswer(400, 'BAD_REQUEST', `Page '${page}' is not a page number; pages start at 0.`, nowMs);
+  }
+  if (!/^\d+$/.test(size) || Number(size) < 1 || Number(size) > MAX_PAGE_SIZE) {
+    const message = `Page size '${size}' is outside 1..${MAX_PAGE_SIZE}; ask for at most ${MAX_PAGE_SIZE} per page.`;
+    return errorAnswer(400, 'BAD_REQUEST', message, nowMs);
+  }
+  return jsonAnswer(200, store.listTasks(Number(page), Number(size)));
+}
+
+function report(store: Store, id: string, body: unknown, nowMs: number): Answer {
+  if (!store.getExecution(id)) return executionNotFound(id, nowMs);
+  if (!isObject(body)) return badRequest('The report must be a JSON object {id, status, output}.', nowMs);
+  const { status, output } = body;
+  if (status !== 'COMPLETED' && status !== 'FAILED') {
+    return badRequest(
+      `Execution '${id}': status must be COMPLETED or FAILED, got ${JSON.stringify(status)}.`,
+      nowMs,
+    );
+  }
+  if (output !== undefined && !isObject(output)) {
+    return badRequest(`Execution '${id}': output must be a JSON object when present.`, nowMs);
+  }
+  return jsonAnswer(200, toWireExecution(store.report(id, status, output)!));
+}
+
+async function uploadFile(store: Store, request: ServiceRequest): Promise<Answer> {
+  const contentType = request.contentType ?? '';
+  if (!/^multipart\/form-data\s*;.*boundary=/i.test(contentType)) {
+    return messageAnswer(
+      400,
+      'Uploads must be multipart/form-data with a boundary; send the file as a form part.',
+    );
+  }
+  let form: FormData;
+  try {
+    form = await new Request('http://emulator.invalid/upload', {
+      method: 'POST',
+      headers: { 'content-type': contentType },
+      body: new Uint8Array(request.body),
+    }).formData();
+  } catch {
+    return messageAnswer(400, 'The multipart body could not be parsed; check its boundary and part headers.');
+  }
+  const file = [...form.values()].find((value): value is File => typeof value !== 'string');
+  if (!file) {
+    return messageAnswer(400, 'The multipart body has no file part; attach the file with a filename.');
+  }
+  return jsonAnswer(201, store.addFile(file.name, file.size, file.type || 'application/octet-stream'));
+}
+
+/** Parses the JSON body, answering the service's `{message}`-only 400 when it is malformed. */
+function withJsonBody(request: ServiceRequest, handle: (body: unknown) => Answer): Answer {
+  const parsed = parseJson(request.body);
+  if (!parsed.ok) return messageAnswer(400, 'The request body is not valid JSON; send a JSON object.');
+  try {
+    return handle(parsed.value);
+  } catch (error) {
+    if (error instanceof InvalidTaskDefinitionError) return badRequest(error.message, request.nowMs);
+    throw error;
+  }
+}
+
+function badRequest(message: string, nowMs: number): Answer {
+  return errorAnswer(400, 'BAD_REQUEST', message, nowMs);
+}
+
+function taskNotFound(id: string, nowMs: number): Answer {
+  return errorAnswer(404, 'NOT_FOUND', `No task has id '${id}'; list tasks to find its id.`, nowMs);
+}
+
+function executionNotFound(id: string, nowMs: number): Answer {
+  return errorAnswer(404, 'NOT_FOUND', `No task execution has id '${id}'.`, nowMs);
+}

@@ -1,0 +1,207 @@
+// The emulator's in-memory state: tasks, their executions and uploaded file records, with the
+// service's rules for creating, claiming (poll) and reporting executions.
+import type { Clock } from '../clock/clock.ts';
+import type {
+  JobContext,
+  JsonObject,
+  KeyDescription,
+  ListEnvelope,
+  ReportStatus,
+  Task,
+  TaskDefinition,
+  TaskExecution,
+} from '../api/types.ts';
+import { InvalidTaskDefinitionError } from './errors.ts';
+import type { EmulatedExecution } from './types.ts';
+
+/** The v2 file record the emulator answers; the service does not document its fields. */
+export interface EmulatedFile {
+  object: 'file';
+  id: string;
+  name: string;
+  size: number;
+  contentType: string;
+  createdAt: string;
+}
+
+export class Store {
+  readonly #clock: Clock;
+  // Maps keep insertion order, which is creation order: lists and polls rely on it.
+  #tasks = new Map<string, Task>();
+  #executions = new Map<string, EmulatedExecution>();
+  #files = new Map<string, EmulatedFile>();
+  #sequence = { task: 0, execution: 0, file: 0 };
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  createTask(definition: unknown): Task {
+    const valid = parseTaskDefinition(definition);
+    const task: Task = {
+      object: 'task',
+      id: `task-${++this.#sequence.task}`,
+      createdAt: this.#isoNow(),
+      ...valid,
+    };
+    this.#tasks.set(task.id, task);
+    return task;
+  }
+
+  /** Replaces the task's definition; undefined when no task has this id. */
+  updateTask(id: string, definition: unknown): Task | undefined {
+    const existing = this.#tasks.get(id);
+    if (!existing) return undefined;
+    const valid = parseTaskDefinition(definition);
+    const task: Task = { ...existing, ...valid, updatedAt: this.#isoNow() };
+    this.#tasks.set(id, task);
+    return task;
+  }
+
+  /** Executions of a deleted task stay, as history for tests; its poll answers 404. */
+  deleteTask(id: string): boolean {
+    return this.#tasks.delete(id);
+  }
+
+  getTask(id: string): Task | undefined {
+    return this.#tasks.get(id);
+  }
+
+  /** By id first, then by key; with duplicate keys the oldest task wins. */
+  findTask(idOrKey: string): Task | undefined {
+    return this.#tasks.get(idOrKey) ?? [...this.#tasks.values()].find((task) => task.key === idOrKey);
+  }
+
+  listTasks(page: number, size: number): ListEnvelope<Task> {
+    const all = [...this.#tasks.values()];
+    return { object: 'list', data: all.slice(page * size, (page + 1) * size), totalElements: all.length };
+  }
+
+  enqueueExecution(task: Task, input: JsonObject = {}, context?: JobContext): EmulatedExecution {
+    const number = ++this.#sequence.execution;
+    const execution: EmulatedExecution = {
+      object: 'task_execution',
+      id: `execution-${number}`,
+      taskId: task.id,
+      taskKey: task.key,
+      createdAt: this.#isoNow(),
+      status: 'IN_PROGRESS',
+      // The service adds the job context to every input; it is not one of the task's input keys.
+      input: { ...input, context: context ?? defaultContext(number) },
+      reports: [],
+    };
+    this.#executions.set(execution.id, execution);
+    return execution;
+  }
+
+  /** Hands out the oldest pending execution of the task, once; undefined when none is pending. */
+  claimNext(taskId: string): EmulatedExecution | undefined {
+    for (const execution of this.#executions.values()) {
+      if (execution.taskId === taskId && execution.status === 'IN_PROGRESS' && !execution.claimedAt) {
+        execution.claimedAt = this.#isoNow();
+        return execution;
+      }
+    }
+    return undefined;
+  }
+
+  getExecution(id: string): EmulatedExecution | undefined {
+    return this.#executions.get(id);
+  }
+
+  /**
+   * Stores a report. A report on an already finished execution is accepted and appended too: the
+   * service's allowed source states are not documented, and tests must be able to see duplicates.
+   */
+  report(id: string, status: ReportStatus, output: JsonObject | undefined): EmulatedExecution | undefined {
+    const execution = this.#executions.get(id);
+    if (!execution) return undefined;
+    const at = this.#isoNow();
+    execution.status = status;
+    if (output !== undefined) execution.output = output;
+    execution.updatedAt = at;
+    execution.reports.push({ at, status, output: output ?? {} });
+    return execution;
+  }
+
+  executions(): EmulatedExecution[] {
+    return [...this.#executions.values()];
+  }
+
+  addFile(name: string, size: number, contentType: string): EmulatedFile {
+    const file: EmulatedFile = {
+      object: 'file',
+      id: `file-${++this.#sequence.file}`,
+      name,
+      size,
+      contentType,
+      createdAt: this.#isoNow(),
+    };
+    this.#files.set(file.id, file);
+    return file;
+  }
+
+  /** Drops everything and restarts ids, so a reset emulator answers like a new one. */
+  reset(): void {
+    this.#tasks.clear();
+    this.#executions.clear();
+    this.#files.clear();
+    this.#sequence = { task: 0, execution: 0, file: 0 };
+  }
+
+  #isoNow(): string {
+    return new Date(this.#clock.now()).toISOString();
+  }
+}
+
+/** The execution as the service sends it, without the emulator's bookkeeping. */
+export function toWireExecution(execution: EmulatedExecution): TaskExecution {
+  const { taskKey: _taskKey, claimedAt: _claimedAt, reports: _reports, ...wire } = execution;
+  return wire;
+}
+
+function defaultContext(executionNumber: number): JobContext {
+  return {
+    jobAccountId: 'emulator-account',
+    jobId: `emulator-job-${executionNumber}`,
+    userAccountId: 'emulator-account',
+    userId: 'emulator-user',
+  };
+}
+
+/** Validates a create/update body; members other than `key` default like an empty task. */
+export function parseTaskDefinition(value: unknown): TaskDefinition {
+  if (!isObject(value)) throw new InvalidTaskDefinitionError('A task definition must be a JSON object.');
+  const { key, description = '', retryCount = 0, inputKeys = [], outputKeys = [] } = value;
+  if (typeof key !== 'string' || key === '') {
+    throw new InvalidTaskDefinitionError('The task definition lacks `key`; send a non-empty string key.');
+  }
+  if (typeof description !== 'string') {
+    throw new InvalidTaskDefinitionError(`Task '${key}': description must be a string.`);
+  }
+  if (!Number.isInteger(retryCount) || (retryCount as number) < 0) {
+    throw new InvalidTaskDefinitionError(`Task '${key}': retryCount must be a non-negative integer.`);
+  }
+  return {
+    key,
+    description,
+    retryCount: retryCount as number,
+    inputKeys: parseKeyDescriptions(key, 'inputKeys', inputKeys),
+    outputKeys: parseKeyDescriptions(key, 'outputKeys', outputKeys),
+  };
+}
+
+function parseKeyDescriptions(task: string, member: string, value: unknown): KeyDescription[] {
+  const problem = `Task '${task}': ${member} must be an array of {key: string, description: string}.`;
+  if (!Array.isArray(value)) throw new InvalidTaskDefinitionError(problem);
+  return value.map((item: unknown) => {
+    if (!isObject(item) || typeof item.key !== 'string') throw new InvalidTaskDefinitionError(problem);
+    const description = item.description ?? '';
+    if (typeof description !== 'string') throw new InvalidTaskDefinitionError(problem);
+    return { key: item.key, description };
+  });
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

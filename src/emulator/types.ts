@@ -1,0 +1,83 @@
+// Public shapes of the emulator: its options, what it records about executions and requests, and the
+// rules of its fault table. Kept apart from the server so callers can import types without runtime code.
+import type { Clock } from '../clock/clock.ts';
+import type { JsonObject, Operation, ReportStatus, TaskExecution } from '../api/types.ts';
+
+/** Request budgets per API key (service API part 8). 0 or Infinity disables that limit. */
+export interface EmulatorLimits {
+  /** Requests accepted in any sliding 1 s window. Default 5. */
+  perSecond: number;
+  /** Requests accepted in any sliding 60 s window. Default 50. */
+  perMinute: number;
+  /** Requests accepted in one calendar month, UTC. Default 40000. */
+  perMonth: number;
+}
+
+export interface EmulatorOptions {
+  /** Accepted API keys. Default `['emulator-key']`. */
+  apiKeys?: string[];
+  /** Per-key limits; missing members take their defaults (5 per second, 50 per minute, 40000 per month). */
+  limits?: Partial<EmulatorLimits>;
+  /** Time for rate-limit windows and record timestamps. Default `systemClock`. */
+  clock?: Clock;
+  /** Largest request body accepted, in bytes; larger bodies get 413 `{message}`. Default 10 MiB. */
+  maxUploadBytes?: number;
+  /** Seeds the PRNG that decides probabilistic fault rules, so tests are deterministic. Default 1. */
+  seed?: number;
+}
+
+/** An execution as the emulator keeps it: the service's record plus what tests want to inspect. */
+export interface EmulatedExecution extends TaskExecution {
+  taskKey: string;
+  /** When a poll handed it out (ISO 8601); absent while pending. */
+  claimedAt?: string;
+  /** Every accepted PATCH, in arrival order. */
+  reports: { at: string; status: ReportStatus; output: JsonObject }[];
+}
+
+/** One service request (admin requests are not recorded). */
+export interface RequestRecord {
+  /** Clock milliseconds when the request arrived. */
+  at: number;
+  method: string;
+  /** Path as sent, without the query string. */
+  path: string;
+  operation: Operation | 'unknown';
+  /** Status answered, or 0 when the connection was dropped without an answer. */
+  status: number;
+  apiKeyValid: boolean;
+  /** Answered 429, by the limiter or by a fault rule. */
+  rateLimited: boolean;
+  /** Real (monotonic) milliseconds from arrival to answer or drop, including injected latency. */
+  latencyMs?: number;
+}
+
+/** A rule of the fault table. Rules are tried in order; the first that applies to a request wins. */
+export type FaultRule = {
+  /** Operation the rule targets. Default `'*'` (every service request, unknown routes included). */
+  operation?: Operation | '*';
+  /** Restrict to requests about this task (its CRUD and poll, and its executions). */
+  taskId?: string;
+  /** Chance, 0..1, that the rule applies to a matching request. Default 1. */
+  probability?: number;
+  /** Apply at most this many times, then the rule is spent. Default unlimited. */
+  count?: number;
+} &
+  // Answer this raw status instead of handling the request; without `body`, a JSON error envelope.
+  (
+    | {
+        kind: 'status';
+        status: number;
+        body?: string;
+        contentType?: string;
+        headers?: Record<string, string>;
+      }
+    // 429 RATE_LIMIT envelope, with a Retry-After header when given.
+    | { kind: 'rateLimit'; retryAfterSeconds?: number }
+    // Delay the answer by real milliseconds (setTimeout), then handle the request normally.
+    | { kind: 'latency'; ms: number }
+    // Handle the request (state changes, e.g. a PATCH is applied), then destroy the socket unanswered.
+    | { kind: 'dropAfterApply' }
+    // Destroy the socket without handling the request.
+    | { kind: 'drop' }
+  );
