@@ -1,0 +1,427 @@
+// ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
+// page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
+import { readFileSync } from 'node:fs';
+import { FormData } from 'undici';
+import { ReportValidationError, ServiceClientError } from './errors.ts';
+import { servicePaths } from './paths.ts';
+import type { PathStyle, ServicePaths } from './paths.ts';
+import { parseJsonBody, toServiceError } from './response.ts';
+import type { Answer } from './response.ts';
+import { Transport } from './transport.ts';
+import type { OutgoingRequest } from './transport.ts';
+import {
+  isPlainObject,
+  parseListEnvelope,
+  parseServiceFile,
+  parseTask,
+  parseTaskExecution,
+} from './validate.ts';
+import type {
+  JsonObject,
+  ListEnvelope,
+  Operation,
+  ReportStatus,
+  ServiceFile,
+  Task,
+  TaskDefinition,
+  TaskExecution,
+} from './types.ts';
+
+/** The daemon's budget: every request waits for a slot before it is sent. */
+export interface RequestGate {
+  /** Resolves when `operation` may be sent; rejects (e.g. with the signal's reason) to cancel the request. */
+  acquire(operation: Operation, signal?: AbortSignal): Promise<void>;
+}
+
+/** One per request sent, for metrics. Carries no URL, header or body, so it can never leak the API key. */
+export interface ResponseEvent {
+  operation: Operation;
+  /** HTTP status, or 0 when no answer came (network error, timeout, caller's abort). */
+  status: number;
+  /** From sending (after the gate) to the body fully read or the failure, in milliseconds. */
+  durationMs: number;
+  /** The error the call threw, when it was a ServiceClientError; absent on success and on a caller's abort. */
+  error?: ServiceClientError;
+}
+
+export interface ServiceClientOptions {
+  /** Service base address, e.g. `https://api.example.com` or the emulator's URL; may carry a path prefix. */
+  baseUrl: string;
+  /** The API key. Never logged, never in an error message or event. */
+  apiKey: string;
+  /** How the key travels: `X-Api-Key` header, `Authorization: Bearer`, or `api_key` in the URL (opt-in only: URLs end up in logs). Default `'header'`. */
+  authMode?: 'header' | 'query' | 'bearer';
+  /** `data-factory/task-executions` or `data_factory/task_executions`. Default `'hyphen'`. */
+  pathStyle?: PathStyle;
+  /** Time to establish a connection, ms. Default 5_000. */
+  connectTimeoutMs?: number;
+  /** Time from sending to the response headers, ms. Default 15_000. */
+  headersTimeoutMs?: number;
+  /** Longest idle time between body chunks, ms. Default 15_000. */
+  bodyTimeoutMs?: number;
+  /** Overall deadline of one request, gate wait excluded, ms. Default 30_000. */
+  requestTimeoutMs?: number;
+  /** Pool size (parallel keep-alive connections). Default 4. */
+  connections?: number;
+  /** Budget gate awaited before every request. Default: none. */
+  gate?: RequestGate;
+  /** Metrics hook, called once per request; whatever it throws is swallowed. */
+  onResponse?: (event: ResponseEvent) => void;
+  /** Default `df-worker/<package version>`. */
+  userAgent?: string;
+}
+
+/** What a client reports for a claimed execution (part 4.2: only status and output are updatable). */
+export interface ExecutionReport {
+  status: ReportStatus;
+  output: JsonObject;
+}
+
+export interface FileUpload {
+  name: string;
+  data: Uint8Array | Blob;
+  /** Default: the Blob's own type, or `application/octet-stream`. */
+  contentType?: string;
+}
+
+const MAX_PAGE_SIZE = 1000;
+const REDACTED = '[redacted]';
+
+type AuthMode = NonNullable<ServiceClientOptions['authMode']>;
+
+export class ServiceClient {
+  readonly #apiKey: string;
+  readonly #authMode: AuthMode;
+  readonly #pathStyle: PathStyle;
+  readonly #baseUrl: string;
+  readonly #paths: ServicePaths;
+  readonly #transport: Transport;
+  readonly #gate: RequestGate | undefined;
+  readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
+  readonly #userAgent: string;
+  #closed = false;
+
+  constructor(options: ServiceClientOptions) {
+    if (typeof options.apiKey !== 'string' || options.apiKey === '') {
+      throw new TypeError('ServiceClient needs a non-empty apiKey');
+    }
+    const url = parseBaseUrl(options.baseUrl);
+    this.#apiKey = options.apiKey;
+    this.#authMode = options.authMode ?? 'header';
+    this.#pathStyle = options.pathStyle ?? 'hyphen';
+    this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+    this.#paths = servicePaths(this.#pathStyle, url.pathname);
+    this.#gate = options.gate;
+    this.#onResponse = options.onResponse;
+    this.#userAgent = options.userAgent ?? `df-worker/${packageVersion()}`;
+    this.#transport = new Transport(
+      {
+        origin: url.origin,
+        connectTimeoutMs: positive(options.connectTimeoutMs, 5_000, 'connectTimeoutMs'),
+        headersTimeoutMs: positive(options.headersTimeoutMs, 15_000, 'headersTimeoutMs'),
+        bodyTimeoutMs: positive(options.bodyTimeoutMs, 15_000, 'bodyTimeoutMs'),
+        requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
+        connections: positive(options.connections, 4, 'connections'),
+      },
+      (text) => this.#redact(text),
+    );
+  }
+
+  /** Every task, following pages until `totalElements` are collected or a page comes back empty. */
+  async listTasks(options: { pageSize?: number; signal?: AbortSignal } = {}): Promise<Task[]> {
+    const size = options.pageSize ?? MAX_PAGE_SIZE;
+    checkPageSize(size);
+    const tasks: Task[] = [];
+    for (let page = 0; ; page++) {
+      const envelope = await this.listTasksPage(page, size, options.signal);
+      tasks.push(...envelope.data);
+      if (envelope.data.length === 0 || tasks.length >= envelope.totalElements) return tasks;
+    }
+  }
+
+  /** One page of tasks; `page` is zero-based, `size` at most 1000. */
+  async listTasksPage(page: number, size: number, signal?: AbortSignal): Promise<ListEnvelope<Task>> {
+    if (!Number.isInteger(page) || page < 0)
+      throw new RangeError(`page must be an integer >= 0, got ${page}`);
+    checkPageSize(size);
+    return await this.#call(
+      'tasks.list',
+      this.#request('GET', this.#paths.tasks(), { page: String(page), size: String(size) }),
+      signal,
+      this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
+    );
+  }
+
+  async getTask(id: string, signal?: AbortSignal): Promise<Task> {
+    return await this.#call(
+      'tasks.get',
+      this.#request('GET', this.#paths.task(id)),
+      signal,
+      this.#json('tasks.get', parseTask),
+    );
+  }
+
+  async createTask(definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
+    return await this.#call(
+      'tasks.create',
+      this.#request('POST', this.#paths.tasks(), undefined, JSON.stringify(definition)),
+      signal,
+      this.#json('tasks.create', parseTask),
+    );
+  }
+
+  async updateTask(id: string, definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
+    return await this.#call(
+      'tasks.update',
+      this.#request('PUT', this.#paths.task(id), undefined, JSON.stringify({ ...definition, id })),
+      signal,
+      this.#json('tasks.update', parseTask),
+    );
+  }
+
+  async deleteTask(id: string, signal?: AbortSignal): Promise<void> {
+    // The service answers a bare success status (part 4.1); whatever body comes with it is ignored.
+    return await this.#call(
+      'tasks.delete',
+      this.#request('DELETE', this.#paths.task(id)),
+      signal,
+      (answer) => {
+        this.#ensureSuccess('tasks.delete', answer);
+      },
+    );
+  }
+
+  /** The next pending execution of the task, now claimed by this client; null when none is pending (404 NOT_FOUND). */
+  async pollTask(taskId: string, signal?: AbortSignal): Promise<TaskExecution | null> {
+    return await this.#call(
+      'tasks.poll',
+      this.#request('GET', this.#paths.poll(taskId)),
+      signal,
+      (answer) => {
+        if (answer.status === 404) {
+          const error = toServiceError('tasks.poll', answer, (text) => this.#redact(text));
+          // A non-JSON 404 (an HTML page) is not the service saying "nothing pending" but a wrong baseUrl or a
+          // proxy: reporting it as null would poll an empty queue forever without anyone noticing.
+          const fromService = error.bodySnippet === undefined || error.bodySnippet.trim() === '';
+          if (fromService && (error.code === undefined || error.code === 'NOT_FOUND')) return null;
+          throw error;
+        }
+        this.#ensureSuccess('tasks.poll', answer);
+        return parseTaskExecution('tasks.poll', parseJsonBody('tasks.poll', answer));
+      },
+    );
+  }
+
+  async getExecution(id: string, signal?: AbortSignal): Promise<TaskExecution> {
+    return await this.#call(
+      'executions.get',
+      this.#request('GET', this.#paths.execution(id)),
+      signal,
+      this.#json('executions.get', parseTaskExecution),
+    );
+  }
+
+  /**
+   * Reports the outcome of a claimed execution. Rejects with ReportValidationError, sending nothing, when the
+   * status is not COMPLETED/FAILED or the output is not a plain JSON object.
+   */
+  async reportExecution(id: string, report: ExecutionReport, signal?: AbortSignal): Promise<TaskExecution> {
+    const body = serializeReport(id, report);
+    return await this.#call(
+      'executions.report',
+      this.#request('PATCH', this.#paths.execution(id), undefined, body),
+      signal,
+      this.#json('executions.report', parseTaskExecution),
+    );
+  }
+
+  /** Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record. */
+  async uploadFile(file: FileUpload, signal?: AbortSignal): Promise<ServiceFile> {
+    const form = new FormData();
+    form.append('file', toBlob(file), file.name);
+    return await this.#call(
+      'files.upload',
+      this.#request('POST', this.#paths.files(), undefined, form),
+      signal,
+      this.#json('files.upload', parseServiceFile),
+    );
+  }
+
+  /** Closes the pooled connections once in-flight requests finish; later calls fail without sending. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#transport.close();
+  }
+
+  toString(): string {
+    return `ServiceClient(${this.#baseUrl})`;
+  }
+
+  toJSON(): { baseUrl: string; authMode: AuthMode; pathStyle: PathStyle } {
+    return { baseUrl: this.#baseUrl, authMode: this.#authMode, pathStyle: this.#pathStyle };
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `ServiceClient ${JSON.stringify(this.toJSON())}`;
+  }
+
+  async #call<T>(
+    operation: Operation,
+    request: OutgoingRequest,
+    signal: AbortSignal | undefined,
+    interpret: (answer: Answer) => T,
+  ): Promise<T> {
+    if (this.#closed) {
+      throw new ServiceClientError(
+        `${operation} was not sent: the service client is closed; create a new one`,
+      );
+    }
+    await this.#gate?.acquire(operation, signal);
+    signal?.throwIfAborted();
+    const started = performance.now();
+    let status = 0;
+    try {
+      const answer = await this.#transport.send(operation, request, signal);
+      status = answer.status;
+      const value = interpret(answer);
+      this.#emit({ operation, status, durationMs: performance.now() - started });
+      return value;
+    } catch (error) {
+      const event: ResponseEvent = { operation, status, durationMs: performance.now() - started };
+      if (error instanceof ServiceClientError) event.error = error;
+      this.#emit(event);
+      throw error;
+    }
+  }
+
+  #emit(event: ResponseEvent): void {
+    try {
+      this.#onResponse?.(event);
+    } catch {
+      // A broken metrics hook must not turn a successful request into a failure.
+    }
+  }
+
+  #json<T>(operation: Operation, parse: (operation: Operation, value: unknown) => T): (answer: Answer) => T {
+    return (answer) => {
+      this.#ensureSuccess(operation, answer);
+      return parse(operation, parseJsonBody(operation, answer));
+    };
+  }
+
+  #ensureSuccess(operation: Operation, answer: Answer): void {
+    if (answer.status < 200 || answer.status > 299) {
+      throw toServiceError(operation, answer, (text) => this.#redact(text));
+    }
+  }
+
+  #request(
+    method: OutgoingRequest['method'],
+    path: string,
+    query: Record<string, string> = {},
+    body?: string | FormData,
+  ): OutgoingRequest {
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
+    if (this.#authMode === 'header') headers['x-api-key'] = this.#apiKey;
+    else if (this.#authMode === 'bearer') headers.authorization = `Bearer ${this.#apiKey}`;
+    const params = new URLSearchParams(query);
+    if (this.#authMode === 'query') params.set('api_key', this.#apiKey);
+    if (typeof body === 'string') headers['content-type'] = 'application/json';
+    const search = params.toString();
+    const request: OutgoingRequest = { method, path: search === '' ? path : `${path}?${search}`, headers };
+    if (body !== undefined) request.body = body;
+    return request;
+  }
+
+  /** Removes the API key (raw or URL-encoded) from text that came from outside, e.g. an echoed URL. */
+  #redact(text: string): string {
+    let result = text.split(this.#apiKey).join(REDACTED);
+    const encoded = encodeURIComponent(this.#apiKey);
+    if (encoded !== this.#apiKey) result = result.split(encoded).join(REDACTED);
+    return result;
+  }
+}
+
+function parseBaseUrl(baseUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(
+      `baseUrl ${JSON.stringify(baseUrl)} is not a URL; expected e.g. https://api.example.com`,
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`baseUrl must use http or https, got ${url.protocol}`);
+  }
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new TypeError(
+      'baseUrl must not carry a query, fragment or credentials; set apiKey and authMode instead',
+    );
+  }
+  return url;
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0)
+    throw new RangeError(`${name} must be a positive number, got ${value}`);
+  return value;
+}
+
+function checkPageSize(size: number): void {
+  if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) {
+    throw new RangeError(
+      `page size must be an integer from 1 to ${MAX_PAGE_SIZE} (the service's maximum), got ${size}`,
+    );
+  }
+}
+
+function serializeReport(id: string, report: ExecutionReport): string {
+  const status: unknown = report.status;
+  if (status !== 'COMPLETED' && status !== 'FAILED') {
+    throw new ReportValidationError(
+      `report for execution ${id} has status ${JSON.stringify(status) ?? String(status)}; ` +
+        `only COMPLETED or FAILED may be reported. Nothing was sent`,
+    );
+  }
+  const output: unknown = report.output;
+  if (!isPlainObject(output)) {
+    const kind = Array.isArray(output) ? 'an array' : output === null ? 'null' : typeof output;
+    throw new ReportValidationError(
+      `report for execution ${id} has output of type ${kind}; output must be a plain object (use {} for none). ` +
+        `Nothing was sent`,
+    );
+  }
+  try {
+    return JSON.stringify({ id, status, output });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ReportValidationError(
+      `report for execution ${id} has output that cannot be serialized as JSON (${reason}). Nothing was sent`,
+      { cause: error },
+    );
+  }
+}
+
+function toBlob(file: FileUpload): Blob {
+  if (file.data instanceof Blob) {
+    return file.contentType === undefined ? file.data : new Blob([file.data], { type: file.contentType });
+  }
+  // Copied into a fresh ArrayBuffer-backed view: Blob does not accept views over a SharedArrayBuffer.
+  return new Blob([new Uint8Array(file.data)], { type: file.contentType ?? 'application/octet-stream' });
+}
+
+let cachedVersion: string | undefined;
+
+function packageVersion(): string {
+  if (cachedVersion !== undefined) return cachedVersion;
+  try {
+    const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+    const version = (JSON.parse(text) as { version?: unknown }).version;
+    cachedVersion = typeof version === 'string' ? version : '0.0.0';
+  } catch {
+    cachedVersion = '0.0.0';
+  }
+  return cachedVersion;
+}

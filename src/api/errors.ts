@@ -1,0 +1,115 @@
+// The service client's failures, one class per way a caller reacts: the service said no (ServiceError),
+// the answer never came (NetworkError, TimeoutError), the answer made no sense, or our own report was bad.
+import type { Operation } from './types.ts';
+
+/** Base of every error the service client throws; `instanceof ServiceClientError` catches them all. */
+export class ServiceClientError extends Error {
+  override name = 'ServiceClientError';
+}
+
+export interface ServiceErrorDetails {
+  operation: Operation;
+  status: number;
+  code?: string | undefined;
+  retryAfterMs?: number | undefined;
+  serviceMessage?: string | undefined;
+  bodySnippet?: string | undefined;
+}
+
+/** The service (or a proxy in front of it) answered with a non-2xx status. */
+export class ServiceError extends ServiceClientError {
+  override name = 'ServiceError';
+  readonly operation: Operation;
+  readonly status: number;
+  /** The envelope's `code` (e.g. `NOT_FOUND`, `RATE_LIMIT`); undefined for `{message}`-only or non-JSON bodies. */
+  readonly code: string | undefined;
+  /** From the `Retry-After` header (seconds or HTTP date), in milliseconds from when the answer arrived. */
+  readonly retryAfterMs: number | undefined;
+  /** The envelope's `message`, as the service wrote it. */
+  readonly serviceMessage: string | undefined;
+  /** The first 200 characters of a body that is not a JSON error envelope (an HTML page from a proxy, say). */
+  readonly bodySnippet: string | undefined;
+
+  constructor(details: ServiceErrorDetails) {
+    super(describeServiceError(details));
+    this.operation = details.operation;
+    this.status = details.status;
+    this.code = details.code;
+    this.retryAfterMs = details.retryAfterMs;
+    this.serviceMessage = details.serviceMessage;
+    this.bodySnippet = details.bodySnippet;
+  }
+
+  /** Whether the same request may succeed later: rate limited (429), request timeout (408) or a server fault (5xx). */
+  get retryable(): boolean {
+    return this.status === 429 || this.status === 408 || this.status >= 500;
+  }
+}
+
+function describeServiceError(d: ServiceErrorDetails): string {
+  const head = `${d.operation} answered ${d.status}${d.code === undefined ? '' : ` (${d.code})`}`;
+  let what: string;
+  if (d.serviceMessage !== undefined) what = `: ${d.serviceMessage}`;
+  else if (d.bodySnippet !== undefined && d.bodySnippet.trim() !== '')
+    what = ` with a non-JSON body: ${d.bodySnippet}`;
+  else what = ' with an empty body';
+  return `${head}${what}${hintFor(d)}`;
+}
+
+function hintFor(d: ServiceErrorDetails): string {
+  if (d.status === 401) return '; check that the API key is valid and has not been revoked';
+  if (d.status === 403) return '; the API key lacks permission for this operation';
+  if (d.status === 429) {
+    const after = d.retryAfterMs === undefined ? '' : ` (Retry-After: ${Math.ceil(d.retryAfterMs / 1000)} s)`;
+    return `; the rate limit was exceeded, slow down and retry later${after}`;
+  }
+  if (d.status === 408 || d.status >= 500) return '; the service failed to answer, retry later';
+  return '';
+}
+
+/** Which timeout fired: connecting, waiting for headers, idle between body chunks, or the overall deadline. */
+export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request';
+
+/** No answer: connection refused or reset, socket closed before the answer, DNS failure. */
+export class NetworkError extends ServiceClientError {
+  override name = 'NetworkError';
+  readonly operation: Operation;
+
+  constructor(operation: Operation, message: string, cause: unknown) {
+    super(message, { cause });
+    this.operation = operation;
+  }
+}
+
+/** No answer in time; a kind of NetworkError so callers that treat both alike need one `instanceof`. */
+export class TimeoutError extends NetworkError {
+  override name = 'TimeoutError';
+  readonly phase: TimeoutPhase;
+
+  constructor(operation: Operation, phase: TimeoutPhase, message: string, cause: unknown) {
+    super(operation, message, cause);
+    this.phase = phase;
+  }
+}
+
+/** A 2xx answer whose body is not what the service documents (not JSON, a field missing or of the wrong type). */
+export class ResponseValidationError extends ServiceClientError {
+  override name = 'ResponseValidationError';
+  readonly operation: Operation;
+  /** The offending field's path, e.g. `input` or `data[3].id`; `(body)` when the body itself is unusable. */
+  readonly field: string;
+
+  constructor(operation: Operation, field: string, problem: string) {
+    super(
+      `${operation} answer ${problem}; the service's answer does not match its documented shape ` +
+        `(a proxy in between, or an API change): check baseUrl and report this if it persists`,
+    );
+    this.operation = operation;
+    this.field = field;
+  }
+}
+
+/** A report the service would refuse (status not COMPLETED/FAILED, output not a plain object); nothing was sent. */
+export class ReportValidationError extends ServiceClientError {
+  override name = 'ReportValidationError';
+}

@@ -1,0 +1,165 @@
+// Boundary checks for the service's answers: `unknown` JSON in, typed records out, or a ResponseValidationError
+// naming the field. Only what the rest of the daemon relies on is enforced; unknown extra fields pass through.
+import { ResponseValidationError } from './errors.ts';
+import type {
+  JsonObject,
+  KeyDescription,
+  ListEnvelope,
+  Operation,
+  ServiceFile,
+  Task,
+  TaskExecution,
+  TaskExecutionStatus,
+} from './types.ts';
+
+/** A JSON object that is not an array and not null (what the service calls an object / free-form map). */
+export function isPlainObject(value: unknown): value is JsonObject {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Reads one record's fields, naming each problem with the record's path (e.g. `data[2].key`). */
+class FieldReader {
+  readonly #operation: Operation;
+  readonly #record: JsonObject;
+  readonly #path: string;
+
+  constructor(operation: Operation, value: unknown, path: string, what: string) {
+    this.#operation = operation;
+    this.#path = path;
+    if (!isPlainObject(value)) {
+      throw new ResponseValidationError(operation, path === '' ? '(body)' : path, `is not ${what} object`);
+    }
+    this.#record = value;
+  }
+
+  fieldPath(name: string): string {
+    return this.#path === '' ? name : `${this.#path}.${name}`;
+  }
+
+  fail(name: string, problem: string): never {
+    const field = this.fieldPath(name);
+    throw new ResponseValidationError(this.#operation, field, `field '${field}' ${problem}`);
+  }
+
+  raw(name: string): unknown {
+    return this.#record[name];
+  }
+
+  string(name: string): string {
+    const value = this.#record[name];
+    if (typeof value !== 'string') this.#lacks(name, 'string');
+    return value;
+  }
+
+  optionalString(name: string): string | undefined {
+    const value = this.#record[name];
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== 'string') this.fail(name, 'is not a string');
+    return value;
+  }
+
+  number(name: string): number {
+    const value = this.#record[name];
+    if (typeof value !== 'number' || !Number.isFinite(value)) this.#lacks(name, 'number');
+    return value;
+  }
+
+  object(name: string): JsonObject {
+    const value = this.#record[name];
+    if (value === undefined || value === null) this.#lacks(name, 'object');
+    if (!isPlainObject(value)) this.fail(name, 'is not an object');
+    return value;
+  }
+
+  array(name: string): unknown[] {
+    const value = this.#record[name];
+    if (!Array.isArray(value)) this.#lacks(name, 'array');
+    return value as unknown[];
+  }
+
+  #lacks(name: string, type: string): never {
+    const field = this.fieldPath(name);
+    throw new ResponseValidationError(this.#operation, field, `lacks ${type} field '${field}'`);
+  }
+}
+
+function checkObjectTag(reader: FieldReader, expected: string): void {
+  const tag = reader.raw('object');
+  // The discriminator is documented on every record; tolerate its absence, but not a different record type.
+  if (tag !== undefined && tag !== expected)
+    reader.fail('object', `is ${JSON.stringify(tag)}, expected '${expected}'`);
+}
+
+function readKeyDescriptions(operation: Operation, reader: FieldReader, name: string): KeyDescription[] {
+  return reader.array(name).map((item, index) => {
+    const entry = new FieldReader(
+      operation,
+      item,
+      `${reader.fieldPath(name)}[${index}]`,
+      'a key description',
+    );
+    // An empty description may plausibly come back as null or be left out; nothing depends on it.
+    return { key: entry.string('key'), description: entry.optionalString('description') ?? '' };
+  });
+}
+
+/** Validates a Task (part 2.1). `path` locates it inside a larger answer, e.g. `data[4]`. */
+export function parseTask(operation: Operation, value: unknown, path = ''): Task {
+  const reader = new FieldReader(operation, value, path, 'a task');
+  checkObjectTag(reader, 'task');
+  const task: Task = {
+    object: 'task',
+    id: reader.string('id'),
+    createdAt: reader.optionalString('createdAt') ?? '',
+    key: reader.string('key'),
+    description: reader.optionalString('description') ?? '',
+    retryCount: reader.raw('retryCount') === undefined ? 0 : reader.number('retryCount'),
+    inputKeys: readKeyDescriptions(operation, reader, 'inputKeys'),
+    outputKeys: readKeyDescriptions(operation, reader, 'outputKeys'),
+  };
+  const updatedAt = reader.optionalString('updatedAt');
+  if (updatedAt !== undefined) task.updatedAt = updatedAt;
+  return task;
+}
+
+/** Validates a TaskExecution (part 2.2): `id`, `taskId`, `status` strings and `input` an object are required. */
+export function parseTaskExecution(operation: Operation, value: unknown): TaskExecution {
+  const reader = new FieldReader(operation, value, '', 'a task execution');
+  checkObjectTag(reader, 'task_execution');
+  const execution: TaskExecution = {
+    object: 'task_execution',
+    id: reader.string('id'),
+    taskId: reader.string('taskId'),
+    createdAt: reader.optionalString('createdAt') ?? '',
+    // Kept as the service sent it: a status added by a later API version must not make a claimed execution unreadable.
+    status: reader.string('status') as TaskExecutionStatus,
+    input: reader.object('input'),
+  };
+  const updatedAt = reader.optionalString('updatedAt');
+  if (updatedAt !== undefined) execution.updatedAt = updatedAt;
+  const output = reader.raw('output');
+  if (output !== undefined && output !== null) execution.output = reader.object('output');
+  return execution;
+}
+
+/** Validates the list envelope (part 2.13) and each element with `parseItem`. */
+export function parseListEnvelope<T>(
+  operation: Operation,
+  value: unknown,
+  parseItem: (operation: Operation, item: unknown, path: string) => T,
+): ListEnvelope<T> {
+  const reader = new FieldReader(operation, value, '', 'a list');
+  checkObjectTag(reader, 'list');
+  const totalElements = reader.number('totalElements');
+  const data = reader.array('data').map((item, index) => parseItem(operation, item, `data[${index}]`));
+  return { object: 'list', data, totalElements };
+}
+
+/** Validates a file record; its fields are undocumented (part 2.15), so only `id` is required. */
+export function parseServiceFile(operation: Operation, value: unknown): ServiceFile {
+  const reader = new FieldReader(operation, value, '', 'a file');
+  reader.string('id');
+  return value as ServiceFile;
+}
