@@ -1,0 +1,93 @@
+// Checks that span several settings or depend on the command, which convict's per-setting formats cannot
+// express. Each is skipped when a setting it reads is already reported invalid, to avoid noise.
+import type { ConfigProblem } from './errors.ts';
+import { listSettings } from './schema.ts';
+import type { WorkerConfig } from './schema.ts';
+
+const ENV_BY_SETTING = new Map(listSettings().map(({ setting, entry }) => [setting, entry.env]));
+
+function named(setting: string): string {
+  return `${ENV_BY_SETTING.get(setting)} (${setting})`;
+}
+
+function problem(setting: string, message: string): ConfigProblem {
+  const env = ENV_BY_SETTING.get(setting);
+  return env === undefined ? { setting, message } : { setting, env, message };
+}
+
+/** `lower` must not exceed `higher`, e.g. budget.perSecond <= budget.perMinute. */
+function atMost(lower: string, lowerValue: number, higher: string, higherValue: number): ConfigProblem[] {
+  if (lowerValue <= higherValue) return [];
+  return [problem(lower, `must be at most ${named(higher)}, which is ${higherValue}; got ${lowerValue}`)];
+}
+
+export function checkRelations(config: WorkerConfig, invalid: ReadonlySet<string>): ConfigProblem[] {
+  const valid = (...settings: string[]) => settings.every((setting) => !invalid.has(setting));
+  const problems: ConfigProblem[] = [];
+  const { budget, scheduler, api, http } = config;
+  if (valid('budget.perSecond', 'budget.perMinute')) {
+    problems.push(...atMost('budget.perSecond', budget.perSecond, 'budget.perMinute', budget.perMinute));
+  }
+  if (valid('budget.perMinute', 'budget.perMonth')) {
+    problems.push(...atMost('budget.perMinute', budget.perMinute, 'budget.perMonth', budget.perMonth));
+  }
+  if (valid('scheduler.minPollIntervalMs', 'scheduler.maxPollIntervalMs')) {
+    problems.push(
+      ...atMost(
+        'scheduler.minPollIntervalMs',
+        scheduler.minPollIntervalMs,
+        'scheduler.maxPollIntervalMs',
+        scheduler.maxPollIntervalMs,
+      ),
+    );
+  }
+  if (valid('api.key', 'api.keyFile') && api.key !== '' && api.keyFile !== '') {
+    problems.push(problem('api.key', `is set together with ${named('api.keyFile')}; set only one of them`));
+  }
+  if (valid('http.wake', 'http.wakeToken') && http.wake === 'token' && http.wakeToken.trim() === '') {
+    problems.push(
+      problem(
+        'http.wakeToken',
+        `must be set when ${named('http.wake')} is token; set a token or choose DF_HTTP_WAKE=off or open`,
+      ),
+    );
+  }
+  return problems;
+}
+
+/** What `start` needs to talk to the service: a URL and a key. */
+export function checkServiceAccess(config: WorkerConfig, invalid: ReadonlySet<string>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (config.api.url === '' && !invalid.has('api.url')) {
+    problems.push(
+      problem('api.url', 'is required to connect to the service; set it to the base URL of the service'),
+    );
+  }
+  const keyInvalid = invalid.has('api.key') || invalid.has('api.keyFile');
+  if (config.api.key === '' && config.api.keyFile === '' && !keyInvalid) {
+    problems.push(
+      problem('api.key', `is required to connect to the service; set it or ${named('api.keyFile')}`),
+    );
+  }
+  return problems;
+}
+
+// Whitespace and control characters cannot travel in a header and usually mean a copy-paste accident.
+const UNSENDABLE = /[\s\p{Cc}]/u;
+
+/** Checks the key's shape without ever quoting it; `path` names the key file it came from. */
+export function checkKey(
+  key: string,
+  setting: 'api.key' | 'api.keyFile',
+  path?: string,
+): ConfigProblem | undefined {
+  const subject = path === undefined ? 'the key' : `the key file ${path}`;
+  if (key === '') return problem(setting, `${subject} is empty; write the API key into it`);
+  if (UNSENDABLE.test(key)) {
+    return problem(
+      setting,
+      `${subject} contains whitespace or control characters, which a request cannot carry; check how the key was copied`,
+    );
+  }
+  return undefined;
+}

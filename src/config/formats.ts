@@ -1,0 +1,146 @@
+// Convict formats for df-worker settings: strict coercion of environment strings ("12abc" stays a string
+// and fails, "no" is not `true`) and messages that read well after "DF_SETTING (setting): ".
+import convict from 'convict';
+
+/** Node's timers fire at once (with a warning) beyond this delay, so no millisecond setting may exceed it. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Names under which the formats are registered in convict's (process-wide) format registry. */
+export const FORMAT = {
+  integer: 'df-integer',
+  number: 'df-number',
+  boolean: 'df-boolean',
+  string: 'df-string',
+  oneOf: 'df-one-of',
+  httpUrl: 'df-http-url',
+  timeZone: 'df-time-zone',
+} as const;
+
+/** Extra members a schema entry carries for the formats below; convict hands the entry to `validate`. */
+export interface FormatBounds {
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+  nonEmpty?: boolean;
+}
+
+const INTEGER_TEXT = /^[+-]?\d+$/;
+const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+const TRUE_TEXT = new Set(['true', '1', 'yes', 'on']);
+const FALSE_TEXT = new Set(['false', '0', 'no', 'off']);
+
+// Coercion runs on strings only (environment, overrides); text that is not a number is left as it is so
+// that validation reports exactly what the user wrote.
+function coerceInteger(value: string): unknown {
+  const text = value.trim();
+  return INTEGER_TEXT.test(text) ? Number(text) : value;
+}
+
+function coerceNumber(value: string): unknown {
+  const text = value.trim();
+  return NUMBER_TEXT.test(text) ? Number(text) : value;
+}
+
+function coerceBoolean(value: string): unknown {
+  const text = value.trim().toLowerCase();
+  if (TRUE_TEXT.has(text)) return true;
+  if (FALSE_TEXT.has(text)) return false;
+  return value;
+}
+
+function rangeText(bounds: FormatBounds): string {
+  const { min, max } = bounds;
+  if (min !== undefined && max !== undefined) return `between ${min} and ${max}`;
+  if (min !== undefined) return `of at least ${min}`;
+  if (max !== undefined) return `of at most ${max}`;
+  return '';
+}
+
+function assertInRange(value: unknown, bounds: FormatBounds, kind: 'an integer' | 'a number'): void {
+  const ok =
+    typeof value === 'number' &&
+    (kind === 'an integer' ? Number.isSafeInteger(value) : Number.isFinite(value)) &&
+    (bounds.min === undefined || value >= bounds.min) &&
+    (bounds.max === undefined || value <= bounds.max);
+  if (!ok) throw new Error(`must be ${kind} ${rangeText(bounds)}`.trimEnd());
+}
+
+function isValidTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// Convict hands validators the whole schema entry; read back the members the helpers in schema.ts put there.
+function boundsOf(schema: convict.SchemaObj): FormatBounds {
+  const { min, max, values, nonEmpty } = schema as Record<string, unknown>;
+  return {
+    ...(typeof min === 'number' ? { min } : {}),
+    ...(typeof max === 'number' ? { max } : {}),
+    ...(Array.isArray(values) ? { values: values.map(String) } : {}),
+    nonEmpty: nonEmpty === true,
+  };
+}
+
+/** Describes the bounds of a setting for its `doc`, e.g. "An integer between 1 and 256". */
+export function describeBounds(kind: 'integer' | 'number', bounds: FormatBounds): string {
+  return `${kind === 'integer' ? 'An integer' : 'A number'} ${rangeText(bounds)}`.trimEnd();
+}
+
+convict.addFormats({
+  [FORMAT.integer]: {
+    validate: (value: unknown, schema: convict.SchemaObj) =>
+      assertInRange(value, boundsOf(schema), 'an integer'),
+    coerce: coerceInteger,
+  },
+  [FORMAT.number]: {
+    validate: (value: unknown, schema: convict.SchemaObj) =>
+      assertInRange(value, boundsOf(schema), 'a number'),
+    coerce: coerceNumber,
+  },
+  [FORMAT.boolean]: {
+    validate: (value: unknown) => {
+      if (typeof value !== 'boolean') throw new Error('must be true or false');
+    },
+    coerce: coerceBoolean,
+  },
+  [FORMAT.string]: {
+    validate: (value: unknown, schema: convict.SchemaObj) => {
+      if (typeof value !== 'string') throw new Error('must be a string');
+      if (boundsOf(schema).nonEmpty === true && value.trim() === '') throw new Error('must not be empty');
+    },
+  },
+  [FORMAT.oneOf]: {
+    validate: (value: unknown, schema: convict.SchemaObj) => {
+      const values = boundsOf(schema).values ?? [];
+      if (typeof value !== 'string' || !values.includes(value)) {
+        throw new Error(`must be one of ${values.join(', ')}`);
+      }
+    },
+  },
+  [FORMAT.httpUrl]: {
+    validate: (value: unknown) => {
+      if (typeof value !== 'string') throw new Error('must be a string');
+      if (value === '') return; // not set: whether it is required depends on the command
+      let protocol: string;
+      try {
+        protocol = new URL(value).protocol;
+      } catch {
+        throw new Error('must be an absolute http:// or https:// URL');
+      }
+      if (protocol !== 'http:' && protocol !== 'https:') {
+        throw new Error('must be an http:// or https:// URL');
+      }
+    },
+  },
+  [FORMAT.timeZone]: {
+    validate: (value: unknown) => {
+      if (typeof value !== 'string' || !isValidTimeZone(value)) {
+        throw new Error('must be an IANA time zone such as UTC or Europe/Paris');
+      }
+    },
+  },
+});

@@ -1,0 +1,239 @@
+// Loads the configuration: schema defaults < package config/default.json < DF_CONFIG file < environment
+// < explicit overrides, then validates everything and throws one ConfigError listing every problem.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import convict from 'convict';
+import { checkRelations, checkServiceAccess, checkKey } from './checks.ts';
+import { ConfigError } from './errors.ts';
+import type { ConfigProblem } from './errors.ts';
+import { listSettings, schema } from './schema.ts';
+import type { Setting, WorkerConfig } from './schema.ts';
+
+export interface LoadConfigOptions {
+  /** Environment variables to read. Default: `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Highest-precedence values by dotted setting name (`{ 'budget.perMinute': 30 }`); `undefined` values are ignored. */
+  overrides?: Record<string, unknown>;
+  /** Directory against which DF_CONFIG, handlers.dir, state.dir and api.keyFile are resolved. Default: `process.cwd()`. */
+  cwd?: string;
+  /** `'service'`: api.url and an API key are required (`start`). `'none'` (default): neither is (`demo`, `check`). */
+  require?: 'service' | 'none';
+}
+
+/** The package's own defaults file, shipped next to `src/` and `dist/`. */
+export const PACKAGE_DEFAULTS_FILE = fileURLToPath(new URL('../../config/default.json', import.meta.url));
+
+const SETTINGS = new Map(listSettings().map(({ setting, entry }) => [setting, entry]));
+
+/** A JSON object merged into the configuration, with where it came from for error messages. */
+interface FileLayer {
+  description: string;
+  values: Record<string, unknown>;
+}
+
+/** Loads and validates the configuration; throws `ConfigError` listing every bad setting. */
+export function loadConfig(options: LoadConfigOptions = {}): WorkerConfig {
+  const env = options.env ?? process.env;
+  const cwd = resolve(options.cwd ?? process.cwd());
+  const overrides = options.overrides ?? {};
+  const problems: ConfigProblem[] = [];
+
+  // `args: []`: df-worker's CLI owns argv; convict must not parse it.
+  const config = convict<WorkerConfig>(schema, { env, args: [] });
+  const layers: FileLayer[] = [];
+  const packageDefaults = readJsonObject(PACKAGE_DEFAULTS_FILE, 'reinstall df-worker');
+  if ('problem' in packageDefaults) {
+    problems.push({ setting: 'config/default.json', message: packageDefaults.problem });
+  } else {
+    layers.push({
+      description: `the package defaults file ${PACKAGE_DEFAULTS_FILE}`,
+      values: packageDefaults.values,
+    });
+  }
+  const configFile = env.DF_CONFIG;
+  if (configFile !== undefined && configFile !== '') {
+    const path = resolve(cwd, configFile);
+    const file = readJsonObject(path, 'point DF_CONFIG at a readable JSON file or unset it');
+    if ('problem' in file) problems.push({ setting: 'DF_CONFIG', message: file.problem });
+    else layers.push({ description: `the DF_CONFIG file ${path}`, values: file.values });
+  }
+  // Convict re-applies the environment after each load, which keeps environment above files.
+  for (const layer of layers) config.load(layer.values);
+  problems.push(...applyOverrides(config, overrides));
+
+  const values = config.getProperties();
+  const invalid = validate(config, values, { env, overrides, layers });
+  problems.push(...invalid);
+  const invalidSettings = new Set(invalid.map((problem) => problem.setting));
+  problems.push(...checkRelations(values, invalidSettings));
+
+  const key =
+    invalidSettings.has('api.key') || invalidSettings.has('api.keyFile') ? undefined : loadKey(values, cwd);
+  if (key !== undefined) {
+    if ('problem' in key) problems.push(key.problem);
+    else values.api.key = key.value;
+  }
+  if (options.require === 'service') problems.push(...checkServiceAccess(values, invalidSettings));
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  values.handlers.dir = resolve(cwd, values.handlers.dir);
+  values.state.dir = resolve(cwd, values.state.dir);
+  if (values.api.keyFile !== '') values.api.keyFile = resolve(cwd, values.api.keyFile);
+  return values;
+}
+
+function readJsonObject(
+  path: string,
+  remedy: string,
+): { values: Record<string, unknown> } | { problem: string } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    const what = code === 'ENOENT' ? 'it does not exist' : `${code}`;
+    return { problem: `cannot read the configuration file ${path} (${what}); ${remedy}` };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    // V8's message may quote the file's text, which can hold the API key: keep only the position.
+    const where = /(line \d+ column \d+|position \d+)/.exec((error as Error).message)?.[1];
+    return { problem: `${path} is not valid JSON${where === undefined ? '' : ` (at ${where})`}; ${remedy}` };
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return { problem: `${path} must hold a JSON object such as {"api": {"url": "..."}}; ${remedy}` };
+  }
+  return { values: parsed as Record<string, unknown> };
+}
+
+function applyOverrides(
+  config: convict.Config<WorkerConfig>,
+  overrides: Record<string, unknown>,
+): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [setting, value] of Object.entries(overrides)) {
+    if (value === undefined) continue;
+    try {
+      config.set(setting, value);
+    } catch {
+      // Setting below a leaf (`concurrency.x`) makes convict assign to a primitive.
+      problems.push({ setting, message: 'is not a setting df-worker knows (from the command-line options)' });
+    }
+  }
+  return problems;
+}
+
+interface Sources {
+  env: NodeJS.ProcessEnv;
+  overrides: Record<string, unknown>;
+  layers: FileLayer[];
+}
+
+/** Runs convict's strict validation and turns its one multi-line error into named problems. */
+function validate(config: convict.Config<WorkerConfig>, values: object, sources: Sources): ConfigProblem[] {
+  try {
+    config.validate({ allowed: 'strict' });
+    return [];
+  } catch (error) {
+    return (error as Error).message
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => toProblem(line, values, sources));
+  }
+}
+
+const UNDECLARED = /^configuration param '(.+)' not declared in the schema$/;
+const MISSING = /^configuration param '(.+)' missing from config, did you override its parent\?$/;
+
+function toProblem(line: string, values: object, sources: Sources): ConfigProblem {
+  const undeclared = UNDECLARED.exec(line)?.[1];
+  if (undeclared !== undefined) {
+    return {
+      setting: undeclared,
+      message: `is not a setting df-worker knows${fileSource(undeclared, sources) ?? ' (from the command-line options)'}; remove it or correct its spelling`,
+    };
+  }
+  const missing = MISSING.exec(line)?.[1];
+  if (missing !== undefined) {
+    const parent = missing.slice(0, missing.lastIndexOf('.'));
+    return {
+      setting: missing,
+      ...envOf(missing),
+      message: `is missing because '${parent}' was given a value that is not an object; give '${parent}' an object of settings`,
+    };
+  }
+  const separator = line.indexOf(': ');
+  const setting = separator < 0 ? '' : line.slice(0, separator);
+  const entry = SETTINGS.get(setting);
+  // Convict names sensitive settings without their values; anything it says is safe to pass on.
+  if (entry === undefined) return { setting: 'configuration', message: line };
+  const value = valueAt(values, setting);
+  let message = line.slice(separator + 2);
+  const convictSuffix = `: value was ${JSON.stringify(value)}`;
+  if (message.endsWith(convictSuffix)) message = message.slice(0, -convictSuffix.length);
+  if (entry.sensitive !== true) message += `, got ${formatValue(value)}`;
+  return { setting, env: entry.env, message: message + describeSource(setting, entry, sources) };
+}
+
+function envOf(setting: string): { env?: string } {
+  const env = SETTINGS.get(setting)?.env;
+  return env === undefined ? {} : { env };
+}
+
+function describeSource(setting: string, entry: Setting<unknown>, sources: Sources): string {
+  if (sources.overrides[setting] !== undefined) return ' (from the command-line options)';
+  if (sources.env[entry.env] !== undefined) return '';
+  return fileSource(setting, sources) ?? '';
+}
+
+function fileSource(setting: string, sources: Sources): string | undefined {
+  const layer = sources.layers.findLast((candidate) => valueAt(candidate.values, setting) !== undefined);
+  return layer === undefined ? undefined : ` (from ${layer.description})`;
+}
+
+function valueAt(root: unknown, setting: string): unknown {
+  let node = root;
+  for (const name of setting.split('.')) {
+    if (typeof node !== 'object' || node === null || !Object.hasOwn(node, name)) return undefined;
+    node = (node as Record<string, unknown>)[name];
+  }
+  return node;
+}
+
+function formatValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** The key from api.keyFile (trimmed), or a check of api.key when it is given directly. */
+function loadKey(
+  values: WorkerConfig,
+  cwd: string,
+): { value: string } | { problem: ConfigProblem } | undefined {
+  const { key, keyFile } = values.api;
+  if (keyFile === '' || key !== '') {
+    const problem = key === '' ? undefined : checkKey(key, 'api.key');
+    return problem === undefined ? undefined : { problem };
+  }
+  const path = resolve(cwd, keyFile);
+  let content: string;
+  try {
+    content = readFileSync(path, 'utf8').trim();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    const what = code === 'ENOENT' ? 'it does not exist' : code;
+    return {
+      problem: {
+        setting: 'api.keyFile',
+        env: 'DF_API_KEY_FILE',
+        message: `cannot read the key file ${path} (${what}); check the path and the file's permissions`,
+      },
+    };
+  }
+  const problem = checkKey(content, 'api.keyFile', path);
+  return problem === undefined ? { value: content } : { problem };
+}

@@ -1,0 +1,327 @@
+// The convict schema: the one source of truth for every setting, its environment variable, default,
+// format and documentation. `WorkerConfig` is derived from it, so a setting is added in one place.
+import type convict from 'convict';
+import { describeBounds, FORMAT, MAX_TIMER_MS } from './formats.ts';
+import type { FormatBounds } from './formats.ts';
+
+/** A leaf of the schema; `T` is the type of the loaded value. */
+export interface Setting<T> extends convict.SchemaObj<T>, FormatBounds {
+  default: T;
+  env: string;
+  doc: string;
+  format: string;
+}
+
+interface SettingText<T> {
+  env: string;
+  default: T;
+  /** What the setting does, with its unit; the helpers append the accepted values and the default. */
+  doc: string;
+}
+
+function withDefault(doc: string, accepted: string, value: unknown): string {
+  return `${doc} ${accepted}. Default: ${JSON.stringify(value)}.`;
+}
+
+function integer(text: SettingText<number> & { min: number; max?: number }): Setting<number> {
+  const bounds: FormatBounds = text.max === undefined ? { min: text.min } : { min: text.min, max: text.max };
+  return {
+    ...bounds,
+    env: text.env,
+    default: text.default,
+    format: FORMAT.integer,
+    doc: withDefault(text.doc, describeBounds('integer', bounds), text.default),
+  };
+}
+
+/** A delay in milliseconds; capped where Node's timers stop working. */
+function milliseconds(text: SettingText<number> & { min: number }): Setting<number> {
+  return integer({ ...text, max: MAX_TIMER_MS });
+}
+
+function number(text: SettingText<number> & { min: number; max: number }): Setting<number> {
+  return {
+    min: text.min,
+    max: text.max,
+    env: text.env,
+    default: text.default,
+    format: FORMAT.number,
+    doc: withDefault(text.doc, describeBounds('number', text), text.default),
+  };
+}
+
+function flag(text: SettingText<boolean>): Setting<boolean> {
+  return {
+    env: text.env,
+    default: text.default,
+    format: FORMAT.boolean,
+    doc: withDefault(text.doc, 'true or false (also 1/0, yes/no, on/off)', text.default),
+  };
+}
+
+function string(text: SettingText<string> & { sensitive?: boolean; nonEmpty?: boolean }): Setting<string> {
+  return {
+    env: text.env,
+    default: text.default,
+    format: FORMAT.string,
+    sensitive: text.sensitive === true,
+    nonEmpty: text.nonEmpty === true,
+    doc: withDefault(text.doc, text.nonEmpty === true ? 'A non-empty string' : 'A string', text.default),
+  };
+}
+
+function oneOf<const V extends readonly [string, ...string[]]>(
+  text: SettingText<V[number]> & { values: V },
+): Setting<V[number]> {
+  return {
+    values: text.values,
+    env: text.env,
+    default: text.default,
+    format: FORMAT.oneOf,
+    doc: withDefault(text.doc, `One of ${text.values.join(', ')}`, text.default),
+  };
+}
+
+export const schema = {
+  api: {
+    url: {
+      env: 'DF_API_URL',
+      default: '',
+      format: FORMAT.httpUrl,
+      doc: withDefault(
+        'Base URL of the Data Factory service. Required by `start`; `demo` uses its embedded emulator.',
+        'An http:// or https:// URL',
+        '',
+      ),
+    } satisfies Setting<string>,
+    key: string({
+      env: 'DF_API_KEY',
+      default: '',
+      sensitive: true,
+      doc: 'API key sent with every request. Set exactly one of DF_API_KEY and DF_API_KEY_FILE for `start`; never logged.',
+    }),
+    keyFile: string({
+      env: 'DF_API_KEY_FILE',
+      default: '',
+      doc: 'Path of a file holding the API key (read once at start, surrounding whitespace trimmed), relative to the working directory. Preferred over DF_API_KEY with container secrets.',
+    }),
+    authMode: oneOf({
+      env: 'DF_API_AUTH_MODE',
+      default: 'header',
+      values: ['header', 'query', 'bearer'],
+      doc: 'How the key is sent: X-Api-Key header, api_key query parameter, or Authorization: Bearer. Avoid query: it puts the key in URLs, which proxies and access logs record.',
+    }),
+    pathStyle: oneOf({
+      env: 'DF_API_PATH_STYLE',
+      default: 'hyphen',
+      values: ['hyphen', 'underscore'],
+      doc: 'Spelling of data-factory paths: /v1/data-factory/task-executions (hyphen) or /v1/data_factory/task_executions (underscore).',
+    }),
+    connectTimeoutMs: milliseconds({
+      env: 'DF_API_CONNECT_TIMEOUT_MS',
+      default: 5_000,
+      min: 1,
+      doc: 'Time allowed to open a connection to the service, in milliseconds.',
+    }),
+    headersTimeoutMs: milliseconds({
+      env: 'DF_API_HEADERS_TIMEOUT_MS',
+      default: 15_000,
+      min: 1,
+      doc: 'Time allowed for the response headers to arrive after the request is sent, in milliseconds.',
+    }),
+    bodyTimeoutMs: milliseconds({
+      env: 'DF_API_BODY_TIMEOUT_MS',
+      default: 15_000,
+      min: 1,
+      doc: 'Longest silence allowed between chunks of a response body, in milliseconds.',
+    }),
+    requestTimeoutMs: milliseconds({
+      env: 'DF_API_REQUEST_TIMEOUT_MS',
+      default: 30_000,
+      min: 1,
+      doc: 'Time allowed for a whole request, from sending to the end of the response, in milliseconds.',
+    }),
+  },
+  handlers: {
+    dir: string({
+      env: 'DF_HANDLERS_DIR',
+      default: './handlers',
+      nonEmpty: true,
+      doc: 'Directory of handler modules, relative to the working directory.',
+    }),
+    timeoutMs: milliseconds({
+      env: 'DF_HANDLER_TIMEOUT_MS',
+      default: 300_000,
+      min: 1,
+      doc: "Time a handler may run on one execution before it is aborted and the attempt fails, in milliseconds (a task's own timeout, when shorter, wins).",
+    }),
+  },
+  state: {
+    dir: string({
+      env: 'DF_STATE_DIR',
+      default: './.state',
+      nonEmpty: true,
+      doc: 'Directory for the journal and budget state that must survive restarts, relative to the working directory.',
+    }),
+  },
+  concurrency: integer({
+    env: 'DF_CONCURRENCY',
+    default: 4,
+    min: 1,
+    max: 256,
+    doc: 'Executions run at the same time (handlers in flight).',
+  }),
+  budget: {
+    perSecond: integer({
+      env: 'DF_BUDGET_PER_SECOND',
+      default: 5,
+      min: 1,
+      doc: 'Requests per second the worker allows itself with this API key. At most DF_BUDGET_PER_MINUTE.',
+    }),
+    perMinute: integer({
+      env: 'DF_BUDGET_PER_MINUTE',
+      default: 50,
+      min: 1,
+      doc: "Requests per minute the worker allows itself; the service's default limit is 50 per key. At most DF_BUDGET_PER_MONTH.",
+    }),
+    perMonth: integer({
+      env: 'DF_BUDGET_PER_MONTH',
+      default: 40_000,
+      min: 1,
+      doc: 'Requests per calendar month (in DF_BUDGET_TIME_ZONE) the worker allows itself with this key.',
+    }),
+    timeZone: {
+      env: 'DF_BUDGET_TIME_ZONE',
+      default: 'UTC',
+      format: FORMAT.timeZone,
+      doc: withDefault(
+        'Time zone in which the monthly budget resets (midnight of the 1st).',
+        'An IANA time zone name such as UTC or Europe/Paris',
+        'UTC',
+      ),
+    } satisfies Setting<string>,
+    reserve: number({
+      env: 'DF_BUDGET_RESERVE',
+      default: 0.1,
+      min: 0,
+      max: 0.9,
+      doc: "Fraction of the month's budget kept for reports and work-driven polls, never spent on idle polling.",
+    }),
+  },
+  scheduler: {
+    maxPollIntervalMs: milliseconds({
+      env: 'DF_MAX_POLL_INTERVAL_MS',
+      default: 900_000,
+      min: 1,
+      doc: 'Every task is polled at least this often when the budget permits, in milliseconds.',
+    }),
+    minPollIntervalMs: milliseconds({
+      env: 'DF_MIN_POLL_INTERVAL_MS',
+      default: 0,
+      min: 0,
+      doc: 'Delay before re-polling a task whose last poll found work, in milliseconds. At most DF_MAX_POLL_INTERVAL_MS.',
+    }),
+    taskRefreshMs: milliseconds({
+      env: 'DF_TASK_REFRESH_MS',
+      default: 3_600_000,
+      min: 1,
+      doc: 'How often the list of tasks is fetched again from the service, in milliseconds.',
+    }),
+    errorBackoffMaxMs: milliseconds({
+      env: 'DF_ERROR_BACKOFF_MAX_MS',
+      default: 300_000,
+      min: 1,
+      doc: 'Longest wait between retries after service errors (the backoff grows up to it), in milliseconds.',
+    }),
+    rateLimitPauseMs: milliseconds({
+      env: 'DF_RATE_LIMIT_PAUSE_MS',
+      default: 60_000,
+      min: 1,
+      doc: 'Pause after a 429 response that carries no Retry-After, in milliseconds.',
+    }),
+  },
+  tasks: {
+    sync: flag({
+      env: 'DF_TASK_SYNC',
+      default: false,
+      doc: 'Create on the service the tasks that handlers declare and that do not exist yet.',
+    }),
+  },
+  journal: {
+    replay: oneOf({
+      env: 'DF_JOURNAL_REPLAY',
+      default: 'rerun',
+      values: ['rerun', 'fail'],
+      doc: 'What to do at start with executions claimed but not reported before a crash: run them again, or report them as failed.',
+    }),
+  },
+  http: {
+    port: integer({
+      env: 'DF_HTTP_PORT',
+      default: 9464,
+      min: 0,
+      max: 65_535,
+      doc: 'TCP port of the health, metrics and wake endpoints; 0 picks a free port.',
+    }),
+    host: string({
+      env: 'DF_HTTP_HOST',
+      default: '0.0.0.0',
+      nonEmpty: true,
+      doc: 'Address the health, metrics and wake endpoints listen on.',
+    }),
+    wake: oneOf({
+      env: 'DF_HTTP_WAKE',
+      default: 'off',
+      values: ['off', 'token', 'open'],
+      doc: 'The POST /wake endpoint that triggers an immediate poll: off, token (requires DF_HTTP_WAKE_TOKEN as a bearer token), or open to anyone who can reach the port.',
+    }),
+    wakeToken: string({
+      env: 'DF_HTTP_WAKE_TOKEN',
+      default: '',
+      sensitive: true,
+      doc: 'Bearer token the wake endpoint requires when DF_HTTP_WAKE is token; never logged.',
+    }),
+  },
+  log: {
+    level: oneOf({
+      env: 'DF_LOG_LEVEL',
+      default: 'info',
+      values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      doc: 'Lowest level of the log lines written to stdout.',
+    }),
+    pretty: flag({
+      env: 'DF_LOG_PRETTY',
+      default: false,
+      doc: 'Human-readable logs instead of JSON lines; needs the optional pino-pretty package, JSON otherwise.',
+    }),
+  },
+  shutdownGraceMs: milliseconds({
+    env: 'DF_SHUTDOWN_GRACE_MS',
+    default: 30_000,
+    min: 0,
+    doc: 'On SIGTERM, time running handlers get to finish and report before they are aborted, in milliseconds.',
+  }),
+};
+
+type ConfigOf<S> = { [K in keyof S]: S[K] extends Setting<infer T> ? T : ConfigOf<S[K]> };
+
+/** The loaded configuration; see `describeConfig()` or the schema for what each setting means. */
+export type WorkerConfig = ConfigOf<typeof schema>;
+
+/** A setting's dotted name (`budget.perMinute`) with its schema entry. */
+export interface SettingEntry {
+  setting: string;
+  entry: Setting<unknown>;
+}
+
+function isSetting(node: object): node is Setting<unknown> {
+  return 'default' in node && 'env' in node;
+}
+
+/** Every leaf of the schema, in declaration order. */
+export function listSettings(node: object = schema, prefix = ''): SettingEntry[] {
+  return Object.entries(node).flatMap(([name, child]: [string, object]) => {
+    const setting = prefix === '' ? name : `${prefix}.${name}`;
+    return isSetting(child) ? [{ setting, entry: child }] : listSettings(child, setting);
+  });
+}

@@ -1,0 +1,288 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { ConfigError, loadConfig, redactedConfig } from '../../src/config/index.ts';
+import type { LoadConfigOptions } from '../../src/config/index.ts';
+
+const SECRET = 'sk-live-4f9c0d2e7a1b';
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'df-worker-config-'));
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function configError(options: LoadConfigOptions): ConfigError {
+  try {
+    loadConfig({ cwd: dir, ...options });
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error('expected loadConfig to throw a ConfigError');
+}
+
+async function writeJson(name: string, value: unknown): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, JSON.stringify(value));
+  return path;
+}
+
+describe('loadConfig sources', () => {
+  it('loads the schema defaults with no environment when nothing is required', () => {
+    const config = loadConfig({ env: {}, cwd: dir });
+    expect(config.concurrency).toBe(4);
+    expect(config.api).toMatchObject({ url: '', key: '', authMode: 'header', pathStyle: 'hyphen' });
+    expect(config.budget).toEqual({
+      perSecond: 5,
+      perMinute: 50,
+      perMonth: 40_000,
+      timeZone: 'UTC',
+      reserve: 0.1,
+    });
+    expect(config.http).toMatchObject({ port: 9464, host: '0.0.0.0', wake: 'off' });
+    expect(config.log).toEqual({ level: 'info', pretty: false });
+  });
+
+  it('types each setting from its schema entry', () => {
+    const config = loadConfig({ env: {}, cwd: dir });
+    expectTypeOf(config.concurrency).toEqualTypeOf<number>();
+    expectTypeOf(config.tasks.sync).toEqualTypeOf<boolean>();
+    expectTypeOf(config.api.authMode).toEqualTypeOf<'header' | 'query' | 'bearer'>();
+    expectTypeOf(config.http.wake).toEqualTypeOf<'off' | 'token' | 'open'>();
+    expectTypeOf(config.api.url).toEqualTypeOf<string>();
+    expect(typeof config.concurrency).toBe('number');
+  });
+
+  it('resolves handlers.dir and state.dir against cwd', () => {
+    const config = loadConfig({ env: { DF_STATE_DIR: 'var/state' }, cwd: dir });
+    expect(config.handlers.dir).toBe(join(dir, 'handlers'));
+    expect(config.state.dir).toBe(join(dir, 'var/state'));
+  });
+
+  it('takes each setting from its environment variable, coercing numbers and booleans', () => {
+    const config = loadConfig({
+      cwd: dir,
+      env: {
+        DF_API_URL: 'https://df.example.com/api',
+        DF_CONCURRENCY: '16',
+        DF_BUDGET_RESERVE: '0.25',
+        DF_TASK_SYNC: 'true',
+        DF_LOG_PRETTY: 'no',
+        DF_JOURNAL_REPLAY: 'fail',
+        DF_HTTP_PORT: '0',
+      },
+    });
+    expect(config.api.url).toBe('https://df.example.com/api');
+    expect(config.concurrency).toBe(16);
+    expect(config.budget.reserve).toBe(0.25);
+    expect(config.tasks.sync).toBe(true);
+    expect(config.log.pretty).toBe(false);
+    expect(config.journal.replay).toBe('fail');
+    expect(config.http.port).toBe(0);
+  });
+
+  it('lets the DF_CONFIG file override defaults and the environment override the file', async () => {
+    await writeJson('worker.json', { concurrency: 8, budget: { perMinute: 30, timeZone: 'Europe/Paris' } });
+    const config = loadConfig({ cwd: dir, env: { DF_CONFIG: 'worker.json', DF_BUDGET_PER_MINUTE: '20' } });
+    expect(config.concurrency).toBe(8);
+    expect(config.budget.timeZone).toBe('Europe/Paris');
+    expect(config.budget.perMinute).toBe(20);
+    expect(config.budget.perMonth).toBe(40_000);
+  });
+
+  it('lets explicit overrides win over the environment and ignores undefined overrides', () => {
+    const config = loadConfig({
+      cwd: dir,
+      env: { DF_CONCURRENCY: '2', DF_LOG_LEVEL: 'warn' },
+      overrides: { concurrency: '12', 'log.level': undefined },
+    });
+    expect(config.concurrency).toBe(12);
+    expect(config.log.level).toBe('warn');
+  });
+});
+
+describe('loadConfig validation', () => {
+  it('reports several bad settings in one ConfigError, each by env var and schema name', () => {
+    const error = configError({
+      env: {
+        DF_CONCURRENCY: '0',
+        DF_BUDGET_PER_MINUTE: 'abc',
+        DF_LOG_LEVEL: 'loud',
+        DF_API_URL: 'not-a-url',
+      },
+    });
+    expect(error.problems.map((problem) => problem.env).sort()).toEqual([
+      'DF_API_URL',
+      'DF_BUDGET_PER_MINUTE',
+      'DF_CONCURRENCY',
+      'DF_LOG_LEVEL',
+    ]);
+    const lines = error.message.split('\n');
+    expect(lines).toContain('DF_CONCURRENCY (concurrency): must be an integer between 1 and 256, got 0');
+    expect(lines).toContain(
+      'DF_BUDGET_PER_MINUTE (budget.perMinute): must be an integer of at least 1, got "abc"',
+    );
+    expect(lines.some((line) => line.startsWith('DF_LOG_LEVEL (log.level): must be one of fatal'))).toBe(
+      true,
+    );
+    expect(
+      lines.some((line) => line.startsWith('DF_API_URL (api.url):') && line.includes('"not-a-url"')),
+    ).toBe(true);
+  });
+
+  it('rejects numbers with trailing text and booleans that are not true or false', () => {
+    const error = configError({ env: { DF_CONCURRENCY: '12abc', DF_TASK_SYNC: 'maybe' } });
+    expect(error.problems.map((problem) => problem.setting)).toEqual(['concurrency', 'tasks.sync']);
+    expect(error.message).toContain('got "12abc"');
+  });
+
+  it('names both settings when budget.perSecond exceeds budget.perMinute', () => {
+    const error = configError({ env: { DF_BUDGET_PER_SECOND: '60' } });
+    expect(error.problems).toEqual([
+      expect.objectContaining({ setting: 'budget.perSecond', env: 'DF_BUDGET_PER_SECOND' }),
+    ]);
+    expect(error.message).toContain('DF_BUDGET_PER_SECOND (budget.perSecond)');
+    expect(error.message).toContain('DF_BUDGET_PER_MINUTE (budget.perMinute)');
+  });
+
+  it('names both settings when budget.perMinute exceeds budget.perMonth', () => {
+    const error = configError({ env: { DF_BUDGET_PER_MINUTE: '100', DF_BUDGET_PER_MONTH: '99' } });
+    expect(error.message).toContain('DF_BUDGET_PER_MONTH (budget.perMonth), which is 99; got 100');
+  });
+
+  it('names a time zone that Intl does not know', () => {
+    const error = configError({ env: { DF_BUDGET_TIME_ZONE: 'Mars/Olympus_Mons' } });
+    expect(error.problems).toEqual([
+      expect.objectContaining({ setting: 'budget.timeZone', env: 'DF_BUDGET_TIME_ZONE' }),
+    ]);
+    expect(error.message).toContain('"Mars/Olympus_Mons"');
+  });
+
+  it('rejects a millisecond setting beyond what Node timers can wait', () => {
+    const error = configError({ env: { DF_MAX_POLL_INTERVAL_MS: String(2 ** 31) } });
+    expect(error.problems.map((problem) => problem.env)).toEqual(['DF_MAX_POLL_INTERVAL_MS']);
+  });
+
+  it('requires a wake token when the wake endpoint is in token mode', () => {
+    const error = configError({ env: { DF_HTTP_WAKE: 'token' } });
+    expect(error.problems.map((problem) => problem.env)).toEqual(['DF_HTTP_WAKE_TOKEN']);
+  });
+
+  it('names an unknown key in the DF_CONFIG file together with the file', async () => {
+    const path = await writeJson('worker.json', { concurrency: 2, budget: { perMinit: 10 } });
+    const error = configError({ env: { DF_CONFIG: path } });
+    expect(error.problems.map((problem) => problem.setting)).toEqual(['budget.perMinit']);
+    expect(error.message).toContain(path);
+  });
+
+  it('attributes a bad value from the DF_CONFIG file to that file', async () => {
+    const path = await writeJson('worker.json', { http: { port: 70_000 } });
+    const error = configError({ env: { DF_CONFIG: path } });
+    expect(error.message).toContain(
+      `DF_HTTP_PORT (http.port): must be an integer between 0 and 65535, got 70000 (from the DF_CONFIG file ${path})`,
+    );
+  });
+
+  it('names DF_CONFIG and the path when the file is missing', () => {
+    const error = configError({ env: { DF_CONFIG: 'absent.json' } });
+    expect(error.problems).toEqual([expect.objectContaining({ setting: 'DF_CONFIG' })]);
+    expect(error.message).toContain(join(dir, 'absent.json'));
+    expect(error.message).toContain('does not exist');
+  });
+
+  it('names DF_CONFIG and the path when the file is not JSON, without quoting its content', async () => {
+    const path = join(dir, 'broken.json');
+    await writeFile(path, `{"api": {"key": "${SECRET}" oops}}`);
+    const error = configError({ env: { DF_CONFIG: path, DF_CONCURRENCY: '0' } });
+    expect(error.problems.map((problem) => problem.setting)).toEqual(['DF_CONFIG', 'concurrency']);
+    expect(error.message).toContain(`DF_CONFIG: ${path} is not valid JSON`);
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it('names an unknown override', () => {
+    const error = configError({ env: {}, overrides: { 'concurrency.max': 3, nope: 1 } });
+    expect(error.problems.map((problem) => problem.setting).sort()).toEqual(['concurrency.max', 'nope']);
+  });
+});
+
+describe('loadConfig API key', () => {
+  it('reads api.keyFile relative to cwd and trims it', async () => {
+    await writeFile(join(dir, 'key.txt'), `  ${SECRET}\n`);
+    const config = loadConfig({ cwd: dir, env: { DF_API_KEY_FILE: 'key.txt' } });
+    expect(config.api.key).toBe(SECRET);
+    expect(config.api.keyFile).toBe(join(dir, 'key.txt'));
+  });
+
+  it('names DF_API_KEY_FILE and the path when the key file cannot be read', () => {
+    const error = configError({ env: { DF_API_KEY_FILE: 'missing-key.txt' } });
+    expect(error.problems).toEqual([
+      expect.objectContaining({ setting: 'api.keyFile', env: 'DF_API_KEY_FILE' }),
+    ]);
+    expect(error.message).toContain(join(dir, 'missing-key.txt'));
+  });
+
+  it('rejects an empty key file', async () => {
+    await writeFile(join(dir, 'key.txt'), '\n');
+    const error = configError({ env: { DF_API_KEY_FILE: 'key.txt' } });
+    expect(error.message).toContain('is empty');
+  });
+
+  it('rejects setting both DF_API_KEY and DF_API_KEY_FILE', async () => {
+    await writeFile(join(dir, 'key.txt'), SECRET);
+    const error = configError({ env: { DF_API_KEY: SECRET, DF_API_KEY_FILE: 'key.txt' } });
+    expect(error.message).toContain(
+      'DF_API_KEY (api.key): is set together with DF_API_KEY_FILE (api.keyFile)',
+    );
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it('requires api.url and a key for the service, naming each', () => {
+    const error = configError({ env: {}, require: 'service' });
+    expect(error.problems.map((problem) => problem.env)).toEqual(['DF_API_URL', 'DF_API_KEY']);
+    expect(error.message).toContain('DF_API_KEY_FILE');
+  });
+
+  it('accepts a URL and a key when the service is required', () => {
+    const config = loadConfig({
+      cwd: dir,
+      env: { DF_API_URL: 'http://127.0.0.1:8080', DF_API_KEY: SECRET },
+      require: 'service',
+    });
+    expect(config.api).toMatchObject({ url: 'http://127.0.0.1:8080', key: SECRET });
+  });
+
+  it('never puts the key in an error message, whatever is wrong with it', async () => {
+    const withSpace = configError({ env: { DF_API_KEY: `${SECRET} x`, DF_CONCURRENCY: '0' } });
+    expect(withSpace.problems.map((problem) => problem.env)).toEqual(['DF_CONCURRENCY', 'DF_API_KEY']);
+    const wrongType = configError({
+      env: { DF_CONFIG: await writeJson('k.json', { api: { key: 12345678 } }) },
+    });
+    expect(wrongType.problems.map((problem) => problem.env)).toEqual(['DF_API_KEY']);
+    for (const error of [withSpace, wrongType]) {
+      expect(error.message).not.toContain(SECRET);
+      expect(error.message).not.toContain('12345678');
+      expect(JSON.stringify(error.problems)).not.toContain(SECRET);
+    }
+  });
+
+  it('never puts the key or the wake token in redactedConfig', () => {
+    const config = loadConfig({
+      cwd: dir,
+      env: { DF_API_KEY: SECRET, DF_HTTP_WAKE: 'token', DF_HTTP_WAKE_TOKEN: 'wake-me-7d1e' },
+    });
+    const redacted = JSON.stringify(redactedConfig(config));
+    expect(redacted).not.toContain(SECRET);
+    expect(redacted).not.toContain('wake-me-7d1e');
+    expect(redactedConfig(config)).toMatchObject({
+      api: { key: '[redacted]' },
+      http: { wakeToken: '[redacted]', wake: 'token' },
+    });
+    expect(config.api.key).toBe(SECRET);
+  });
+});
