@@ -1,0 +1,315 @@
+// The durable execution journal: one file per claimed execution, written before the handler starts and
+// before each report, so a daemon killed at any instant replays every execution it owes the service.
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, unlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { systemClock } from '../clock/clock.ts';
+import type { Clock } from '../clock/clock.ts';
+import { errorCode, removeDurably, writeFileDurably } from './durable-file.ts';
+import { JournalEntryNotFoundError, JournalUnavailableError, JournalWriteError } from './errors.ts';
+import { fileNameForExecution } from './file-name.ts';
+import {
+  CORRUPT_FOLDER,
+  DEAD_LETTER_FOLDER,
+  JOURNAL_FOLDER,
+  PROBE_PREFIX,
+  readDeadLetterFolder,
+  readJournalFolder,
+} from './journal-folder.ts';
+import type { CorruptFile } from './journal-folder.ts';
+import { ReadWriteGate } from './read-write-gate.ts';
+import type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
+
+export type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
+export { JournalEntryNotFoundError, JournalUnavailableError, JournalWriteError } from './errors.ts';
+
+/** The part of a logger the journal uses; a pino logger fits. */
+export interface JournalLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface JournalOptions {
+  /** Receives one warning per corrupt file set aside. */
+  logger: JournalLogger;
+  /** Source of the dead letters' deadAt. Default: the system clock. */
+  clock?: Clock;
+}
+
+export class Journal {
+  /** The folder holding one record per execution owed to the service. */
+  readonly folder: string;
+  /** The folder holding executions given up on. */
+  readonly deadLetterFolder: string;
+  readonly #logger: JournalLogger;
+  readonly #clock: Clock;
+  #entries = new Map<string, JournalEntry>();
+  #deadLetterFiles = new Set<string>();
+  #writable = true;
+  #lastError: Error | undefined;
+  readonly #gate = new ReadWriteGate();
+  /** Per execution, the tail of its operations: each runs after the previous one settled. */
+  readonly #queues = new Map<string, Promise<void>>();
+
+  private constructor(stateDir: string, options: JournalOptions) {
+    this.folder = join(stateDir, JOURNAL_FOLDER);
+    this.deadLetterFolder = join(stateDir, DEAD_LETTER_FOLDER);
+    this.#logger = options.logger;
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * Creates the journal folders (mode 0o700), proves they are writable, sets aside corrupt files and loads
+   * the records. Rejects with JournalUnavailableError naming the folder when it cannot be used.
+   */
+  static async open(stateDir: string, options: JournalOptions): Promise<Journal> {
+    const journal = new Journal(stateDir, options);
+    await journal.#prepareFolders();
+    await journal.pending();
+    await journal.deadLetters();
+    return journal;
+  }
+
+  /** False after a write failed, until recheck() succeeds: the daemon must not claim meanwhile. */
+  get writable(): boolean {
+    return this.#writable;
+  }
+
+  /** The JournalWriteError (or JournalUnavailableError from recheck) that made the journal unwritable. */
+  get lastError(): Error | undefined {
+    return this.#lastError;
+  }
+
+  /** Records owed to the service and dead letters kept, as of the last operation (no I/O). */
+  get counts(): { pending: number; deadLettered: number } {
+    return { pending: this.#entries.size, deadLettered: this.#deadLetterFiles.size };
+  }
+
+  /** Durably records a claim (phase 'claimed'); call before the handler starts. Replaces any earlier record. */
+  recordClaim(claim: ClaimRecord): Promise<void> {
+    const entry: JournalEntry = {
+      executionId: claim.executionId,
+      taskId: claim.taskId,
+      taskKey: claim.taskKey,
+      input: claim.input,
+      ...(claim.createdAt === undefined ? {} : { createdAt: claim.createdAt }),
+      claimedAt: claim.claimedAt,
+      phase: 'claimed',
+      reportAttempts: 0,
+      version: 1,
+    };
+    return this.#inOrder(claim.executionId, () => this.#save(entry, 'record the claim'));
+  }
+
+  /** Durably records the outcome (phase 'finished'); call before reporting it. */
+  recordOutcome(executionId: string, outcome: OutcomeRecord): Promise<void> {
+    return this.#inOrder(executionId, async () => {
+      const entry = this.#existing(executionId, 'record the outcome');
+      const { status, output, attempts, finishedAt } = outcome;
+      await this.#save(
+        { ...entry, phase: 'finished', outcome: { status, output, attempts, finishedAt } },
+        'record the outcome',
+      );
+    });
+  }
+
+  /** Durably counts one more report sent for the execution's outcome. */
+  recordReportAttempt(executionId: string): Promise<void> {
+    return this.#inOrder(executionId, async () => {
+      const entry = this.#existing(executionId, 'count a report attempt');
+      await this.#save({ ...entry, reportAttempts: entry.reportAttempts + 1 }, 'count a report attempt');
+    });
+  }
+
+  /** Removes the record once the service accepted the report; completing twice is harmless. */
+  complete(executionId: string): Promise<void> {
+    return this.#inOrder(executionId, async () => {
+      const file = this.#recordFile(executionId);
+      await this.#attempt(executionId, 'remove the record', this.folder, () => removeDurably(file));
+      this.#entries.delete(executionId);
+    });
+  }
+
+  /** Moves the record to the dead-letter folder with the service's final answer, for an operator. */
+  deadLetter(executionId: string, answer: DeadLetter['answer']): Promise<void> {
+    return this.#inOrder(executionId, async () => {
+      const entry = this.#existing(executionId, 'dead-letter the record');
+      const letter: DeadLetter = {
+        entry,
+        deadAt: new Date(this.#clock.now()).toISOString(),
+        answer: {
+          status: answer.status,
+          ...(answer.code === undefined ? {} : { code: answer.code }),
+          ...(answer.message === undefined ? {} : { message: answer.message }),
+        },
+      };
+      const letterFile = join(this.deadLetterFolder, `${fileNameForExecution(executionId)}.json`);
+      const text = `${JSON.stringify(letter, null, 2)}\n`;
+      // Letter first: a kill between the two steps leaves both, and the next scan finishes the move.
+      await this.#attempt(executionId, 'write the dead letter', this.deadLetterFolder, () =>
+        writeFileDurably(letterFile, text),
+      );
+      this.#deadLetterFiles.add(letterFile);
+      const file = this.#recordFile(executionId);
+      await this.#attempt(executionId, 'remove the dead-lettered record', this.folder, () =>
+        removeDurably(file),
+      );
+      this.#entries.delete(executionId);
+    });
+  }
+
+  /**
+   * Every valid record, oldest claim first, read from disk. Sets aside corrupt files into journal/corrupt/
+   * (one warning each) and removes leftovers of interrupted writes; it never throws for those.
+   */
+  pending(): Promise<JournalEntry[]> {
+    return this.#gate.exclusive(async () => {
+      const content = await this.#readFolder(() => readJournalFolder(this.folder, this.deadLetterFolder));
+      for (const leftover of content.leftovers) await unlink(leftover).catch(() => undefined);
+      for (const corrupt of content.corrupt) await this.#setAside(corrupt);
+      for (const { file } of content.alreadyDeadLettered) await removeDurably(file).catch(() => undefined);
+      this.#entries = new Map(content.entries.map(({ entry }) => [entry.executionId, entry]));
+      return content.entries.map(({ entry }) => structuredClone(entry));
+    });
+  }
+
+  /** Every dead letter, oldest first; an unreadable one is skipped with a warning. */
+  deadLetters(): Promise<DeadLetter[]> {
+    return this.#gate.exclusive(async () => {
+      const content = await this.#readFolder(() => readDeadLetterFolder(this.deadLetterFolder));
+      for (const { file, problem } of content.invalid) {
+        this.#logger.warn(
+          { file, problem },
+          `dead letter ${file} cannot be read (${problem}); it is skipped`,
+        );
+      }
+      this.#deadLetterFiles = new Set(content.files);
+      return content.letters.map(({ letter }) => structuredClone(letter));
+    });
+  }
+
+  /** Proves the folders writable again (after an operator fixed them); true restores writable. */
+  async recheck(): Promise<boolean> {
+    try {
+      await this.#prepareFolders();
+    } catch (error) {
+      this.#writable = false;
+      this.#lastError = error as Error;
+      return false;
+    }
+    this.#writable = true;
+    this.#lastError = undefined;
+    return true;
+  }
+
+  async #prepareFolders(): Promise<void> {
+    for (const folder of [this.folder, this.deadLetterFolder]) {
+      try {
+        await mkdir(folder, { recursive: true, mode: 0o700 });
+        const probe = join(folder, `${PROBE_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
+        await writeFileDurably(probe, 'probe\n');
+        await removeDurably(probe);
+      } catch (error) {
+        throw new JournalUnavailableError(folder, error as Error);
+      }
+    }
+  }
+
+  async #readFolder<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      throw new JournalUnavailableError(this.folder, error as Error);
+    }
+  }
+
+  async #setAside({ file, problem }: CorruptFile): Promise<void> {
+    const corruptFolder = join(this.folder, CORRUPT_FOLDER);
+    const movedTo = join(
+      corruptFolder,
+      `${basename(file)}.${this.#clock.now()}-${randomBytes(3).toString('hex')}`,
+    );
+    try {
+      await mkdir(corruptFolder, { recursive: true, mode: 0o700 });
+      await rename(file, movedTo);
+      this.#logger.warn(
+        { file, movedTo, problem },
+        `journal file ${file} is ${problem}; moved it to ${movedTo} (its bytes are kept for inspection)`,
+      );
+    } catch (error) {
+      this.#logger.warn(
+        { file, problem, code: errorCode(error) },
+        `journal file ${file} is ${problem} and could not be moved aside (${(error as Error).message}); it is ignored`,
+      );
+    }
+  }
+
+  async #save(entry: JournalEntry, action: string): Promise<void> {
+    // Serialized before the write so a value JSON cannot hold fails as itself, not as a disk failure.
+    const text = `${JSON.stringify(entry, null, 2)}\n`;
+    const file = this.#recordFile(entry.executionId);
+    await this.#attempt(entry.executionId, action, this.folder, () => writeFileDurably(file, text));
+    // The copy in memory is what a restart would read back, never an object the caller still holds.
+    this.#entries.set(entry.executionId, JSON.parse(text) as JournalEntry);
+  }
+
+  async #attempt(
+    executionId: string,
+    action: string,
+    folder: string,
+    write: () => Promise<void>,
+  ): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      const failure = new JournalWriteError(executionId, action, folder, error as Error);
+      this.#writable = false;
+      this.#lastError = failure;
+      throw failure;
+    }
+  }
+
+  #existing(executionId: string, action: string): JournalEntry {
+    const entry = this.#entries.get(executionId);
+    if (entry === undefined) throw new JournalEntryNotFoundError(executionId, action);
+    return entry;
+  }
+
+  #recordFile(executionId: string): string {
+    return join(this.folder, `${fileNameForExecution(executionId)}.json`);
+  }
+
+  /** Runs the execution's operations one after another (and alongside other executions'). */
+  #inOrder(executionId: string, operation: () => Promise<void>): Promise<void> {
+    const previous = this.#queues.get(executionId) ?? Promise.resolve();
+    const run = previous.then(() => this.#gate.shared(operation));
+    const tail = run.catch(() => undefined);
+    this.#queues.set(executionId, tail);
+    void tail.then(() => {
+      if (this.#queues.get(executionId) === tail) this.#queues.delete(executionId);
+    });
+    return run;
+  }
+}
+
+/**
+ * What the journal of `stateDir` holds, for the `df-worker journal` command. Read-only: moves and removes
+ * nothing. `corrupt` lists files already set aside, files a Journal would set aside, and unreadable dead
+ * letters (absolute paths; the reason of each was logged when it was set aside).
+ */
+export async function describeJournal(
+  stateDir: string,
+): Promise<{ pending: JournalEntry[]; deadLetters: DeadLetter[]; corrupt: string[] }> {
+  const folder = join(stateDir, JOURNAL_FOLDER);
+  const deadLetterFolder = join(stateDir, DEAD_LETTER_FOLDER);
+  const journal = await readJournalFolder(folder, deadLetterFolder);
+  const deadLetters = await readDeadLetterFolder(deadLetterFolder);
+  return {
+    pending: journal.entries.map(({ entry }) => entry),
+    deadLetters: deadLetters.letters.map(({ letter }) => letter),
+    corrupt: [
+      ...journal.setAside,
+      ...journal.corrupt.map(({ file }) => file),
+      ...deadLetters.invalid.map(({ file }) => file),
+    ],
+  };
+}
