@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // Vitest resolves as server-side code: the source condition must be set for SSR too.
   resolve: { conditions: ['df-worker-source'] },
+  ssr: { resolve: { conditions: ['df-worker-source'] } },
   test: {
     include: ['test/**/*.test.ts', 'handlers/**/*.test.ts'],
     testTimeout: 30_000,

@@ -1,0 +1,438 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { JsonObject } from '../../src/api/types.ts';
+import { ManualClock } from '../../src/clock/manual-clock.ts';
+import {
+  defineTask,
+  NonRetryableError,
+  type TaskContext,
+  type TaskModule,
+  type TaskSummary,
+} from '../../src/handlers/define-task.ts';
+import { HandlerTimeoutError } from '../../src/runner/errors.ts';
+import { runExecution, type RunExecutionArgs } from '../../src/runner/run-execution.ts';
+import { drive, execution, recordingLogger, untilSleeping } from './helpers.ts';
+
+const job = { jobAccountId: 'acc-1', jobId: 'job-1', userAccountId: 'acc-2', userId: 'user-1' };
+
+function taskOf(handler: TaskModule, overrides: Partial<TaskSummary> = {}): TaskSummary {
+  return {
+    id: 'task-1',
+    key: handler.key,
+    retryCount: handler.retryCount,
+    inputKeys: handler.inputKeys,
+    outputKeys: handler.outputKeys,
+    ...overrides,
+  };
+}
+
+function setUp(
+  handler: TaskModule,
+  input: JsonObject,
+  options: { task?: Partial<TaskSummary>; shutdownSignal?: AbortSignal } = {},
+) {
+  const clock = new ManualClock(0);
+  const { logger, lines } = recordingLogger();
+  const args: RunExecutionArgs = {
+    handler,
+    task: taskOf(handler, options.task),
+    execution: execution(input),
+    clock,
+    logger,
+    defaultTimeoutMs: 5_000,
+    backoff: { baseMs: 1_000, maxMs: 30_000, random: () => 0.5 },
+    ...(options.shutdownSignal === undefined ? {} : { shutdownSignal: options.shutdownSignal }),
+  };
+  return { clock, lines, args };
+}
+
+describe('runExecution: input', () => {
+  it('fails at once listing every missing input key, without calling the handler', async () => {
+    const handle = vi.fn(() => ({}));
+    const handler = defineTask({ key: 'enrich', inputKeys: ['sku', 'title', 'price'], handle });
+    const { clock, args } = setUp(handler, { title: 'Shirt', price: undefined, context: job });
+    const outcome = await drive(clock, runExecution(args));
+    expect(handle).not.toHaveBeenCalled();
+    expect(outcome).toEqual({
+      status: 'FAILED',
+      output: {
+        error: 'missing input keys "sku", "price" (declared in the task inputKeys)',
+        missingInputKeys: ['sku', 'price'],
+      },
+      attempts: 0,
+      durationMs: 0,
+      failure: {
+        kind: 'input',
+        message: 'missing input keys "sku", "price" (declared in the task inputKeys)',
+      },
+    });
+  });
+
+  it('words a single missing key as in the service task', async () => {
+    const handler = defineTask({ key: 'enrich', inputKeys: ['sku'], handle: () => ({}) });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.output).toEqual({
+      error: 'missing input key "sku" (declared in the task inputKeys)',
+      missingInputKeys: ['sku'],
+    });
+  });
+
+  it("checks the service task's inputKeys, not the handler's", async () => {
+    const handler = defineTask({ key: 'enrich', inputKeys: ['sku'], handle: () => ({}) });
+    const { clock, args } = setUp(
+      handler,
+      { sku: 'A1' },
+      { task: { inputKeys: [{ key: 'ean', description: '' }] } },
+    );
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.output.missingInputKeys).toEqual(['ean']);
+  });
+
+  it('splits the service context off into ctx.job and hands the rest of the input to the handler', async () => {
+    let seen: { input: JsonObject; ctx: TaskContext } | undefined;
+    const handler = defineTask({
+      key: 'enrich',
+      inputKeys: ['sku'],
+      handle: (input, ctx) => {
+        seen = { input, ctx };
+        return {};
+      },
+    });
+    const { clock, args } = setUp(handler, { sku: 'A1', context: job });
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.status).toBe('COMPLETED');
+    expect(seen?.input).toEqual({ sku: 'A1' });
+    expect(seen?.ctx.job).toEqual(job);
+    expect(seen?.ctx.execution.input.context).toEqual(job);
+    expect(seen?.ctx).toMatchObject({ attempt: 1, task: { id: 'task-1', key: 'enrich' } });
+  });
+
+  it('gives an empty ctx.job when the execution has no context', async () => {
+    let seenJob: unknown;
+    const handler = defineTask({ key: 'k', handle: (_input, ctx) => ((seenJob = ctx.job), {}) });
+    const { clock, args } = setUp(handler, {});
+    await drive(clock, runExecution(args));
+    expect(seenJob).toEqual({});
+  });
+});
+
+describe('runExecution: output', () => {
+  it('reports COMPLETED with the handler result after one attempt', async () => {
+    const handler = defineTask({ key: 'sum', outputKeys: ['total'], handle: () => ({ total: 3 }) });
+    const { clock, args } = setUp(handler, {});
+    expect(await drive(clock, runExecution(args))).toEqual({
+      status: 'COMPLETED',
+      output: { total: 3 },
+      attempts: 1,
+      durationMs: 0,
+    });
+  });
+
+  it('fails at once without retrying when a declared output key is missing', async () => {
+    const handle = vi.fn(() => ({ subtotal: 2 }));
+    const handler = defineTask({ key: 'sum', retryCount: 3, outputKeys: ['subtotal', 'total'], handle });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      output: { error: 'handler output lacks declared key "total"', missingOutputKeys: ['total'] },
+      failure: { kind: 'output' },
+    });
+  });
+
+  it.each([
+    ['an array', [1, 2], 'got an array'],
+    ['null', null, 'got null'],
+    ['a Map', new Map([['total', 1]]), 'got an instance of Map'],
+    ['a string', 'done', 'got a string'],
+    ['nothing', undefined, 'got undefined; did the handler forget to return its result?'],
+  ])('fails at once when the handler returns %s', async (_name, value, expected) => {
+    const handler = defineTask({ key: 'k', retryCount: 2, handle: () => value as unknown as JsonObject });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({ status: 'FAILED', attempts: 1, failure: { kind: 'output' } });
+    expect(outcome.output.error).toBe(`handler output must be a plain JSON object, ${expected}`);
+  });
+
+  it.each([
+    ['a bigint', { total: 1n }, '"total" is a bigint'],
+    ['a nested function', { items: [{ format: () => '' }] }, '"items[0].format" is a function'],
+    ['NaN', { ratio: Number.NaN }, '"ratio" is NaN, which JSON cannot represent'],
+    ['a nested class instance', { tags: new Set(['a']) }, '"tags" is an instance of Set'],
+  ])('fails when the output holds %s, naming where', async (_name, value, expected) => {
+    const handler = defineTask({ key: 'k', handle: () => value as unknown as JsonObject });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.failure?.kind).toBe('output');
+    expect(outcome.output.error).toContain(`handler output is not JSON: ${expected}`);
+  });
+
+  it('fails on a cycle in the output', async () => {
+    const node: JsonObject = { name: 'root' };
+    node.self = node;
+    const handler = defineTask({ key: 'k', handle: () => node });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.output.error).toBe(
+      'handler output is not JSON: "self" refers back to an enclosing object (a cycle)',
+    );
+  });
+
+  it('drops undefined members and serialises dates, as JSON would', async () => {
+    const handler = defineTask({
+      key: 'k',
+      handle: () => ({ at: new Date(Date.UTC(2026, 0, 2)), note: undefined, list: [undefined, 1] }),
+    });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.status).toBe('COMPLETED');
+    expect(outcome.output).toStrictEqual({ at: '2026-01-02T00:00:00.000Z', list: [null, 1] });
+  });
+
+  it('keeps undeclared output keys and logs one warning listing them', async () => {
+    const handler = defineTask({
+      key: 'k',
+      outputKeys: ['total'],
+      handle: () => ({ total: 1, debug: 'x', raw: [] }),
+    });
+    const { clock, lines, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({ status: 'COMPLETED', output: { total: 1, debug: 'x', raw: [] } });
+    const warnings = lines.filter((l) => l.level === 40);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({
+      undeclaredOutputKeys: ['debug', 'raw'],
+      taskKey: 'k',
+      executionId: 'exec-1',
+    });
+  });
+});
+
+describe('runExecution: retries', () => {
+  it('reports FAILED after retryCount + 1 attempts with the last message and no stack trace', async () => {
+    const attemptsAt: number[] = [];
+    const handler = defineTask({
+      key: 'flaky',
+      retryCount: 2,
+      handle: (_input, ctx) => {
+        attemptsAt.push(ctx.attempt);
+        throw new TypeError(`upstream refused attempt ${ctx.attempt}`);
+      },
+    });
+    const { clock, lines, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(attemptsAt).toEqual([1, 2, 3]);
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 3,
+      output: { error: 'upstream refused attempt 3', errorName: 'TypeError', attempts: 3 },
+      failure: { kind: 'handler', message: 'upstream refused attempt 3' },
+    });
+    expect(JSON.stringify(outcome.output)).not.toMatch(/\s+at |\.ts:\d+/);
+
+    const failures = lines.filter((l) => l.level === 40);
+    expect(failures.map((l) => [l.attempt, l.msg])).toEqual([
+      [1, 'attempt failed; retrying'],
+      [2, 'attempt failed; retrying'],
+      [3, 'attempt failed; not retrying'],
+    ]);
+  });
+
+  it('retries a rejected promise and completes when a later attempt succeeds', async () => {
+    const handler = defineTask({
+      key: 'flaky',
+      retryCount: 1,
+      handle: async (_input, ctx) => {
+        await Promise.resolve();
+        if (ctx.attempt === 1) throw new Error('503 from upstream');
+        return { ok: true };
+      },
+    });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({ status: 'COMPLETED', attempts: 2, output: { ok: true } });
+  });
+
+  it("uses the service task's retryCount over the handler's", async () => {
+    const handle = vi.fn(() => {
+      throw new Error('nope');
+    });
+    const handler = defineTask({ key: 'k', retryCount: 5, handle });
+    const { clock, args } = setUp(handler, {}, { task: { retryCount: 1 } });
+    const outcome = await drive(clock, runExecution(args));
+    expect(handle).toHaveBeenCalledTimes(2);
+    expect(outcome.attempts).toBe(2);
+  });
+
+  it('waits a growing, jittered backoff between attempts on the clock', async () => {
+    const startedAt: number[] = [];
+    const handler = defineTask({
+      key: 'k',
+      retryCount: 3,
+      handle: () => {
+        startedAt.push(clock.now());
+        throw new Error('again');
+      },
+    });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    // random() = 0.5: half of 1000, 2000 and 4000 ms.
+    expect(startedAt).toEqual([0, 500, 1_500, 3_500]);
+    expect(outcome.durationMs).toBe(3_500);
+  });
+
+  it('does not retry a NonRetryableError', async () => {
+    const handle = vi.fn(() => {
+      throw new NonRetryableError('unknown currency "XYZ"');
+    });
+    const handler = defineTask({ key: 'k', retryCount: 4, handle });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      output: { error: 'unknown currency "XYZ"', errorName: 'NonRetryableError', attempts: 1 },
+      failure: { kind: 'handler' },
+    });
+  });
+
+  it('truncates long messages to 1000 characters', async () => {
+    const handler = defineTask({
+      key: 'k',
+      handle: () => {
+        throw new Error('x'.repeat(5_000));
+      },
+    });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    const message = outcome.output.error as string;
+    expect(message).toHaveLength(1_000);
+    expect(message.endsWith('… (truncated)')).toBe(true);
+  });
+
+  it('reports a thrown non-Error value readably', async () => {
+    const handler = defineTask({
+      key: 'k',
+      handle: () => {
+        throw 'quota exceeded' as unknown as Error;
+      },
+    });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.output).toMatchObject({
+      error: 'handler threw a non-Error value: "quota exceeded"',
+      errorName: 'NonErrorThrown',
+    });
+  });
+});
+
+describe('runExecution: timeouts', () => {
+  it('stops waiting for a handler that never settles, retries, then reports FAILED kind timeout', async () => {
+    const handle = vi.fn(() => new Promise<JsonObject>(() => {}));
+    const handler = defineTask({ key: 'stuck', retryCount: 1, timeoutMs: 2_000, handle });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(handle).toHaveBeenCalledTimes(2);
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 2,
+      // 2000 ms, 500 ms backoff, 2000 ms.
+      durationMs: 4_500,
+      output: { errorName: 'HandlerTimeoutError', attempts: 2 },
+      failure: { kind: 'timeout' },
+    });
+    expect(outcome.output.error).toMatch(/^handler for task "stuck" did not finish within 2000 ms/);
+  });
+
+  it('uses the default timeout for a handler that declares none', async () => {
+    const handler = defineTask({ key: 'stuck', handle: () => new Promise<JsonObject>(() => {}) });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({ failure: { kind: 'timeout' }, durationMs: 5_000 });
+  });
+
+  it('aborts ctx.signal at the deadline so a handler can stop its work', async () => {
+    let signal: AbortSignal | undefined;
+    const handler = defineTask({
+      key: 'polite',
+      timeoutMs: 1_000,
+      handle: (_input, ctx) =>
+        new Promise<JsonObject>((_resolve, reject) => {
+          signal = ctx.signal;
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+        }),
+    });
+    const { clock, args } = setUp(handler, {});
+    const running = runExecution(args);
+    await untilSleeping(clock);
+    expect(signal?.aborted).toBe(false);
+    await clock.advance(999);
+    expect(signal?.aborted).toBe(false);
+    await clock.advance(1);
+    const outcome = await running;
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toBeInstanceOf(HandlerTimeoutError);
+    expect(outcome).toMatchObject({ status: 'FAILED', failure: { kind: 'timeout' }, durationMs: 1_000 });
+  });
+
+  it('leaves no timer behind once the handler finishes', async () => {
+    const handler = defineTask({ key: 'fast', handle: () => ({}) });
+    const { clock, args } = setUp(handler, {});
+    await drive(clock, runExecution(args));
+    expect(clock.pending).toBe(0);
+  });
+});
+
+describe('runExecution: shutdown', () => {
+  it('stops a running attempt and reports FAILED aborted without further attempts', async () => {
+    const shutdown = new AbortController();
+    let signal: AbortSignal | undefined;
+    const handle = vi.fn((_input: JsonObject, ctx: TaskContext) => {
+      signal = ctx.signal;
+      return new Promise<JsonObject>(() => {});
+    });
+    const handler = defineTask({ key: 'long', retryCount: 5, handle });
+    const { clock, args } = setUp(handler, {}, { shutdownSignal: shutdown.signal });
+    const running = runExecution(args);
+    await untilSleeping(clock);
+    shutdown.abort(new Error('SIGTERM'));
+    const outcome = await running;
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(signal?.aborted).toBe(true);
+    expect(outcome).toEqual({
+      status: 'FAILED',
+      output: { error: 'worker shut down before the handler finished', attempts: 1 },
+      attempts: 1,
+      durationMs: 0,
+      failure: { kind: 'aborted', message: 'worker shut down before the handler finished' },
+    });
+    expect(clock.pending).toBe(0);
+  });
+
+  it('stops retrying when the worker shuts down during the backoff', async () => {
+    const shutdown = new AbortController();
+    const handle = vi.fn(() => {
+      throw new Error('flaky');
+    });
+    const handler = defineTask({ key: 'k', retryCount: 5, handle });
+    const { clock, args } = setUp(handler, {}, { shutdownSignal: shutdown.signal });
+    const running = runExecution(args);
+    await untilSleeping(clock); // the backoff after attempt 1
+    shutdown.abort();
+    const outcome = await running;
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(outcome).toMatchObject({ failure: { kind: 'aborted' }, output: { attempts: 1 } });
+  });
+
+  it('does not call the handler when the worker is already shutting down', async () => {
+    const handle = vi.fn(() => ({}));
+    const handler = defineTask({ key: 'k', handle });
+    const { clock, args } = setUp(handler, {}, { shutdownSignal: AbortSignal.abort() });
+    const outcome = await drive(clock, runExecution(args));
+    expect(handle).not.toHaveBeenCalled();
+    expect(outcome).toMatchObject({ status: 'FAILED', attempts: 0, failure: { kind: 'aborted' } });
+  });
+});
