@@ -63,3 +63,14 @@ export class SlidingWindows {
     if (drop > 0) this.#sent.splice(0, drop);
   }
 }
+
+/** The largest number of instants that fall within any window of `windowMs` (for reports and tests). */
+export function maxInWindow(instants: number[], windowMs: number): number {
+  const sorted = [...instants].sort((a, b) => a - b);
+  let max = 0;
+  for (let i = 0, j = 0; j < sorted.length; j++) {
+    while (sorted[j]! - sorted[i]! >= windowMs) i++;
+    max = Math.max(max, j - i + 1);
+  }
+  return max;
+}

@@ -207,6 +207,12 @@ export const schema = {
       max: 0.9,
       doc: "Fraction of the month's budget kept for reports and work-driven polls, never spent on idle polling.",
     }),
+    safetyMarginMs: milliseconds({
+      env: 'DF_BUDGET_SAFETY_MARGIN_MS',
+      default: 200,
+      min: 0,
+      doc: 'Added to the per-second and per-minute windows so that network jitter cannot make the service count one request more in a window than the worker did, in milliseconds.',
+    }),
   },
   scheduler: {
     maxPollIntervalMs: milliseconds({
@@ -232,6 +238,12 @@ export const schema = {
       default: 300_000,
       min: 1,
       doc: 'Longest wait between retries after service errors (the backoff grows up to it), in milliseconds.',
+    }),
+    retryBaseMs: milliseconds({
+      env: 'DF_RETRY_BASE_MS',
+      default: 1_000,
+      min: 1,
+      doc: 'First step of every exponential back-off (failed handler attempts, reports and polls), in milliseconds; each retry doubles it, with jitter.',
     }),
     rateLimitPauseMs: milliseconds({
       env: 'DF_RATE_LIMIT_PAUSE_MS',

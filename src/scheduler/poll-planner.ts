@@ -13,6 +13,8 @@ export interface PollPlannerOptions {
   firstEmptyBackoffMs?: number;
   /** Cap of the back-off after errors (5xx, network). Default 5 min. */
   errorBackoffMaxMs?: number;
+  /** First step of the back-off after errors. Default 1 s. */
+  errorBackoffBaseMs?: number;
   random?: () => number;
 }
 
@@ -34,6 +36,7 @@ export class PollPlanner {
   readonly #minPollIntervalMs: number;
   readonly #firstEmptyBackoffMs: number;
   readonly #errorBackoffMaxMs: number;
+  readonly #errorBackoffBaseMs: number;
   readonly #random: () => number;
   readonly #tasks = new Map<string, PlannedTask>();
 
@@ -43,6 +46,7 @@ export class PollPlanner {
     this.#minPollIntervalMs = options.minPollIntervalMs ?? 0;
     this.#firstEmptyBackoffMs = options.firstEmptyBackoffMs ?? 1_000;
     this.#errorBackoffMaxMs = options.errorBackoffMaxMs ?? 300_000;
+    this.#errorBackoffBaseMs = options.errorBackoffBaseMs ?? 1_000;
     this.#random = options.random ?? Math.random;
   }
 
@@ -128,7 +132,7 @@ export class PollPlanner {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
     t.errorStreak++;
-    const cap = Math.min(this.#errorBackoffMaxMs, 1_000 * 2 ** t.errorStreak);
+    const cap = Math.min(this.#errorBackoffMaxMs, this.#errorBackoffBaseMs * 2 ** t.errorStreak);
     t.nextDueAt = nowMs + cap * (0.5 + this.#random() / 2);
   }
 

@@ -1,19 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { Budget } from '../../src/budget/budget.ts';
 import { monthWindow } from '../../src/budget/month.ts';
+import { maxInWindow } from '../../src/budget/sliding-window.ts';
 import { memoryBudgetStore } from '../../src/budget/store.ts';
 import { ManualClock, flushMicrotasks } from '../../src/clock/manual-clock.ts';
 
 const limits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
-
-function maxInWindow(instants: number[], windowMs: number): number {
-  let max = 0;
-  for (let i = 0, j = 0; j < instants.length; j++) {
-    while (instants[j]! - instants[i]! >= windowMs) i++;
-    max = Math.max(max, j - i + 1);
-  }
-  return max;
-}
 
 async function drain(
   clock: ManualClock,

@@ -44,6 +44,7 @@ describe('loadConfig sources', () => {
       perMonth: 40_000,
       timeZone: 'UTC',
       reserve: 0.1,
+      safetyMarginMs: 200,
     });
     expect(config.http).toMatchObject({ port: 9464, host: '0.0.0.0', wake: 'off' });
     expect(config.log).toEqual({ level: 'info', pretty: false });

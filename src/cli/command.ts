@@ -1,0 +1,17 @@
+// What every CLI command provides: a name, a one-line summary for the usage text, and run(argv) -> exit code.
+export interface Command {
+  name: string;
+  summary: string;
+  /** Full help text, printed for `df-worker <name> --help`. */
+  help: string;
+  run(argv: string[]): Promise<number>;
+}
+
+/** True when argv asks for help; the command then prints its help and exits 0. */
+export function wantsHelp(argv: string[], command: Command): boolean {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${command.help.trim()}\n`);
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,160 @@
+// `df-worker demo`: the daemon's main job against the embedded emulator, no account needed. Feeds a stream
+// of executions to the example handlers and prints each outcome as the service records it.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import { maxInWindow } from '../../budget/sliding-window.ts';
+import { Emulator } from '../../emulator/index.ts';
+import { loadHandlersOrThrow } from '../../handlers/loader.ts';
+import { createLogger } from '../../telemetry/logger.ts';
+import { wantsHelp, type Command } from '../command.ts';
+import { demoInput } from '../demo-feed.ts';
+import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
+import { EXIT_CONFIG } from './start.ts';
+
+const DEMO_KEY = 'demo-key';
+
+export const demoCommand: Command = {
+  name: 'demo',
+  summary: 'run the worker with the handlers against the embedded emulator (no account needed)',
+  help: `
+Usage: df-worker demo [--executions N] [--interval-ms MS]
+
+Starts the local emulator with the service's limits (5/s, 50/min, 40,000/month), creates a task for every
+handler in DF_HANDLERS_DIR (default ./handlers), feeds executions to them, and runs the worker against it,
+printing each outcome. Logs (JSON) go to stderr at DF_LOG_LEVEL (default warn for the demo).
+
+Options:
+  --executions N    exit 0 once N executions are reported (default 0: run until Ctrl-C)
+  --interval-ms MS  time between two new executions (default 1000)
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        executions: { type: 'string', default: '0' },
+        'interval-ms': { type: 'string', default: '1000' },
+      },
+      strict: true,
+    });
+    const wanted = Number(values.executions);
+    const intervalMs = Number(values['interval-ms']);
+    if (!Number.isInteger(wanted) || wanted < 0) throw new Error(`--executions must be a whole number >= 0`);
+    if (!Number.isInteger(intervalMs) || intervalMs < 0)
+      throw new Error(`--interval-ms must be a whole number >= 0`);
+
+    const stateDir = await mkdtemp(join(tmpdir(), 'df-worker-demo-'));
+    const emulator = new Emulator({ apiKeys: [DEMO_KEY] });
+    const webhook = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    try {
+      const url = await emulator.listen(0);
+      await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
+      const address = webhook.address();
+      const webhookUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hook`;
+      let config;
+      try {
+        config = loadConfig({
+          env: { DF_LOG_LEVEL: 'warn', ...process.env },
+          overrides: {
+            'api.url': url,
+            'api.key': DEMO_KEY,
+            'api.keyFile': '',
+            'state.dir': stateDir,
+            'tasks.sync': true,
+            'http.port': 0,
+            'http.host': '127.0.0.1',
+          },
+        });
+      } catch (error) {
+        if (error instanceof ConfigError) {
+          process.stderr.write(`df-worker: ${error.message}\n`);
+          return EXIT_CONFIG;
+        }
+        throw error;
+      }
+      const logger = createLogger({ level: config.log.level, destination: process.stderr });
+      const handlers = await loadHandlersOrThrow(config.handlers.dir, { logger });
+      const list = [...handlers.values()];
+      const say = (line: string) => process.stdout.write(`${line}\n`);
+      say(
+        `demo: emulator on ${url}, ${list.length} handlers from ${config.handlers.dir}: ${list.map((h) => h.key).join(', ')}`,
+      );
+
+      let daemon;
+      try {
+        daemon = await runDaemon(config, logger, { handlers });
+      } catch (error) {
+        process.stderr.write(`df-worker: could not start: ${describeStartupFailure(error)}\n`);
+        return 1;
+      }
+      const snapshot = daemon.worker.budget?.snapshot();
+      if (snapshot) {
+        say(
+          `demo: budget ${config.budget.perSecond}/s, ${config.budget.perMinute}/min, ${config.budget.perMonth}/month; ` +
+            `idle polls every ${(snapshot.idlePaceMs / 1000).toFixed(0)} s across all tasks, so each new execution wakes its task`,
+        );
+      }
+
+      let fed = 0;
+      let printed = 0;
+      const seen = new Set<string>();
+      const feed = setInterval(() => {
+        if (wanted > 0 && fed >= wanted) return;
+        const { taskKey, input } = demoInput(fed++, list, webhookUrl);
+        const execution = emulator.enqueueExecution(taskKey, input);
+        say(`→ ${execution.id} queued for ${taskKey}`);
+        // In production a job's earlier step or an operator can do this with POST /wake?task=KEY.
+        daemon.worker.wake(taskKey);
+      }, intervalMs);
+      const watch = setInterval(() => {
+        for (const e of emulator.executions()) {
+          const report = e.reports[0];
+          if (!report || seen.has(e.id)) continue;
+          seen.add(e.id);
+          printed++;
+          const took = e.claimedAt
+            ? ` in ${((Date.parse(report.at) - Date.parse(e.createdAt)) / 1000).toFixed(1)} s`
+            : '';
+          say(
+            `${report.status === 'COMPLETED' ? '✔' : '✖'} ${e.id} ${e.taskKey} ${report.status}${took}: ${preview(report.output)}`,
+          );
+        }
+        if (wanted > 0 && printed >= wanted) void daemon.stop();
+      }, 100);
+      const code = await daemon.exited;
+      clearInterval(feed);
+      clearInterval(watch);
+      const requests = emulator.requests();
+      const refused = requests.filter((r) => r.status === 429).length;
+      say(
+        `demo: ${printed} executions reported, ${requests.length} requests to the service, ${refused} answered 429, ` +
+          `busiest second ${maxInWindow(
+            requests.map((r) => r.at),
+            1_000,
+          )}, busiest minute ${maxInWindow(
+            requests.map((r) => r.at),
+            60_000,
+          )}`,
+      );
+      return code;
+    } finally {
+      await emulator.close();
+      webhook.closeAllConnections();
+      await new Promise<void>((resolve) => webhook.close(() => resolve()));
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  },
+};
+
+function preview(output: unknown): string {
+  const text = JSON.stringify(output);
+  return text.length > 140 ? `${text.slice(0, 137)}...` : text;
+}

@@ -1,0 +1,50 @@
+// `df-worker start`: the daemon. Config from DF_* variables and DF_CONFIG; exits 0 after a drained stop.
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import { createLogger } from '../../telemetry/logger.ts';
+import { wantsHelp, type Command } from '../command.ts';
+import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
+
+/** sysexits EX_CONFIG: the configuration is wrong; restarting will not help. */
+export const EXIT_CONFIG = 78;
+
+export const startCommand: Command = {
+  name: 'start',
+  summary: 'run the daemon: poll the service, run handlers, report outcomes',
+  help: `
+Usage: df-worker start [--config FILE]
+
+Runs the worker until SIGTERM or SIGINT, then drains: stops polling, lets running handlers finish within
+DF_SHUTDOWN_GRACE_MS, reports every outcome, exits 0. Needs DF_API_URL and DF_API_KEY (or DF_API_KEY_FILE).
+
+Options:
+  --config FILE   a JSON config file (same as DF_CONFIG=FILE)
+  -h, --help      this help
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    const { values } = parseArgs({ args: argv, options: { config: { type: 'string' } }, strict: true });
+    const env = values.config ? { ...process.env, DF_CONFIG: values.config } : process.env;
+    let config;
+    try {
+      config = loadConfig({ env, require: 'service' });
+    } catch (error) {
+      if (error instanceof ConfigError) {
+        process.stderr.write(`df-worker: ${error.message}\n`);
+        return EXIT_CONFIG;
+      }
+      throw error;
+    }
+    const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+    try {
+      const daemon = await runDaemon(config, logger);
+      return await daemon.exited;
+    } catch (error) {
+      const message = describeStartupFailure(error);
+      logger.fatal({ err: error as Error }, `df-worker could not start: ${message}`);
+      process.stderr.write(`df-worker: could not start: ${message}\n`);
+      return 1;
+    }
+  },
+};

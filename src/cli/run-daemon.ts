@@ -1,0 +1,98 @@
+// Runs a Worker as a process: health server first (probes answer during start-up), then the worker, then
+// waits for SIGTERM/SIGINT to drain. Shared by `start` and `demo`.
+import type { Logger } from 'pino';
+import { ConfigError } from '../config/errors.ts';
+import type { WorkerConfig } from '../config/schema.ts';
+import { Worker, type WorkerOptions } from '../daemon/worker.ts';
+import { WorkerHttpServer } from '../telemetry/http-server.ts';
+
+export interface RunningDaemon {
+  worker: Worker;
+  http: WorkerHttpServer | undefined;
+  /** Resolves with the exit code once the worker has stopped. */
+  exited: Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** Prints a start-up failure the way a user needs it: what went wrong, and for config every bad setting. */
+export function describeStartupFailure(error: unknown): string {
+  if (error instanceof ConfigError) return error.message;
+  if (error instanceof AggregateError) {
+    return [error.message, ...error.errors.map((e: unknown) => `  - ${(e as Error).message}`)].join('\n');
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+export async function runDaemon(
+  config: WorkerConfig,
+  logger: Logger,
+  options: Partial<WorkerOptions> & { http?: boolean; signals?: boolean } = {},
+): Promise<RunningDaemon> {
+  const worker = new Worker({ ...options, config, logger });
+  let http: WorkerHttpServer | undefined;
+  if (options.http ?? true) {
+    http = new WorkerHttpServer(
+      {
+        readiness: () => worker.readiness(),
+        wake: (task) => worker.wake(task),
+        metrics: () => worker.metrics.render(),
+        metricsContentType: worker.metrics.registry.contentType,
+      },
+      {
+        port: config.http.port,
+        host: config.http.host,
+        wake: config.http.wake,
+        wakeToken: config.http.wakeToken,
+        logger,
+      },
+    );
+    const url = await http.listen();
+    logger.info({ url }, 'serving /metrics, /healthz and /readyz');
+  }
+
+  let resolveExit!: (code: number) => void;
+  const exited = new Promise<number>((resolve) => (resolveExit = resolve));
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await worker.stop();
+      await http?.close();
+      resolveExit(0);
+    })();
+    return stopping;
+  };
+
+  if (options.signals ?? true) {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      signals++;
+      if (signals > 1) {
+        logger.warn({ signal }, 'second signal: exiting now; unreported outcomes stay in the journal');
+        process.exit(130);
+      }
+      logger.info({ signal }, 'signal received: draining');
+      void stop();
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    // A handler's stray promise must not take the daemon down; the execution itself is bounded by its timeout.
+    process.on('unhandledRejection', (reason) => {
+      logger.error(
+        { err: reason instanceof Error ? reason : new Error(String(reason)) },
+        'unhandled rejection (a handler left a promise unawaited?)',
+      );
+    });
+    process.on('uncaughtException', (error) => {
+      logger.error({ err: error }, 'uncaught exception (a handler threw from a callback?); continuing');
+    });
+  }
+
+  try {
+    await worker.start();
+  } catch (error) {
+    await worker.stop().catch(() => undefined);
+    await http?.close();
+    throw error;
+  }
+  return { worker, http, exited, stop };
+}

@@ -1,0 +1,201 @@
+// One claimed execution from claim to accepted report: journal the claim, run the handler, journal the
+// outcome, report it, then forget it. Whatever fails, the execution ends reported, dead-lettered, or
+// still in the journal for the next start: never silently dropped.
+import type { Logger } from 'pino';
+import type { TaskExecution } from '../api/types.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { Journal, JournalEntry } from '../journal/journal.ts';
+import { runExecution, type ExecutionOutcome } from '../runner/run-execution.ts';
+import type { Reporter } from '../scheduler/reporter.ts';
+import type { PolledTask } from '../scheduler/scheduler.ts';
+import type { RegisteredTask } from './task-registry.ts';
+
+export interface PipelineObserver {
+  claimed?(taskKey: string, execution: TaskExecution): void;
+  finished?(taskKey: string, outcome: ExecutionOutcome): void;
+  reported?(
+    taskKey: string,
+    result: 'delivered' | 'dead-lettered' | 'left-in-journal',
+    attempts: number,
+  ): void;
+}
+
+export interface ExecutionPipelineOptions {
+  journal: Journal;
+  reporter: Reporter;
+  clock: Clock;
+  logger: Logger;
+  defaultTimeoutMs: number;
+  /** Back-off between handler attempts. */
+  backoff?: { baseMs: number; maxMs: number };
+  lookup: (taskId: string) => RegisteredTask | undefined;
+  /** Aborted when the shutdown grace period ends: running handlers are stopped and reported FAILED. */
+  handlerSignal: AbortSignal;
+  /** Aborted when the daemon must exit: report retries stop, the outcome stays in the journal. */
+  reportSignal: AbortSignal;
+  observer?: PipelineObserver;
+}
+
+export class ExecutionPipeline {
+  readonly #o: ExecutionPipelineOptions;
+
+  constructor(options: ExecutionPipelineOptions) {
+    this.#o = options;
+  }
+
+  /** Runs a freshly polled execution to its end. Never rejects. */
+  async process(polled: PolledTask, execution: TaskExecution): Promise<void> {
+    const { journal, clock } = this.#o;
+    const registered = this.#o.lookup(execution.taskId) ?? this.#o.lookup(polled.taskId);
+    const taskKey = registered?.task.key ?? polled.key;
+    const logger = this.#o.logger.child({ taskKey, executionId: execution.id });
+    if (execution.taskId !== polled.taskId) {
+      logger.warn(
+        { polledTaskId: polled.taskId, taskId: execution.taskId },
+        'poll answered an execution of another task',
+      );
+    }
+    this.#o.observer?.claimed?.(taskKey, execution);
+    try {
+      await journal.recordClaim({
+        executionId: execution.id,
+        taskId: execution.taskId,
+        taskKey,
+        input: execution.input,
+        ...(execution.createdAt ? { createdAt: execution.createdAt } : {}),
+        claimedAt: new Date(clock.now()).toISOString(),
+      });
+    } catch (error) {
+      // The claim is already ours on the service: run it anyway; the journal gate stops new claims.
+      logger.error(
+        { err: error as Error },
+        'could not journal the claim; running it without a crash guarantee',
+      );
+    }
+    logger.info('execution claimed');
+    const outcome = await this.#run(registered, execution, logger);
+    await this.finish(taskKey, execution.id, outcome, logger);
+  }
+
+  /** Replays a journal record left by an earlier run (see Worker.replay). */
+  async resume(entry: JournalEntry, mode: 'rerun' | 'fail'): Promise<void> {
+    const logger = this.#o.logger.child({
+      taskKey: entry.taskKey,
+      executionId: entry.executionId,
+      replay: true,
+    });
+    if (entry.phase === 'finished' && entry.outcome) {
+      logger.info({ status: entry.outcome.status }, 'replaying an outcome that was not yet reported');
+      await this.#deliver(entry.taskKey, entry.executionId, entry.outcome, logger);
+      return;
+    }
+    let outcome: ExecutionOutcome;
+    if (mode === 'fail') {
+      outcome = {
+        status: 'FAILED',
+        output: { error: 'df-worker restarted while the handler was running; the execution was not retried' },
+        attempts: 0,
+        durationMs: 0,
+        failure: { kind: 'aborted', message: 'worker restarted' },
+      };
+      logger.warn(
+        'execution was running when the worker stopped; reporting it FAILED (DF_JOURNAL_REPLAY=fail)',
+      );
+    } else {
+      logger.warn('execution was running when the worker stopped; running it again');
+      const execution: TaskExecution = {
+        object: 'task_execution',
+        id: entry.executionId,
+        taskId: entry.taskId,
+        createdAt: entry.createdAt ?? entry.claimedAt,
+        status: 'IN_PROGRESS',
+        input: entry.input,
+      };
+      outcome = await this.#run(this.#o.lookup(entry.taskId), execution, logger);
+    }
+    await this.finish(entry.taskKey, entry.executionId, outcome, logger);
+  }
+
+  async #run(registered: RegisteredTask | undefined, execution: TaskExecution, logger: Logger) {
+    if (!registered) {
+      logger.error({ taskId: execution.taskId }, 'no handler serves this task; reporting it FAILED');
+      return {
+        status: 'FAILED',
+        output: { error: `no handler in this df-worker serves task ${execution.taskId}` },
+        attempts: 0,
+        durationMs: 0,
+        failure: { kind: 'handler', message: 'no handler' },
+      } satisfies ExecutionOutcome;
+    }
+    const outcome = await runExecution({
+      handler: registered.handler,
+      task: registered.task,
+      execution,
+      clock: this.#o.clock,
+      // The runner binds taskKey, executionId and attempt itself.
+      logger: this.#o.logger,
+      shutdownSignal: this.#o.handlerSignal,
+      defaultTimeoutMs: this.#o.defaultTimeoutMs,
+      ...(this.#o.backoff ? { backoff: this.#o.backoff } : {}),
+    });
+    return outcome;
+  }
+
+  async finish(
+    taskKey: string,
+    executionId: string,
+    outcome: ExecutionOutcome,
+    logger: Logger,
+  ): Promise<void> {
+    this.#o.observer?.finished?.(taskKey, outcome);
+    logger.info(
+      {
+        status: outcome.status,
+        attempts: outcome.attempts,
+        durationMs: outcome.durationMs,
+        failure: outcome.failure,
+      },
+      'execution finished',
+    );
+    try {
+      await this.#o.journal.recordOutcome(executionId, {
+        status: outcome.status,
+        output: outcome.output,
+        attempts: outcome.attempts,
+        finishedAt: new Date(this.#o.clock.now()).toISOString(),
+      });
+    } catch (error) {
+      logger.error({ err: error as Error }, 'could not journal the outcome; reporting it anyway');
+    }
+    await this.#deliver(taskKey, executionId, outcome, logger);
+  }
+
+  async #deliver(
+    taskKey: string,
+    executionId: string,
+    outcome: { status: ExecutionOutcome['status']; output: ExecutionOutcome['output'] },
+    logger: Logger,
+  ): Promise<void> {
+    const { journal, reporter } = this.#o;
+    const result = await reporter.report(
+      executionId,
+      { status: outcome.status, output: outcome.output },
+      this.#o.reportSignal,
+    );
+    try {
+      if (result.delivered) {
+        await journal.complete(executionId);
+        logger.info({ status: outcome.status, reportAttempts: result.attempts }, 'execution reported');
+        this.#o.observer?.reported?.(taskKey, 'delivered', result.attempts);
+      } else if ('refused' in result) {
+        await journal.deadLetter(executionId, result.refused);
+        this.#o.observer?.reported?.(taskKey, 'dead-lettered', result.attempts);
+      } else {
+        logger.warn('report not delivered before exit; it stays in the journal for the next start');
+        this.#o.observer?.reported?.(taskKey, 'left-in-journal', result.attempts);
+      }
+    } catch (error) {
+      logger.error({ err: error as Error }, 'could not update the journal after reporting');
+    }
+  }
+}

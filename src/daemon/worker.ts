@@ -1,0 +1,416 @@
+// The daemon: wires handlers, journal, budget, client, scheduler and pipeline together, with an explicit
+// lifecycle: start() (fails fast on bad handlers, an unusable state folder or a refused key), stop() (drains).
+import type { Logger } from 'pino';
+import PQueue from 'p-queue';
+import { ServiceClient } from '../api/client.ts';
+import { ServiceError } from '../api/errors.ts';
+import { Budget } from '../budget/budget.ts';
+import { fileBudgetStore } from '../budget/store.ts';
+import { systemClock, type Clock } from '../clock/clock.ts';
+import type { WorkerConfig } from '../config/schema.ts';
+import type { TaskModule } from '../handlers/define-task.ts';
+import { loadHandlersOrThrow } from '../handlers/loader.ts';
+import { Journal } from '../journal/journal.ts';
+import { PollPlanner } from '../scheduler/poll-planner.ts';
+import { Reporter } from '../scheduler/reporter.ts';
+import { backoffMs, classifyFailure } from '../scheduler/retry-policy.ts';
+import { Scheduler } from '../scheduler/scheduler.ts';
+import { WorkerMetrics } from '../telemetry/metrics.ts';
+import { ExecutionPipeline } from './execution-pipeline.ts';
+import { TaskRegistry } from './task-registry.ts';
+
+export interface WorkerOptions {
+  config: WorkerConfig;
+  logger: Logger;
+  clock?: Clock;
+  /** Handlers already loaded (tests, demo); default: loaded from `config.handlers.dir`. */
+  handlers?: ReadonlyMap<string, TaskModule>;
+  metrics?: WorkerMetrics;
+}
+
+/** start() refused to run: the message says what to fix. The CLI exits non-zero with it. */
+export class StartupError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StartupError';
+  }
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, { ok: boolean; reason?: string }>;
+}
+
+type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+export class Worker {
+  readonly metrics: WorkerMetrics;
+  readonly #config: WorkerConfig;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  #state: State = 'new';
+  #handlers: ReadonlyMap<string, TaskModule> | undefined;
+  #journal: Journal | undefined;
+  #budget: Budget | undefined;
+  #client: ServiceClient | undefined;
+  #registry: TaskRegistry | undefined;
+  #planner: PollPlanner | undefined;
+  #scheduler: Scheduler | undefined;
+  #pipeline: ExecutionPipeline | undefined;
+  readonly #pollStop = new AbortController();
+  readonly #handlerStop = new AbortController();
+  readonly #reportStop = new AbortController();
+  #loops: Promise<unknown>[] = [];
+  #serviceAnswered = false;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: WorkerOptions) {
+    this.#config = options.config;
+    this.#logger = options.logger;
+    this.#clock = options.clock ?? systemClock;
+    this.#handlers = options.handlers;
+    this.metrics = options.metrics ?? new WorkerMetrics({ budget: () => this.#budget!.snapshot() });
+  }
+
+  get state(): State {
+    return this.#state;
+  }
+
+  get budget(): Budget | undefined {
+    return this.#budget;
+  }
+
+  get client(): ServiceClient | undefined {
+    return this.#client;
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== 'new') throw new Error(`Worker.start() called in state ${this.#state}`);
+    this.#state = 'starting';
+    const config = this.#config;
+    const logger = this.#logger;
+    const handlers = this.#handlers ?? (await loadHandlersOrThrow(config.handlers.dir, { logger }));
+    this.#handlers = handlers;
+    logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
+
+    this.#journal = await Journal.open(config.state.dir, { logger, clock: this.#clock });
+    const pending = await this.#journal.pending();
+
+    this.#budget = new Budget({
+      limits: config.budget,
+      clock: this.#clock,
+      timeZone: config.budget.timeZone,
+      reserveFraction: config.budget.reserve,
+      safetyMarginMs: config.budget.safetyMarginMs,
+      // Every claimed execution needs at least one report, plus room for a retry.
+      reportReserve: 2 * (config.concurrency + pending.length),
+      store: fileBudgetStore(config.state.dir),
+    });
+    await this.#budget.load();
+
+    this.#client = new ServiceClient({
+      baseUrl: config.api.url,
+      apiKey: config.api.key,
+      authMode: config.api.authMode,
+      pathStyle: config.api.pathStyle,
+      connectTimeoutMs: config.api.connectTimeoutMs,
+      headersTimeoutMs: config.api.headersTimeoutMs,
+      bodyTimeoutMs: config.api.bodyTimeoutMs,
+      requestTimeoutMs: config.api.requestTimeoutMs,
+      gate: this.#budget,
+      onResponse: (e) => {
+        this.metrics.observeResponse(e.operation, e.status, e.durationMs);
+        if (e.status === 429)
+          this.#logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
+      },
+    });
+    this.#registry = new TaskRegistry({
+      handlers,
+      client: this.#client,
+      logger,
+      sync: config.tasks.sync,
+    });
+    await this.#firstTaskList();
+
+    const reporter = new Reporter({
+      client: this.#client,
+      budget: this.#budget,
+      clock: this.#clock,
+      logger,
+      rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
+      retryBaseMs: config.scheduler.retryBaseMs,
+      retryMaxMs: config.scheduler.errorBackoffMaxMs,
+    });
+    this.#pipeline = new ExecutionPipeline({
+      journal: this.#journal,
+      reporter,
+      clock: this.#clock,
+      logger,
+      defaultTimeoutMs: config.handlers.timeoutMs,
+      backoff: { baseMs: config.scheduler.retryBaseMs, maxMs: config.scheduler.errorBackoffMaxMs },
+      lookup: (id) => this.#registry?.byId(id),
+      handlerSignal: this.#handlerStop.signal,
+      reportSignal: this.#reportStop.signal,
+      observer: this.#pipelineObserver(),
+    });
+
+    await this.#replay(pending);
+
+    this.#planner = new PollPlanner({
+      budget: this.#budget,
+      maxPollIntervalMs: config.scheduler.maxPollIntervalMs,
+      minPollIntervalMs: config.scheduler.minPollIntervalMs,
+      errorBackoffMaxMs: config.scheduler.errorBackoffMaxMs,
+      errorBackoffBaseMs: config.scheduler.retryBaseMs,
+    });
+    this.#planTasks();
+    this.#scheduler = new Scheduler({
+      client: this.#client,
+      budget: this.#budget,
+      planner: this.#planner,
+      clock: this.#clock,
+      logger,
+      concurrency: config.concurrency,
+      rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
+      // A refused key is retried at the slowest back-off: an operator has to act anyway.
+      unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
+      claimBlocker: () =>
+        this.#journal?.writable === false
+          ? `the journal cannot be written (${this.#journal.lastError?.message ?? 'unknown error'})`
+          : undefined,
+      dispatch: (task, execution) => this.#pipeline!.process(task, execution),
+      onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
+      onAuthorizationChange: (ok) => this.metrics.ready.set(ok && this.readiness().ready ? 1 : 0),
+    });
+    this.#state = 'running';
+    this.metrics.ready.set(1);
+    this.#loops = [
+      this.#scheduler.run(this.#pollStop.signal),
+      this.#refreshLoop(),
+      this.#journalRecheckLoop(),
+    ];
+    logger.info(
+      {
+        tasks: this.#registry.tasks.map((t) => t.task.key),
+        concurrency: config.concurrency,
+        budget: config.budget,
+        idlePollIntervalSeconds: Math.round(this.#planner.idleIntervalMs(this.#clock.now()) / 1000),
+      },
+      'df-worker started',
+    );
+  }
+
+  /** Polls one task (or all) now, within budget. Returns how many tasks matched. */
+  wake(taskKey?: string): number {
+    return this.#scheduler?.wake(taskKey) ?? 0;
+  }
+
+  readiness(): Readiness {
+    const checks: Readiness['checks'] = {
+      started: this.#state === 'running' ? { ok: true } : { ok: false, reason: `worker is ${this.#state}` },
+      handlers: this.#handlers ? { ok: true } : { ok: false, reason: 'handlers not loaded' },
+      service: this.#serviceAnswered
+        ? this.#scheduler?.authorized === false
+          ? { ok: false, reason: 'the service refuses the API key (401)' }
+          : { ok: true }
+        : { ok: false, reason: 'the service has not answered yet' },
+      journal:
+        this.#journal?.writable === false
+          ? { ok: false, reason: this.#journal.lastError?.message ?? 'journal not writable' }
+          : { ok: this.#journal !== undefined },
+    };
+    return { ready: Object.values(checks).every((c) => c.ok), checks };
+  }
+
+  /**
+   * Graceful stop: no new polls at once; running handlers get the grace period, then are aborted (and
+   * reported FAILED); pending reports are flushed; what cannot be reported stays in the journal.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    const logger = this.#logger;
+    const wasRunning = this.#state === 'running';
+    this.#state = 'stopping';
+    this.metrics.ready.set(0);
+    this.#pollStop.abort(new Error('worker stopping'));
+    await Promise.allSettled(this.#loops);
+    if (wasRunning && this.#scheduler) {
+      const inFlight = this.#scheduler.inFlight;
+      logger.info(
+        { inFlight, graceMs: this.#config.shutdownGraceMs },
+        'stopping: waiting for running executions',
+      );
+      const graceOver = await this.#race(this.#scheduler.drained(), this.#config.shutdownGraceMs);
+      if (graceOver) {
+        logger.warn('grace period over: aborting running handlers; they are reported FAILED');
+        this.#handlerStop.abort(new Error('shutdown grace period over'));
+        // Reports of aborted handlers still get a short window to reach the service.
+        const flushOver = await this.#race(
+          this.#scheduler.drained(),
+          Math.max(5_000, this.#config.shutdownGraceMs / 2),
+        );
+        if (flushOver) this.#reportStop.abort(new Error('shutdown flush window over'));
+        await this.#scheduler.drained();
+      }
+    }
+    this.#handlerStop.abort(new Error('worker stopped'));
+    this.#reportStop.abort(new Error('worker stopped'));
+    try {
+      await this.#budget?.flush();
+    } catch (error) {
+      logger.warn({ err: error as Error }, 'could not save the month budget usage');
+    }
+    await this.#client?.close();
+    this.#state = 'stopped';
+    logger.info({ journalPending: this.#journal?.counts.pending ?? 0 }, 'df-worker stopped');
+  }
+
+  /** True when `ms` ran out before `promise` settled. */
+  async #race(promise: Promise<void>, ms: number): Promise<boolean> {
+    const timer = new AbortController();
+    const expired = this.#clock.sleep(ms, timer.signal).then(
+      () => true,
+      () => false,
+    );
+    const result = await Promise.race([promise.then(() => false), expired]);
+    timer.abort();
+    return result;
+  }
+
+  async #firstTaskList(): Promise<void> {
+    const signal = this.#pollStop.signal;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const match = await this.#registry!.refresh(signal);
+        this.#serviceAnswered = true;
+        this.metrics.tasksServed.set(match.registered.length);
+        if (match.registered.length === 0) {
+          this.#logger.warn(
+            { handlers: [...this.#handlers!.keys()] },
+            'no task on the service matches a handler; nothing will be polled until one does',
+          );
+        }
+        return;
+      } catch (error) {
+        const action = classifyFailure(error, this.#config.scheduler.rateLimitPauseMs);
+        if (error instanceof ServiceError && (error.status === 401 || error.status === 403)) {
+          throw new StartupError(
+            error.status === 401
+              ? 'the service refused the API key (401 UNAUTHENTICATED): check DF_API_KEY or DF_API_KEY_FILE'
+              : 'the API key lacks permission to list tasks (403)',
+            { cause: error },
+          );
+        }
+        if (action.kind === 'permanent') {
+          throw new StartupError(`could not list the service's tasks: ${(error as Error).message}`, {
+            cause: error,
+          });
+        }
+        if (action.kind === 'rate-limited') this.#budget!.pauseUntil(this.#clock.now() + action.pauseMs);
+        const waitMs =
+          action.kind === 'rate-limited'
+            ? 0
+            : backoffMs(attempt, this.#config.scheduler.retryBaseMs, 60_000, Math.random);
+        this.#logger.warn(
+          { err: error as Error, attempt, retryInMs: waitMs },
+          'could not list the service tasks yet; retrying',
+        );
+        await this.#clock.sleep(waitMs, signal);
+      }
+    }
+  }
+
+  async #replay(pending: Awaited<ReturnType<Journal['pending']>>): Promise<void> {
+    if (pending.length === 0) return;
+    const mode = this.#config.journal.replay;
+    this.#logger.warn({ count: pending.length, mode }, 'replaying the journal before polling');
+    const queue = new PQueue({ concurrency: this.#config.concurrency });
+    await queue.addAll(
+      pending.map((entry) => async () => {
+        this.metrics.replayed.inc({ phase: entry.phase });
+        await this.#pipeline!.resume(entry, mode);
+      }),
+    );
+    this.#budget!.reportReserve = 2 * this.#config.concurrency;
+  }
+
+  #planTasks(): void {
+    const tasks = this.#registry!.tasks.map((r) => ({ id: r.task.id, key: r.task.key }));
+    this.#planner!.setTasks(tasks, this.#clock.now());
+    this.metrics.tasksServed.set(tasks.length);
+    if (tasks.length > 0 && this.#planner!.paceExceedsMaxInterval(this.#clock.now())) {
+      this.#logger.warn(
+        {
+          tasks: tasks.length,
+          idleIntervalSeconds: Math.round(this.#planner!.idleIntervalMs(this.#clock.now()) / 1000),
+          maxPollIntervalSeconds: Math.round(this.#config.scheduler.maxPollIntervalMs / 1000),
+        },
+        "the month's budget cannot poll every task within DF_MAX_POLL_INTERVAL_MS; the budget wins " +
+          '(raise DF_BUDGET_PER_MONTH, serve fewer tasks, or raise the interval)',
+      );
+    }
+  }
+
+  async #refreshLoop(): Promise<void> {
+    const signal = this.#pollStop.signal;
+    while (!signal.aborted) {
+      try {
+        await this.#clock.sleep(this.#config.scheduler.taskRefreshMs, signal);
+        await this.#registry!.refresh(signal);
+        this.#planTasks();
+      } catch (error) {
+        if (signal.aborted) return;
+        this.#logger.warn({ err: error as Error }, 'task list refresh failed; keeping the current tasks');
+      }
+    }
+  }
+
+  async #journalRecheckLoop(): Promise<void> {
+    const signal = this.#pollStop.signal;
+    while (!signal.aborted) {
+      try {
+        await this.#clock.sleep(5_000, signal);
+        if (this.#journal && !this.#journal.writable && (await this.#journal.recheck())) {
+          this.#logger.info('the journal is writable again');
+          this.#scheduler?.wake();
+        }
+        this.metrics.journalPending.set(this.#journal?.counts.pending ?? 0);
+        this.metrics.journalDeadLettered.set(this.#journal?.counts.deadLettered ?? 0);
+      } catch {
+        if (signal.aborted) return;
+      }
+    }
+  }
+
+  #pipelineObserver() {
+    const m = this.metrics;
+    const finishedAt = new Map<string, number>();
+    return {
+      claimed: (task: string, execution: { createdAt?: string }) => {
+        m.inFlight.inc();
+        const created = execution.createdAt ? Date.parse(execution.createdAt) : NaN;
+        if (Number.isFinite(created))
+          m.pickupLatency.observe({ task }, Math.max(0, this.#clock.now() - created) / 1000);
+      },
+      finished: (task: string, outcome: { status: string; attempts: number; durationMs: number }) => {
+        m.executions.inc({ task, outcome: outcome.status });
+        m.handlerDuration.observe({ task, outcome: outcome.status }, outcome.durationMs / 1000);
+        m.attempts.observe({ task }, outcome.attempts);
+        finishedAt.set(task, this.#clock.now());
+      },
+      reported: (task: string, result: string, attempts: number) => {
+        m.inFlight.dec();
+        m.reports.inc({ task, result });
+        m.reportAttempts.observe({ task }, attempts);
+        const at = finishedAt.get(task);
+        if (at !== undefined) m.reportLatency.observe({ task }, (this.#clock.now() - at) / 1000);
+        m.journalPending.set(this.#journal?.counts.pending ?? 0);
+        m.journalDeadLettered.set(this.#journal?.counts.deadLettered ?? 0);
+      },
+    };
+  }
+}

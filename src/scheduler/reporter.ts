@@ -1,0 +1,117 @@
+// Delivers an execution's outcome to the service: retried on 429, 5xx and network errors until it is
+// accepted (or the daemon must stop); refused for good (400, 404...) goes to the dead-letter folder.
+import type { Logger } from 'pino';
+import type { ServiceClient } from '../api/client.ts';
+import { ServiceError } from '../api/errors.ts';
+import type { JsonObject, ReportStatus } from '../api/types.ts';
+import type { Budget } from '../budget/budget.ts';
+import type { Clock } from '../clock/clock.ts';
+import { backoffMs, classifyFailure } from './retry-policy.ts';
+
+export interface ReporterOptions {
+  client: ServiceClient;
+  budget: Budget;
+  clock: Clock;
+  logger: Logger;
+  rateLimitPauseMs: number;
+  /** Back-off between failed report attempts: base and cap, in ms. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  random?: () => number;
+  onAttemptFailed?: (executionId: string, error: unknown) => void;
+}
+
+export type ReportResult =
+  | { delivered: true; attempts: number }
+  | { delivered: false; attempts: number; refused: { status: number; code?: string; message: string } }
+  | { delivered: false; attempts: number; interrupted: true };
+
+export class Reporter {
+  readonly #o: ReporterOptions;
+
+  constructor(options: ReporterOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Sends the report until the service accepts or refuses it for good. `signal` interrupts the retries
+   * (deadline of a shutdown): the outcome stays in the journal and is reported at the next start.
+   */
+  async report(
+    executionId: string,
+    report: { status: ReportStatus; output: JsonObject },
+    signal?: AbortSignal,
+  ): Promise<ReportResult> {
+    const { client, budget, clock, logger } = this.#o;
+    const random = this.#o.random ?? Math.random;
+    let attempts = 0;
+    let transientFailures = 0;
+    for (;;) {
+      if (signal?.aborted) return { delivered: false, attempts, interrupted: true };
+      attempts++;
+      try {
+        await client.reportExecution(executionId, report, signal);
+        return { delivered: true, attempts };
+      } catch (error) {
+        if (signal?.aborted) return { delivered: false, attempts, interrupted: true };
+        this.#o.onAttemptFailed?.(executionId, error);
+        const action = classifyFailure(error, this.#o.rateLimitPauseMs);
+        let waitMs: number;
+        if (action.kind === 'permanent') {
+          const e = error as Error;
+          // An earlier attempt may have been applied with its answer lost; a second PATCH is then refused.
+          if (attempts > 1 && (await this.#alreadyApplied(executionId, report.status, signal))) {
+            logger.info({ executionId }, 'report had already been applied by an earlier attempt');
+            return { delivered: true, attempts };
+          }
+          logger.error(
+            { executionId, err: e },
+            'service refused the report for good; moving it to dead letters',
+          );
+          return {
+            delivered: false,
+            attempts,
+            refused: {
+              status: e instanceof ServiceError ? e.status : 0,
+              ...(e instanceof ServiceError && e.code !== undefined ? { code: e.code } : {}),
+              message: e.message,
+            },
+          };
+        } else if (action.kind === 'rate-limited') {
+          budget.pauseUntil(clock.now() + action.pauseMs);
+          waitMs = 0; // the budget gate holds the retry until the pause ends
+          logger.warn(
+            { executionId, pauseMs: action.pauseMs },
+            'report rate limited (429); pausing all requests',
+          );
+        } else {
+          transientFailures++;
+          waitMs = backoffMs(
+            transientFailures,
+            this.#o.retryBaseMs ?? 1_000,
+            action.kind === 'unauthorized' ? 300_000 : (this.#o.retryMaxMs ?? 60_000),
+            random,
+          );
+          logger.warn(
+            { executionId, attempt: attempts, retryInMs: waitMs, err: error as Error },
+            'report failed; retrying',
+          );
+        }
+        try {
+          if (waitMs > 0) await clock.sleep(waitMs, signal);
+        } catch {
+          return { delivered: false, attempts, interrupted: true };
+        }
+      }
+    }
+  }
+
+  async #alreadyApplied(executionId: string, status: ReportStatus, signal?: AbortSignal): Promise<boolean> {
+    try {
+      const current = await this.#o.client.getExecution(executionId, signal);
+      return current.status === status;
+    } catch {
+      return false;
+    }
+  }
+}

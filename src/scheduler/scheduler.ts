@@ -1,0 +1,180 @@
+// The poll loop: picks the task the planner says is due, polls it within budget only when a handler slot
+// is free (so nothing is claimed that cannot start at once), and hands each claimed execution off.
+import type { Logger } from 'pino';
+import type { ServiceClient } from '../api/client.ts';
+import { ResponseValidationError } from '../api/errors.ts';
+import type { TaskExecution } from '../api/types.ts';
+import type { Budget } from '../budget/budget.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { PollPlanner } from './poll-planner.ts';
+import { classifyFailure } from './retry-policy.ts';
+
+export interface PolledTask {
+  taskId: string;
+  key: string;
+}
+
+export type PollResult = 'hit' | 'empty' | 'error';
+
+export interface SchedulerOptions {
+  client: ServiceClient;
+  budget: Budget;
+  planner: PollPlanner;
+  clock: Clock;
+  logger: Logger;
+  /** Executions run at once; a poll is only sent while one of these slots is free. */
+  concurrency: number;
+  /** Pause of all requests after a 429 without Retry-After, in ms. */
+  rateLimitPauseMs: number;
+  /** While the key is refused (401), one poll is tried this often, in ms. Default 5 min. */
+  unauthorizedRetryMs?: number;
+  /** Why no execution may be claimed right now (e.g. the journal is not writable), or undefined. */
+  claimBlocker?: () => string | undefined;
+  /** Runs one claimed execution to its end (journal, handler, report). Must not reject. */
+  dispatch: (task: PolledTask, execution: TaskExecution) => Promise<void>;
+  onPoll?: (task: PolledTask, result: PollResult, durationMs: number) => void;
+  onAuthorizationChange?: (authorized: boolean) => void;
+}
+
+export class Scheduler {
+  readonly #o: SchedulerOptions;
+  readonly #running = new Set<Promise<void>>();
+  #nudge = new AbortController();
+  #unauthorized = false;
+  #blockedReason: string | undefined;
+
+  constructor(options: SchedulerOptions) {
+    this.#o = options;
+  }
+
+  get inFlight(): number {
+    return this.#running.size;
+  }
+
+  get authorized(): boolean {
+    return !this.#unauthorized;
+  }
+
+  /** Polls the given task (or all) as soon as budget and a free slot allow. Returns how many tasks matched. */
+  wake(taskKey?: string): number {
+    const woken = this.#o.planner.wake(this.#o.clock.now(), taskKey);
+    this.#nudge.abort();
+    return woken;
+  }
+
+  /** Resolves once every dispatched execution has ended (reported, or left in the journal). */
+  async drained(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+  }
+
+  /** Loops until `signal` aborts; does not wait for executions already dispatched (see `drained`). */
+  async run(signal: AbortSignal): Promise<void> {
+    const { planner, clock, logger } = this.#o;
+    signal.addEventListener('abort', () => this.#nudge.abort(), { once: true });
+    while (!signal.aborted) {
+      if (this.#running.size >= this.#o.concurrency) {
+        await this.#waitForNudge(Infinity);
+        continue;
+      }
+      const blocked = this.#o.claimBlocker?.();
+      if (blocked !== this.#blockedReason) {
+        if (blocked) logger.error({ reason: blocked }, 'not claiming executions');
+        else logger.info('claiming executions again');
+        this.#blockedReason = blocked;
+      }
+      if (blocked) {
+        await this.#waitForNudge(5_000);
+        continue;
+      }
+      const task = planner.next();
+      const now = clock.now();
+      if (!task) {
+        await this.#waitForNudge(60_000);
+        continue;
+      }
+      if (task.nextDueAt > now) {
+        await this.#waitForNudge(task.nextDueAt - now);
+        continue;
+      }
+      await this.#pollOnce({ taskId: task.taskId, key: task.key }, signal);
+    }
+  }
+
+  async #pollOnce(task: PolledTask, signal: AbortSignal): Promise<void> {
+    const { client, planner, clock, logger, budget } = this.#o;
+    const started = clock.now();
+    let execution: TaskExecution | null;
+    try {
+      execution = await client.pollTask(task.taskId, signal);
+    } catch (error) {
+      if (signal.aborted) return;
+      const now = clock.now();
+      this.#o.onPoll?.(task, 'error', now - started);
+      const action = classifyFailure(error, this.#o.rateLimitPauseMs);
+      if (error instanceof ResponseValidationError) {
+        logger.error(
+          { taskKey: task.key, taskId: task.taskId, err: error },
+          'poll answer unusable; skipping it',
+        );
+        planner.onError(task.taskId, now);
+      } else if (action.kind === 'rate-limited') {
+        logger.warn(
+          { taskKey: task.key, pauseMs: action.pauseMs },
+          'poll rate limited (429); pausing all requests',
+        );
+        budget.pauseUntil(now + action.pauseMs);
+      } else if (action.kind === 'unauthorized') {
+        this.#setAuthorized(false, error);
+        planner.postpone(task.taskId, now + (this.#o.unauthorizedRetryMs ?? 300_000));
+        for (const t of planner.tasks)
+          planner.postpone(t.taskId, now + (this.#o.unauthorizedRetryMs ?? 300_000));
+      } else {
+        logger.warn({ taskKey: task.key, err: error as Error }, 'poll failed; backing off');
+        planner.onError(task.taskId, now);
+      }
+      return;
+    }
+    const now = clock.now();
+    this.#setAuthorized(true);
+    if (!execution) {
+      this.#o.onPoll?.(task, 'empty', now - started);
+      planner.onEmpty(task.taskId, now);
+      return;
+    }
+    this.#o.onPoll?.(task, 'hit', now - started);
+    planner.onHit(task.taskId, now);
+    const running = this.#o.dispatch(task, execution).finally(() => {
+      this.#running.delete(running);
+      this.#nudge.abort();
+    });
+    this.#running.add(running);
+  }
+
+  #setAuthorized(authorized: boolean, error?: unknown): void {
+    if (authorized === !this.#unauthorized) return;
+    this.#unauthorized = !authorized;
+    if (authorized) this.#o.logger.info('the service accepts the API key again; polling resumes');
+    else
+      this.#o.logger.error(
+        { err: error as Error },
+        'the service refused the API key (401); polling stops and is retried every few minutes',
+      );
+    this.#o.onAuthorizationChange?.(authorized);
+  }
+
+  async #waitForNudge(ms: number): Promise<void> {
+    if (this.#nudge.signal.aborted) this.#nudge = new AbortController();
+    const signal = this.#nudge.signal;
+    try {
+      if (Number.isFinite(ms)) await this.#o.clock.sleep(ms, signal);
+      else
+        await new Promise<void>((resolve) => {
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+    } catch {
+      // Nudged: a slot freed, a wake, or shutdown.
+    } finally {
+      if (this.#nudge.signal === signal && signal.aborted) this.#nudge = new AbortController();
+    }
+  }
+}

@@ -1,0 +1,127 @@
+// The worker's own HTTP endpoints: /metrics for Prometheus, /healthz (alive, event loop not stuck),
+// /readyz (can do its job), and POST /wake to poll now. Node's own http: four routes need no framework.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+
+export interface ProbeSource {
+  readiness(): { ready: boolean; checks: Record<string, { ok: boolean; reason?: string }> };
+  wake(taskKey?: string): number;
+  metrics(): Promise<string>;
+  metricsContentType: string;
+}
+
+export interface HttpServerOptions {
+  port: number;
+  host: string;
+  /** 'off': POST /wake answers 404; 'token': needs `Authorization: Bearer <wakeToken>`; 'open': anyone who reaches the port. */
+  wake: 'off' | 'token' | 'open';
+  wakeToken?: string;
+  /** /healthz fails when the event loop was blocked longer than this, in ms. Default 10 s. */
+  maxEventLoopDelayMs?: number;
+  logger: Logger;
+}
+
+export class WorkerHttpServer {
+  readonly #source: ProbeSource;
+  readonly #o: HttpServerOptions;
+  readonly #server: Server;
+  readonly #loopDelay: ReturnType<typeof monitorEventLoopDelay>;
+  #lastTick = Date.now();
+  readonly #ticker: NodeJS.Timeout;
+
+  constructor(source: ProbeSource, options: HttpServerOptions) {
+    this.#source = source;
+    this.#o = options;
+    this.#loopDelay = monitorEventLoopDelay({ resolution: 50 });
+    this.#loopDelay.enable();
+    // A timer that cannot fire while a handler blocks the loop: its lateness is the stall.
+    this.#ticker = setInterval(() => (this.#lastTick = Date.now()), 1_000);
+    this.#ticker.unref();
+    this.#server = createServer((req, res) => {
+      this.#handle(req, res).catch((error: unknown) => {
+        options.logger.error({ err: error as Error }, 'health server request failed');
+        if (!res.headersSent) send(res, 500, { error: 'internal error' });
+      });
+    });
+    this.#server.requestTimeout = 10_000;
+    this.#server.headersTimeout = 5_000;
+  }
+
+  async listen(): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#o.port, this.#o.host, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = this.#server.address();
+    const port = typeof address === 'object' && address ? address.port : this.#o.port;
+    return `http://${this.#o.host === '0.0.0.0' ? '127.0.0.1' : this.#o.host}:${port}`;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#ticker);
+    this.#loopDelay.disable();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (req.method === 'GET' && url.pathname === '/healthz') return this.#healthz(res);
+    if (req.method === 'GET' && url.pathname === '/readyz') {
+      const r = this.#source.readiness();
+      return send(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
+    }
+    if (req.method === 'GET' && url.pathname === '/metrics') {
+      const body = await this.#source.metrics();
+      res.writeHead(200, { 'content-type': this.#source.metricsContentType });
+      res.end(body);
+      return;
+    }
+    if (url.pathname === '/wake' && this.#o.wake !== 'off') {
+      if (req.method !== 'POST') return send(res, 405, { error: 'use POST /wake' });
+      if (this.#o.wake === 'token' && !this.#tokenMatches(req.headers.authorization)) {
+        return send(res, 401, { error: 'POST /wake needs Authorization: Bearer <DF_HTTP_WAKE_TOKEN>' });
+      }
+      const task = url.searchParams.get('task') ?? undefined;
+      const woken = this.#source.wake(task);
+      if (task !== undefined && woken === 0)
+        return send(res, 404, { error: `no polled task has key "${task}"` });
+      return send(res, 202, { woken });
+    }
+    send(res, 404, { error: 'not found; try /healthz, /readyz or /metrics' });
+  }
+
+  #healthz(res: ServerResponse): void {
+    const stalledMs = Date.now() - this.#lastTick - 1_000;
+    const maxDelayMs = this.#loopDelay.max / 1e6;
+    this.#loopDelay.reset();
+    const limit = this.#o.maxEventLoopDelayMs ?? 10_000;
+    const worst = Math.max(stalledMs, maxDelayMs);
+    if (worst > limit) {
+      send(res, 503, {
+        status: 'unhealthy',
+        reason: `event loop blocked for ${Math.round(worst)} ms`,
+        limitMs: limit,
+      });
+      return;
+    }
+    send(res, 200, { status: 'ok', eventLoopDelayMs: Math.round(maxDelayMs) });
+  }
+
+  #tokenMatches(header: string | undefined): boolean {
+    const expected = this.#o.wakeToken ?? '';
+    const given = header?.startsWith('Bearer ') ? header.slice(7) : '';
+    if (expected === '' || given.length !== expected.length) return false;
+    return timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(`${JSON.stringify(body)}\n`);
+}

@@ -1,0 +1,226 @@
+// Prometheus metrics of one worker, in a registry of its own (tests and embedded workers do not collide).
+// Names follow Prometheus conventions: `dfworker_` prefix, base units (seconds), `_total` on counters.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Operation } from '../api/types.ts';
+import type { BudgetSnapshot } from '../budget/budget.ts';
+
+export type PollResultLabel = 'hit' | 'empty' | 'error';
+
+export class WorkerMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<'operation' | 'status_class'>;
+  readonly rateLimited: Counter<'operation'>;
+  readonly requestDuration: Histogram<'operation'>;
+  readonly polls: Counter<'task' | 'result'>;
+  readonly pickupLatency: Histogram<'task'>;
+  readonly handlerDuration: Histogram<'task' | 'outcome'>;
+  readonly attempts: Histogram<'task'>;
+  readonly executions: Counter<'task' | 'outcome'>;
+  readonly reports: Counter<'task' | 'result'>;
+  readonly reportAttempts: Histogram<'task'>;
+  readonly reportLatency: Histogram<'task'>;
+  readonly inFlight: Gauge;
+  readonly journalPending: Gauge;
+  readonly journalDeadLettered: Gauge;
+  readonly replayed: Counter<'phase'>;
+  readonly budgetUsed: Gauge<'window'>;
+  readonly budgetLimit: Gauge<'window'>;
+  readonly budgetRemaining: Gauge<'window'>;
+  readonly idlePace: Gauge;
+  readonly aheadOfPace: Gauge;
+  readonly pausedSeconds: Gauge;
+  readonly ready: Gauge;
+  readonly tasksServed: Gauge;
+
+  constructor(options: { defaultMetrics?: boolean; budget?: () => BudgetSnapshot } = {}) {
+    const registers = [this.registry];
+    if (options.defaultMetrics ?? true)
+      collectDefaultMetrics({ register: this.registry, prefix: 'dfworker_' });
+    this.requests = new Counter({
+      name: 'dfworker_service_requests_total',
+      help: 'Requests sent to the service, by operation and status class (2xx, 4xx, 5xx, network).',
+      labelNames: ['operation', 'status_class'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'dfworker_service_rate_limited_total',
+      help: 'Answers 429 RATE_LIMIT received from the service.',
+      labelNames: ['operation'],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: 'dfworker_service_request_duration_seconds',
+      help: 'Time from sending a request to its answer (budget wait excluded).',
+      labelNames: ['operation'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.polls = new Counter({
+      name: 'dfworker_polls_total',
+      help: 'Polls by task and result: hit (an execution was claimed), empty, error.',
+      labelNames: ['task', 'result'],
+      registers,
+    });
+    this.pickupLatency = new Histogram({
+      name: 'dfworker_pickup_latency_seconds',
+      help: "From an execution's createdAt on the service to its claim by this worker.",
+      labelNames: ['task'],
+      buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+      registers,
+    });
+    this.handlerDuration = new Histogram({
+      name: 'dfworker_handler_duration_seconds',
+      help: 'From claim to outcome, retries and back-off included, by task and outcome.',
+      labelNames: ['task', 'outcome'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900],
+      registers,
+    });
+    this.attempts = new Histogram({
+      name: 'dfworker_handler_attempts',
+      help: 'Handler attempts per execution.',
+      labelNames: ['task'],
+      buckets: [0, 1, 2, 3, 5, 10],
+      registers,
+    });
+    this.executions = new Counter({
+      name: 'dfworker_executions_total',
+      help: 'Executions finished, by task and outcome (COMPLETED, FAILED).',
+      labelNames: ['task', 'outcome'],
+      registers,
+    });
+    this.reports = new Counter({
+      name: 'dfworker_reports_total',
+      help: 'Reports by result: delivered, dead-lettered, left-in-journal (not delivered before exit).',
+      labelNames: ['task', 'result'],
+      registers,
+    });
+    this.reportAttempts = new Histogram({
+      name: 'dfworker_report_attempts',
+      help: 'PATCH attempts needed per report (1 = first try).',
+      labelNames: ['task'],
+      buckets: [1, 2, 3, 5, 10, 20],
+      registers,
+    });
+    this.reportLatency = new Histogram({
+      name: 'dfworker_report_latency_seconds',
+      help: "From a handler's outcome to the service accepting the report, retries included.",
+      labelNames: ['task'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300],
+      registers,
+    });
+    this.inFlight = new Gauge({
+      name: 'dfworker_executions_in_flight',
+      help: 'Executions claimed and not yet reported.',
+      registers,
+    });
+    this.journalPending = new Gauge({
+      name: 'dfworker_journal_pending',
+      help: 'Executions recorded in the journal and not yet accepted by the service.',
+      registers,
+    });
+    this.journalDeadLettered = new Gauge({
+      name: 'dfworker_journal_dead_lettered',
+      help: 'Reports the service refused for good, kept in the dead-letter folder.',
+      registers,
+    });
+    this.replayed = new Counter({
+      name: 'dfworker_journal_replayed_total',
+      help: 'Journal records replayed at start, by phase (claimed: run again or failed; finished: reported).',
+      labelNames: ['phase'],
+      registers,
+    });
+    const budget = options.budget;
+    const snapshot = () => budget?.();
+    this.budgetUsed = new Gauge({
+      name: 'dfworker_budget_used_requests',
+      help: 'Requests counted in each budget window (second, minute, month).',
+      labelNames: ['window'],
+      registers,
+      collect() {
+        const s = snapshot();
+        if (!s) return;
+        this.set({ window: 'second' }, s.second.used);
+        this.set({ window: 'minute' }, s.minute.used);
+        this.set({ window: 'month' }, s.month.used);
+      },
+    });
+    this.budgetLimit = new Gauge({
+      name: 'dfworker_budget_limit_requests',
+      help: 'Configured limit of each budget window.',
+      labelNames: ['window'],
+      registers,
+      collect() {
+        const s = snapshot();
+        if (!s) return;
+        this.set({ window: 'second' }, s.second.limit);
+        this.set({ window: 'minute' }, s.minute.limit);
+        this.set({ window: 'month' }, s.month.limit);
+      },
+    });
+    this.budgetRemaining = new Gauge({
+      name: 'dfworker_budget_remaining_requests',
+      help: 'Requests left in each budget window.',
+      labelNames: ['window'],
+      registers,
+      collect() {
+        const s = snapshot();
+        if (!s) return;
+        this.set({ window: 'second' }, Math.max(0, s.second.limit - s.second.used));
+        this.set({ window: 'minute' }, Math.max(0, s.minute.limit - s.minute.used));
+        this.set({ window: 'month' }, s.month.remaining);
+      },
+    });
+    this.idlePace = new Gauge({
+      name: 'dfworker_budget_idle_pace_seconds',
+      help: "Interval between idle polls (all tasks together) that makes the month's budget last to its end.",
+      registers,
+      collect() {
+        const s = snapshot();
+        if (s) this.set(Number.isFinite(s.idlePaceMs) ? s.idlePaceMs / 1000 : -1);
+      },
+    });
+    this.aheadOfPace = new Gauge({
+      name: 'dfworker_budget_ahead_of_pace',
+      help: '1 while work has used the month faster than an even spend plus the reserve allows (polling slows).',
+      registers,
+      collect() {
+        const s = snapshot();
+        if (s) this.set(s.aheadOfPace ? 1 : 0);
+      },
+    });
+    this.pausedSeconds = new Gauge({
+      name: 'dfworker_budget_paused_seconds',
+      help: 'Seconds left of a pause of all requests after a 429 (0 when not paused).',
+      registers,
+      collect() {
+        const s = snapshot();
+        if (s) this.set(Math.max(0, (s.pausedUntil - Date.now()) / 1000));
+      },
+    });
+    this.ready = new Gauge({
+      name: 'dfworker_ready',
+      help: '1 when the worker is ready (see /readyz).',
+      registers,
+    });
+    this.tasksServed = new Gauge({
+      name: 'dfworker_tasks_served',
+      help: 'Service tasks matched to a handler and polled.',
+      registers,
+    });
+  }
+
+  observeResponse(operation: Operation, status: number, durationMs: number): void {
+    this.requests.inc({ operation, status_class: statusClass(status) });
+    if (status === 429) this.rateLimited.inc({ operation });
+    this.requestDuration.observe({ operation }, durationMs / 1000);
+  }
+
+  async render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+function statusClass(status: number): string {
+  if (status === 0) return 'network';
+  return `${Math.floor(status / 100)}xx`;
+}

@@ -1,0 +1,71 @@
+// Acceptance: 3 tasks, 60 executions, the emulator enforcing 5 requests/second (per-minute raised so the
+// test stays under 30 s), the daemon's budget set to match. Everything is reported, nothing is refused.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../src/api/types.ts';
+import { maxInWindow, startHarness, waitFor, type Harness } from './harness.ts';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+const square = (n: number) => ({ square: n * n });
+const upper = (s: string) => ({ upper: s.toUpperCase() });
+const sum = (a: number, b: number) => ({ sum: a + b });
+
+describe('daemon throughput within the per-second budget', () => {
+  it('reports 60 executions of 3 tasks correctly with zero 429s and never more than 5 requests in a second', async () => {
+    harness = await startHarness({
+      emulator: { limits: { perSecond: 5, perMinute: 1_000, perMonth: 40_000 } },
+      settings: {
+        'budget.perSecond': 5,
+        'budget.perMinute': 1_000,
+        'budget.safetyMarginMs': 25,
+        concurrency: 4,
+      },
+      handlers: [
+        { key: 'square', inputKeys: ['n'], outputKeys: ['square'], handle: (i) => square(i.n as number) },
+        { key: 'upper', inputKeys: ['s'], outputKeys: ['upper'], handle: (i) => upper(i.s as string) },
+        {
+          key: 'sum',
+          inputKeys: ['a', 'b'],
+          outputKeys: ['sum'],
+          handle: async (i) => {
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            return sum(i.a as number, i.b as number);
+          },
+        },
+      ],
+    });
+    const { emulator, worker } = harness;
+    const expected = new Map<string, JsonObject>();
+    for (let i = 0; i < 20; i++) {
+      expected.set(emulator.enqueueExecution('square', { n: i }).id, square(i));
+      expected.set(emulator.enqueueExecution('upper', { s: `item-${i}` }).id, upper(`item-${i}`));
+      expected.set(emulator.enqueueExecution('sum', { a: i, b: 100 }).id, sum(i, 100));
+    }
+    worker.wake();
+    const started = Date.now();
+    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 29_000);
+    const elapsedMs = Date.now() - started;
+
+    const executions = emulator.executions();
+    expect(executions).toHaveLength(60);
+    for (const e of executions) {
+      expect(e.reports).toHaveLength(1);
+      expect(e.reports[0]).toMatchObject({ status: 'COMPLETED', output: expected.get(e.id) });
+    }
+    const requests = emulator.requests();
+    expect(requests.filter((r) => r.status === 429)).toEqual([]);
+    const busiestSecond = maxInWindow(
+      requests.map((r) => r.at),
+      1_000,
+    );
+    expect(busiestSecond).toBeLessThanOrEqual(5);
+    console.log(
+      `throughput: 60 executions in ${(elapsedMs / 1000).toFixed(1)} s, ${requests.length} requests, ` +
+        `busiest second ${busiestSecond}, 429s 0`,
+    );
+  }, 40_000);
+});
