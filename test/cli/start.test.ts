@@ -1,0 +1,151 @@
+// `df-worker start` as users run it: a real process, real signals, the emulator on loopback.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Emulator } from '../../src/emulator/index.ts';
+import { waitFor } from '../daemon/harness.ts';
+import { runCli, type CliProcess } from './process.ts';
+
+const KEY = 'start-test-key-7f3a';
+let emulator: Emulator;
+let dir: string;
+let cli: CliProcess | undefined;
+
+beforeEach(async () => {
+  emulator = new Emulator({ apiKeys: [KEY] });
+  await emulator.listen();
+  dir = await mkdtemp(join(tmpdir(), 'df-worker-start-'));
+});
+
+afterEach(async () => {
+  if (cli && cli.child.exitCode === null) cli.child.kill('SIGKILL');
+  cli = undefined;
+  await emulator.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DF_API_URL: emulator.url,
+    DF_API_KEY: KEY,
+    DF_HANDLERS_DIR: join(dir, 'handlers'),
+    DF_STATE_DIR: join(dir, 'state'),
+    DF_HTTP_PORT: '0',
+    DF_HTTP_HOST: '127.0.0.1',
+    DF_LOG_LEVEL: 'info',
+    DF_RETRY_BASE_MS: '20',
+    ...extra,
+  };
+}
+
+const SLOW_HANDLER = `
+import { defineTask } from 'df-worker';
+export default defineTask({
+  key: 'slow',
+  inputKeys: ['ms'],
+  outputKeys: ['slept'],
+  handle: (input: { ms: number }, ctx) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve({ slept: input.ms }), input.ms);
+      ctx.signal.addEventListener('abort', () => { clearTimeout(timer); reject(new Error('aborted')); });
+    }),
+});
+`;
+
+async function writeHandlers(files: Record<string, string>): Promise<void> {
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(join(dir, 'handlers'), { recursive: true });
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, 'handlers', name), text);
+}
+
+describe('df-worker start', () => {
+  it('drains on SIGTERM: a running handler finishes within the grace period, is reported, exit 0', async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.createTask({ key: 'slow', inputKeys: [{ key: 'ms', description: '' }] });
+    const execution = emulator.enqueueExecution('slow', { ms: 800 });
+    cli = runCli(['start'], env({ DF_SHUTDOWN_GRACE_MS: '5000' }));
+    await waitFor(() => emulator.executions()[0]?.claimedAt !== undefined, 'the claim', 15_000);
+    cli.child.kill('SIGTERM');
+    const { code } = await cli.exited;
+    expect(code).toBe(0);
+    const [done] = emulator.executions().filter((e) => e.id === execution.id);
+    expect(done?.reports).toEqual([expect.objectContaining({ status: 'COMPLETED', output: { slept: 800 } })]);
+    // Nothing was polled after the signal.
+    const signalled = cli.logs().find((l) => l.msg === 'signal received: draining')!;
+    const signalAt = Date.parse(signalled.time as string);
+    expect(emulator.requests().filter((r) => r.operation === 'tasks.poll' && r.at > signalAt + 5)).toEqual([]);
+  });
+
+  it('aborts a handler still running when the grace period ends, reports it FAILED and exits 0', async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.createTask({ key: 'slow', inputKeys: [{ key: 'ms', description: '' }] });
+    emulator.enqueueExecution('slow', { ms: 60_000 });
+    cli = runCli(['start'], env({ DF_SHUTDOWN_GRACE_MS: '300' }));
+    await waitFor(() => emulator.executions()[0]?.claimedAt !== undefined, 'the claim', 15_000);
+    const before = Date.now();
+    cli.child.kill('SIGTERM');
+    const { code } = await cli.exited;
+    expect(code).toBe(0);
+    expect(Date.now() - before).toBeLessThan(10_000);
+    expect(emulator.executions()[0]?.reports).toEqual([
+      expect.objectContaining({
+        status: 'FAILED',
+        output: expect.objectContaining({ error: expect.stringMatching(/shut down/) as unknown }) as unknown,
+      }),
+    ]);
+  });
+
+  it('refuses bad configuration, naming every bad setting and never printing the key', async () => {
+    cli = runCli(['start'], {
+      DF_API_KEY: KEY,
+      DF_CONCURRENCY: '0',
+      DF_BUDGET_PER_MINUTE: 'lots',
+      DF_HANDLERS_DIR: join(dir, 'handlers'),
+    });
+    const { code } = await cli.exited;
+    expect(code).toBe(78);
+    const stderr = cli.stderr();
+    expect(stderr).toMatch(/DF_CONCURRENCY/);
+    expect(stderr).toMatch(/DF_BUDGET_PER_MINUTE/);
+    expect(stderr).toMatch(/DF_API_URL/);
+    expect(stderr + cli.stdout()).not.toContain(KEY);
+  });
+
+  it('refuses to start with a broken handler file, naming the file', async () => {
+    await writeHandlers({
+      'good.ts': `import { defineTask } from 'df-worker';\nexport default defineTask({ key: 'good', handle: () => ({}) });\n`,
+      'broken.ts': `import { defineTask } from 'df-worker';\nexport default defineTask({ key: 'broken', handle: () => ({ }) ;\n`,
+    });
+    cli = runCli(['start'], env());
+    const { code } = await cli.exited;
+    expect(code).toBe(1);
+    expect(cli.stderr()).toMatch(/broken\.ts/);
+  });
+
+  it('exits non-zero with a clear message when the service refuses the key at start', async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    cli = runCli(['start'], env({ DF_API_KEY: 'wrong-key-123' }));
+    const { code } = await cli.exited;
+    expect(code).toBe(1);
+    expect(cli.stderr()).toMatch(/refused the API key \(401/);
+    expect(cli.stderr() + cli.stdout()).not.toContain('wrong-key-123');
+  });
+
+  it('serves /healthz, /readyz and /metrics while running', async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.createTask({ key: 'slow' });
+    cli = runCli(['start'], env());
+    await waitFor(() => cli!.logs().some((l) => l.msg === 'df-worker started'), 'start', 15_000);
+    const url = cli.logs().find((l) => l.msg === 'serving /metrics, /healthz and /readyz')!.url as string;
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    const ready = (await (await fetch(`${url}/readyz`)).json()) as { status: string };
+    expect(ready.status).toBe('ready');
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toMatch(/dfworker_budget_limit_requests\{window="month"\} 40000/);
+    expect(metrics).toMatch(/dfworker_tasks_served 1/);
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+  });
+});
