@@ -1,0 +1,43 @@
+// Reference tables generated from the single sources of truth (the convict schema, the metrics registry),
+// so README.md cannot drift from the code: `npm run docs` rewrites them, a test fails when they differ.
+import { describeConfig } from '../config/describe.ts';
+import { WorkerMetrics } from '../telemetry/metrics.ts';
+
+export const CONFIG_MARKERS = ['<!-- config-table:start -->', '<!-- config-table:end -->'] as const;
+export const METRICS_MARKERS = ['<!-- metrics-table:start -->', '<!-- metrics-table:end -->'] as const;
+
+function cell(text: string): string {
+  return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+}
+
+export function configTable(): string {
+  const rows = describeConfig().map((s) => `| \`${s.env}\` | \`${s.setting}\` | ${cell(s.doc)} |`);
+  return ['| Variable | Setting | Meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
+export async function metricsTable(): Promise<string> {
+  const metrics = new WorkerMetrics({ defaultMetrics: false });
+  const list = await metrics.registry.getMetricsAsJSON();
+  const rows = list.map((m) => {
+    const labels = (m as { labelNames?: string[] }).labelNames;
+    const names = labels && labels.length > 0 ? labels.map((l) => `\`${l}\``).join(', ') : '';
+    return `| \`${m.name}\` | ${m.type} | ${names} | ${cell(m.help)} |`;
+  });
+  return ['| Metric | Type | Labels | Meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** Replaces the text between two markers; throws when the markers are missing. */
+export function replaceBetween(text: string, markers: readonly [string, string], content: string): string {
+  const start = text.indexOf(markers[0]);
+  const end = text.indexOf(markers[1]);
+  if (start < 0 || end < start) throw new Error(`markers ${markers[0]} ... ${markers[1]} not found`);
+  return `${text.slice(0, start + markers[0].length)}\n${content}\n${text.slice(end)}`;
+}
+
+export async function renderReadme(readme: string): Promise<string> {
+  return replaceBetween(
+    replaceBetween(readme, CONFIG_MARKERS, configTable()),
+    METRICS_MARKERS,
+    await metricsTable(),
+  );
+}
