@@ -74,7 +74,9 @@ describe('df-worker start', () => {
     // Nothing was polled after the signal.
     const signalled = cli.logs().find((l) => l.msg === 'signal received: draining')!;
     const signalAt = Date.parse(signalled.time as string);
-    expect(emulator.requests().filter((r) => r.operation === 'tasks.poll' && r.at > signalAt + 5)).toEqual([]);
+    expect(emulator.requests().filter((r) => r.operation === 'tasks.poll' && r.at > signalAt + 5)).toEqual(
+      [],
+    );
   });
 
   it('aborts a handler still running when the grace period ends, reports it FAILED and exits 0', async () => {
