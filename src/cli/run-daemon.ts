@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { ConfigError } from '../config/errors.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import { Worker, type WorkerOptions } from '../daemon/worker.ts';
+import { failCurrentAttempt } from '../runner/attempt-scope.ts';
 import { WorkerHttpServer } from '../telemetry/http-server.ts';
 
 export interface RunningDaemon {
@@ -77,12 +78,14 @@ export async function runDaemon(
     process.on('SIGINT', onSignal);
     // A handler's stray promise must not take the daemon down; the execution itself is bounded by its timeout.
     process.on('unhandledRejection', (reason) => {
+      if (failCurrentAttempt(reason)) return; // the attempt that leaked it fails, and is retried or reported
       logger.error(
         { err: reason instanceof Error ? reason : new Error(String(reason)) },
         'unhandled rejection (a handler left a promise unawaited?)',
       );
     });
     process.on('uncaughtException', (error) => {
+      if (failCurrentAttempt(error)) return;
       logger.error({ err: error }, 'uncaught exception (a handler threw from a callback?); continuing');
     });
   }

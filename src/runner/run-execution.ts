@@ -10,6 +10,7 @@ import {
   type TaskSummary,
 } from '../handlers/define-task.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
+import { runInAttemptScope } from './attempt-scope.ts';
 import { HandlerTimeoutError, summariseError } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput } from './output.ts';
@@ -173,12 +174,18 @@ async function runAttempt(
   const ctx: TaskContext = { execution: args.execution, task, attempt, job, logger, signal };
   // Wrapping the call turns a synchronous throw into a rejection like any other; each attempt gets its own copy of
   // the input so one that mutated it does not change what the retry sees.
-  const running = new Promise<unknown>((resolve) => resolve(handler.handle({ ...input }, ctx))).then(
+  // A rejection the handler leaked (never awaited) fails this attempt too: see attempt-scope.ts.
+  let failLeaked!: (result: AttemptResult) => void;
+  const leaked = new Promise<AttemptResult>((resolve) => (failLeaked = resolve));
+  const running = runInAttemptScope(
+    (error) => failLeaked({ kind: 'threw', error }),
+    () => new Promise<unknown>((resolve) => resolve(handler.handle({ ...input }, ctx))),
+  ).then(
     (value): AttemptResult => ({ kind: 'returned', value }),
     (error: unknown): AttemptResult => ({ kind: 'threw', error }),
   );
   try {
-    return await Promise.race([running, stopped]);
+    return await Promise.race([running, stopped, leaked]);
   } finally {
     timer.abort();
     if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);

@@ -150,4 +150,39 @@ describe('df-worker start', () => {
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
   });
+  it('fails only the execution whose handler leaked a rejection or threw from a callback, and keeps running', async () => {
+    await writeHandlers({
+      'leaky.ts': `import { defineTask } from 'df-worker';
+export default defineTask({
+  key: 'leaky',
+  inputKeys: ['how'],
+  handle: async (input: { how: string }) => {
+    if (input.how === 'reject') void Promise.reject(new Error('stray rejection from the handler'));
+    if (input.how === 'throw') setTimeout(() => { throw new Error('thrown from a timer callback'); }, 5);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { ok: true };
+  },
+});
+`,
+    });
+    emulator.createTask({ key: 'leaky', inputKeys: [{ key: 'how', description: '' }] });
+    const reject = emulator.enqueueExecution('leaky', { how: 'reject' });
+    const thrown = emulator.enqueueExecution('leaky', { how: 'throw' });
+    const fine = emulator.enqueueExecution('leaky', { how: 'nothing' });
+    cli = runCli(['start'], env());
+    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), 'three reports', 15_000);
+    const byId = new Map(emulator.executions().map((e) => [e.id, e.reports[0]]));
+    expect(byId.get(reject.id)).toMatchObject({
+      status: 'FAILED',
+      output: { error: 'stray rejection from the handler' },
+    });
+    expect(byId.get(thrown.id)).toMatchObject({
+      status: 'FAILED',
+      output: { error: 'thrown from a timer callback' },
+    });
+    expect(byId.get(fine.id)).toMatchObject({ status: 'COMPLETED', output: { ok: true } });
+    expect(cli.child.exitCode).toBeNull();
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+  });
 });
