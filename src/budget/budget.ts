@@ -109,14 +109,29 @@ export class Budget {
     this.#month = monthWindow(this.#clock.now(), this.#timeZone);
   }
 
-  /** Restores this month's usage from the store (a previous run's count carries over). */
-  async load(): Promise<void> {
-    const saved = await this.#store.load();
-    this.#rollMonth(this.#clock.now());
+  /**
+   * Restores this month's usage from the store (a previous run's count carries over). When the saved state
+   * cannot be read, usage is estimated as an even spend of the month so far, rather than assumed to be zero:
+   * an unknown count must not let the month be overspent.
+   */
+  async load(): Promise<'restored' | 'fresh' | 'estimated'> {
+    const now = this.#clock.now();
+    this.#rollMonth(now);
+    let saved;
+    try {
+      saved = await this.#store.load();
+    } catch {
+      const elapsed = (now - this.#month.startMs) / (this.#month.endMs - this.#month.startMs);
+      this.#used = Math.max(this.#used, Math.ceil(this.limits.perMonth * elapsed));
+      this.#persistedCeiling = this.#used;
+      return 'estimated';
+    }
     if (saved && saved.monthKey === this.#month.key) {
       this.#used = Math.max(this.#used, saved.used);
       this.#persistedCeiling = Math.max(this.#persistedCeiling, saved.used);
+      return 'restored';
     }
+    return 'fresh';
   }
 
   /** Writes the exact count (on clean shutdown, so the lease's unused part is given back). */

@@ -106,7 +106,16 @@ export class Worker {
       reportReserve: 2 * (config.concurrency + pending.length),
       store: fileBudgetStore(config.state.dir),
     });
-    await this.#budget.load();
+    const restored = await this.#budget.load();
+    const month = this.#budget.snapshot().month;
+    if (restored === 'estimated') {
+      logger.warn(
+        { used: month.used, file: `${config.state.dir}/budget.json` },
+        'the saved month budget usage could not be read; assuming an even spend of the month so far',
+      );
+    } else {
+      logger.info({ month: month.key, used: month.used, limit: month.limit }, 'month budget usage');
+    }
 
     this.#client = new ServiceClient({
       baseUrl: config.api.url,

@@ -178,3 +178,30 @@ describe('monthWindow', () => {
     expect(new Date(march.endMs).toISOString()).toBe('2026-04-01T04:00:00.000Z');
   });
 });
+
+describe('fileBudgetStore', () => {
+  it('keeps the month usage in the state folder across instances, and estimates it when the file is corrupt', async () => {
+    const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { fileBudgetStore } = await import('../../src/budget/store.ts');
+    const dir = await mkdtemp(join(tmpdir(), 'df-budget-'));
+    try {
+      const clock = new ManualClock(Date.UTC(2026, 10, 16)); // half of November gone
+      const first = new Budget({ limits, clock, store: fileBudgetStore(dir) });
+      expect(await first.load()).toBe('fresh');
+      await first.acquire('tasks.poll');
+      await first.flush();
+      const second = new Budget({ limits, clock, store: fileBudgetStore(dir) });
+      expect(await second.load()).toBe('restored');
+      expect(second.monthUsed).toBe(1);
+
+      await writeFile(join(dir, 'budget.json'), '{"monthKey": "2026-11", "us');
+      const third = new Budget({ limits, clock, store: fileBudgetStore(dir) });
+      expect(await third.load()).toBe('estimated');
+      expect(third.monthUsed).toBe(20_000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
