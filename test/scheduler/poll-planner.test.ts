@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { Budget } from '../../src/budget/budget.ts';
+import { ManualClock } from '../../src/clock/manual-clock.ts';
+import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
+
+function setup(taskCount = 2, start = Date.UTC(2026, 10, 1)) {
+  const clock = new ManualClock(start);
+  const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
+  const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000, random: () => 1 });
+  planner.setTasks(
+    Array.from({ length: taskCount }, (_, i) => ({ id: `t${i}`, key: `k${i}` })),
+    start,
+  );
+  return { clock, budget, planner, start };
+}
+
+describe('PollPlanner', () => {
+  it('polls a task again at once after a hit, then backs off 1 s, 2 s, 4 s... up to the idle pace', () => {
+    const { planner, start } = setup(1);
+    planner.onHit('t0', start);
+    expect(planner.next()!.nextDueAt).toBe(start);
+    const gaps: number[] = [];
+    let t = start;
+    for (let i = 0; i < 9; i++) {
+      planner.onEmpty('t0', t);
+      const next = planner.next()!.nextDueAt;
+      gaps.push(next - t);
+      t = next;
+    }
+    expect(gaps.slice(0, 6)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000]);
+    // Then the idle pace of one task: the month spread evenly (~72 s at 40,000/month with a 10% reserve).
+    expect(gaps[8]).toBeGreaterThan(60_000);
+    expect(gaps[8]).toBeLessThan(80_000);
+  });
+
+  it('does not let a busy task starve an idle one: the task due first is polled first', () => {
+    const { planner, start } = setup(2);
+    const polled: string[] = [];
+    let t = start;
+    // t0 finds work on every poll; t1 never does. Each poll takes 200 ms.
+    for (let i = 0; i < 2_000; i++) {
+      const task = planner.next()!;
+      t = Math.max(t, task.nextDueAt);
+      polled.push(task.key);
+      if (task.taskId === 't0') planner.onHit('t0', t);
+      else planner.onEmpty('t1', t);
+      t += 200;
+    }
+    const idlePolls = polled.filter((k) => k === 'k1').length;
+    // 400 s of polling: the idle task is polled at its idle pace (about every 144 s for two tasks).
+    expect(idlePolls).toBeGreaterThanOrEqual(3);
+    expect(polled.filter((k) => k === 'k0').length).toBeGreaterThan(1_900);
+  });
+
+  it('falls back to the idle pace after a hit once work has run ahead of the month by more than the reserve', () => {
+    const { planner, budget, start } = setup(1);
+    for (let i = 0; i < 4_100; i++) budget.recordSent(start + i); // a backlog's burst, early in the month
+    const now = start + 600_000;
+    expect(budget.aheadOfPace(now)).toBe(true);
+    planner.onHit('t0', now);
+    expect(planner.next()!.nextDueAt - now).toBeGreaterThan(60_000);
+  });
+
+  it('backs off exponentially with jitter after errors, capped', () => {
+    const { planner, start } = setup(1);
+    const gaps: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      planner.onError('t0', start);
+      gaps.push(planner.next()!.nextDueAt - start);
+    }
+    expect(gaps[0]).toBe(2_000);
+    expect(gaps[1]).toBe(4_000);
+    expect(Math.max(...gaps)).toBe(300_000);
+  });
+
+  it('makes a task due now when woken, by key or all', () => {
+    const { planner, start } = setup(2);
+    planner.onEmpty('t0', start);
+    planner.onEmpty('t1', start);
+    expect(planner.wake(start + 10, 'k1')).toBe(1);
+    expect(planner.next()!.key).toBe('k1');
+    expect(planner.next()!.nextDueAt).toBe(start + 10);
+    expect(planner.wake(start + 20)).toBe(2);
+    expect(planner.wake(start + 20, 'nope')).toBe(0);
+  });
+
+  it('warns when the budget cannot poll every task within the maximum interval', () => {
+    const { planner } = setup(20);
+    // 20 tasks share one poll per ~72 s: each is polled every ~24 min, more than the 15-minute maximum.
+    expect(planner.paceExceedsMaxInterval(Date.UTC(2026, 10, 1))).toBe(true);
+    expect(setup(3).planner.paceExceedsMaxInterval(Date.UTC(2026, 10, 1))).toBe(false);
+  });
+});
