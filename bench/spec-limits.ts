@@ -38,7 +38,11 @@ for (let t = 0; t < taskCount; t++) {
       handle: (i) => ({ double: (i.n as number) * 2 }),
     }),
   );
-  emulator.createTask({ key, inputKeys: [{ key: 'n', description: '' }] });
+  emulator.createTask({
+    key,
+    inputKeys: [{ key: 'n', description: '' }],
+    outputKeys: [{ key: 'double', description: '' }],
+  });
 }
 for (let i = 0; i < backlog; i++) emulator.enqueueExecution(`bench-${i % taskCount}`, { n: i });
 
