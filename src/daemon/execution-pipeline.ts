@@ -12,9 +12,10 @@ import type { RegisteredTask } from './task-registry.ts';
 
 export interface PipelineObserver {
   claimed?(taskKey: string, execution: TaskExecution): void;
-  finished?(taskKey: string, outcome: ExecutionOutcome): void;
+  finished?(taskKey: string, executionId: string, outcome: ExecutionOutcome): void;
   reported?(
     taskKey: string,
+    executionId: string,
     result: 'delivered' | 'dead-lettered' | 'left-in-journal',
     attempts: number,
   ): void;
@@ -147,7 +148,7 @@ export class ExecutionPipeline {
     outcome: ExecutionOutcome,
     logger: Logger,
   ): Promise<void> {
-    this.#o.observer?.finished?.(taskKey, outcome);
+    this.#o.observer?.finished?.(taskKey, executionId, outcome);
     logger.info(
       {
         status: outcome.status,
@@ -186,13 +187,13 @@ export class ExecutionPipeline {
       if (result.delivered) {
         await journal.complete(executionId);
         logger.info({ status: outcome.status, reportAttempts: result.attempts }, 'execution reported');
-        this.#o.observer?.reported?.(taskKey, 'delivered', result.attempts);
+        this.#o.observer?.reported?.(taskKey, executionId, 'delivered', result.attempts);
       } else if ('refused' in result) {
         await journal.deadLetter(executionId, result.refused);
-        this.#o.observer?.reported?.(taskKey, 'dead-lettered', result.attempts);
+        this.#o.observer?.reported?.(taskKey, executionId, 'dead-lettered', result.attempts);
       } else {
         logger.warn('report not delivered before exit; it stays in the journal for the next start');
-        this.#o.observer?.reported?.(taskKey, 'left-in-journal', result.attempts);
+        this.#o.observer?.reported?.(taskKey, executionId, 'left-in-journal', result.attempts);
       }
     } catch (error) {
       logger.error({ err: error as Error }, 'could not update the journal after reporting');

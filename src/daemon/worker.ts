@@ -16,7 +16,7 @@ import { Reporter } from '../scheduler/reporter.ts';
 import { backoffMs, classifyFailure } from '../scheduler/retry-policy.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
-import { ExecutionPipeline } from './execution-pipeline.ts';
+import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
 import { TaskRegistry } from './task-registry.ts';
 
 export interface WorkerOptions {
@@ -395,28 +395,33 @@ export class Worker {
     }
   }
 
-  #pipelineObserver() {
+  #pipelineObserver(): PipelineObserver {
     const m = this.metrics;
+    // Outcome instants by execution id, for the report latency; removed once the report ends.
     const finishedAt = new Map<string, number>();
     return {
-      claimed: (task: string, execution: { createdAt?: string }) => {
+      claimed: (task, execution) => {
         m.inFlight.inc();
-        const created = execution.createdAt ? Date.parse(execution.createdAt) : NaN;
-        if (Number.isFinite(created))
+        const created = Date.parse(execution.createdAt);
+        if (Number.isFinite(created)) {
           m.pickupLatency.observe({ task }, Math.max(0, this.#clock.now() - created) / 1000);
+        }
       },
-      finished: (task: string, outcome: { status: string; attempts: number; durationMs: number }) => {
+      finished: (task, executionId, outcome) => {
         m.executions.inc({ task, outcome: outcome.status });
         m.handlerDuration.observe({ task, outcome: outcome.status }, outcome.durationMs / 1000);
         m.attempts.observe({ task }, outcome.attempts);
-        finishedAt.set(task, this.#clock.now());
+        finishedAt.set(executionId, this.#clock.now());
       },
-      reported: (task: string, result: string, attempts: number) => {
+      reported: (task, executionId, result, attempts) => {
         m.inFlight.dec();
         m.reports.inc({ task, result });
         m.reportAttempts.observe({ task }, attempts);
-        const at = finishedAt.get(task);
-        if (at !== undefined) m.reportLatency.observe({ task }, (this.#clock.now() - at) / 1000);
+        const at = finishedAt.get(executionId);
+        finishedAt.delete(executionId);
+        if (at !== undefined && result === 'delivered') {
+          m.reportLatency.observe({ task }, (this.#clock.now() - at) / 1000);
+        }
         m.journalPending.set(this.#journal?.counts.pending ?? 0);
         m.journalDeadLettered.set(this.#journal?.counts.deadLettered ?? 0);
       },
