@@ -1,7 +1,7 @@
 // Prometheus metrics of one worker, in a registry of its own (tests and embedded workers do not collide).
 // Names follow Prometheus conventions: `dfworker_` prefix, base units (seconds), `_total` on counters.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Operation } from '../api/types.ts';
+import { OPERATIONS, type Operation } from '../api/types.ts';
 import type { BudgetSnapshot } from '../budget/budget.ts';
 
 export type PollResultLabel = 'hit' | 'empty' | 'error';
@@ -48,6 +48,8 @@ export class WorkerMetrics {
       labelNames: ['operation'],
       registers,
     });
+    // Present at 0 from the start, so increase() in alerts sees the first 429 too.
+    for (const operation of OPERATIONS) this.rateLimited.inc({ operation }, 0);
     this.requestDuration = new Histogram({
       name: 'dfworker_service_request_duration_seconds',
       help: 'Time from sending a request to its answer (budget wait excluded).',

@@ -1,0 +1,65 @@
+# syntax=docker/dockerfile:1
+# Container image of the df-worker daemon: a build stage compiles src/ to dist/, the runtime stage holds production
+# dependencies, dist/, config/ and the example handlers, and runs as the unprivileged `node` user on a read-only root.
+
+# Debian rather than Alpine: the `node` devDependency downloads a glibc Node binary during `npm ci`, which cannot run
+# on musl, and user handlers that pull in native npm modules get the glibc builds they usually ship.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:24-bookworm-slim AS runtime
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="df-worker" \
+      org.opencontainers.image.description="Runs Data Factory custom tasks: polls within the API key's budgets, runs handler modules, reports every claimed execution." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="docker.io/library/node:24-bookworm-slim"
+
+# tini as PID 1: the kernel sends PID 1 no signal it has not asked for, and PID 1 inherits every orphaned process.
+# df-worker handles SIGTERM itself, but a handler that spawns a shell whose children outlive it would leave zombies
+# that Node never reaps. tini forwards SIGTERM to node only (no -g), so running handlers' child processes are not
+# killed before the worker's own graceful shutdown decides to abort them.
+# Not pinned: Debian stable only ships fixes for tini, and the package revision differs between architectures.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+# --ignore-scripts: production dependencies need no install scripts; root owns /app so the worker cannot change it.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY config ./config
+# The example handlers (their tests are left out by .dockerignore). Mount your own handlers over /app/handlers, or
+# build `FROM df-worker` and replace them; see README.md.
+COPY handlers ./handlers
+
+# The state folder (journal, month's budget usage) is the only place the worker writes; TMPDIR is for handlers that
+# need scratch space: mount a tmpfs there when the root filesystem is read-only.
+RUN mkdir -p /var/lib/df-worker \
+ && chown 1000:1000 /var/lib/df-worker
+ENV DF_STATE_DIR=/var/lib/df-worker \
+    DF_HANDLERS_DIR=/app/handlers \
+    HOME=/home/node \
+    TMPDIR=/tmp
+VOLUME ["/var/lib/df-worker"]
+
+# uid/gid 1000 is the image's `node` user; numeric so that Kubernetes' runAsNonRoot can verify it.
+USER 1000:1000
+EXPOSE 9464
+STOPSIGNAL SIGTERM
+# curl is not in slim images; Node's fetch does the probe. Kubernetes ignores HEALTHCHECK and uses the chart's probes.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.DF_HTTP_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "dist/cli/main.js"]
+CMD ["start"]

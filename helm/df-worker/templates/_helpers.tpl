@@ -1,0 +1,101 @@
+{{/* Names, labels and the checks shared by the df-worker chart's templates. */}}
+
+{{- define "df-worker.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "df-worker.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "df-worker.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "df-worker.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "df-worker.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "df-worker.labels" -}}
+helm.sh/chart: {{ include "df-worker.chart" . }}
+{{ include "df-worker.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "df-worker.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the API key: the user's, or the one this chart creates from apiKey.value. */}}
+{{- define "df-worker.apiKeySecretName" -}}
+{{- if .Values.apiKey.existingSecret }}
+{{- .Values.apiKey.existingSecret }}
+{{- else }}
+{{- printf "%s-api-key" (include "df-worker.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* The ConfigMap mounted at /app/handlers, or "" when the image's own handlers are used. */}}
+{{- define "df-worker.handlersConfigMapName" -}}
+{{- if .Values.handlers.configMap.existing }}
+{{- .Values.handlers.configMap.existing }}
+{{- else if .Values.handlers.configMap.create }}
+{{- printf "%s-handlers" (include "df-worker.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "df-worker.stateClaimName" -}}
+{{- default (printf "%s-state" (include "df-worker.fullname" .) | trunc 63 | trimSuffix "-") .Values.persistence.existingClaim }}
+{{- end }}
+
+{{/*
+Refuses values that would deploy a worker that cannot work, with a message saying what to change. Called from
+deployment.yaml, so `helm install`, `helm template` and `helm lint` all stop on them.
+*/}}
+{{- define "df-worker.validate" -}}
+{{- if gt (int .Values.replicaCount) 1 }}
+{{- fail (printf "replicaCount is %d, but df-worker runs at most 1 replica per API key: several workers on one key would each spend the key's whole budget (the service then answers 429) until the scale-out issue lands. Set replicaCount to 1 (or 0), or use another API key in another release." (int .Values.replicaCount)) }}
+{{- end }}
+{{- if and (not .Values.apiKey.existingSecret) (not .Values.apiKey.value) }}
+{{- fail "No API key: set apiKey.existingSecret to the name of a Secret holding the key under apiKey.secretKey (preferred), or apiKey.value to have the chart create one." }}
+{{- end }}
+{{- $apiUrlFromEnv := false }}
+{{- range .Values.extraEnv }}
+{{- if eq .name "DF_API_URL" }}{{ $apiUrlFromEnv = true }}{{ end }}
+{{- end }}
+{{- if and (not (dig "api" "url" "" .Values.config)) (not $apiUrlFromEnv) }}
+{{- fail "No service URL: set config.api.url to the Data Factory service's base URL, e.g. https://api.example.com." }}
+{{- end }}
+{{- $graceMs := 30000 }}
+{{- if hasKey .Values.config "shutdownGraceMs" }}
+{{- $graceMs = int .Values.config.shutdownGraceMs }}
+{{- end }}
+{{- $neededMs := add $graceMs (max 5000 (div $graceMs 2)) }}
+{{- if le (mul (int .Values.terminationGracePeriodSeconds) 1000) $neededMs }}
+{{- fail (printf "terminationGracePeriodSeconds is %d s, but the worker needs more than %d ms after SIGTERM: config.shutdownGraceMs (%d ms) for running handlers plus max(5 s, half of it) to flush reports. Raise terminationGracePeriodSeconds above %d or lower config.shutdownGraceMs." (int .Values.terminationGracePeriodSeconds) $neededMs $graceMs (div $neededMs 1000)) }}
+{{- end }}
+{{- if and (eq .Values.wake.mode "token") (not .Values.wake.tokenSecret.name) }}
+{{- fail "wake.mode is token but wake.tokenSecret.name is empty: name the Secret holding the wake token under wake.tokenSecret.key." }}
+{{- end }}
+{{- if and .Values.handlers.configMap.create .Values.handlers.configMap.existing }}
+{{- fail "handlers.configMap.create and handlers.configMap.existing are both set: keep one." }}
+{{- end }}
+{{- if and .Values.handlers.configMap.create (not .Values.handlers.configMap.files) }}
+{{- fail "handlers.configMap.create is true but handlers.configMap.files is empty: add handler modules (file name -> source), e.g. with --set-file." }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,389 @@
+// Checks the Helm chart without a helm binary: metadata, values against values.schema.json (defaults, examples, refused
+// values), template references, the dashboard's and alerts' metric names, and the example handler. The rendered YAML
+// of the templates is not checked here: that needs `helm template` (see the deploy section of README.md).
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Ajv } from 'ajv';
+import { collectDefaultMetrics, Histogram, Registry, Summary } from 'prom-client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { loadConfig } from '../../src/config/index.ts';
+import { configValuesSchema, VALUES_SCHEMA_FILE } from './chart-config-schema.ts';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const chartDir = path.join(repoRoot, 'helm/df-worker');
+const tempDirs: string[] = [];
+
+afterAll(async () => {
+  await Promise.all(tempDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+type Values = Record<string, unknown>;
+
+function isObject(value: unknown): value is Values {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Helm's merge of a user values file over the chart's defaults: maps merge, null deletes, the rest replaces. */
+function coalesce(defaults: Values, overrides: Values): Values {
+  const merged: Values = { ...defaults };
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === null) delete merged[key];
+    else if (isObject(value) && isObject(merged[key])) merged[key] = coalesce(merged[key], value);
+    else merged[key] = value;
+  }
+  return merged;
+}
+
+async function readYaml(file: string): Promise<Values> {
+  const parsed: unknown = parseYaml(await readFile(file, 'utf8'));
+  if (!isObject(parsed)) throw new Error(`${file} does not hold a YAML mapping`);
+  return parsed;
+}
+
+async function templates(): Promise<Map<string, string>> {
+  const dir = path.join(chartDir, 'templates');
+  const names = (await readdir(dir)).sort();
+  return new Map(
+    await Promise.all(
+      names.map(async (name) => [name, await readFile(path.join(dir, name), 'utf8')] as const),
+    ),
+  );
+}
+
+/** Template actions (`{{ ... }}`) with raw-string literals emptied, since Prometheus templates hide inside them. */
+function actions(template: string): string[] {
+  const withoutRawStrings = template.replace(/`[^`]*`/g, '``');
+  return [...withoutRawStrings.matchAll(/\{\{-?\s*([\s\S]*?)\s*-?\}\}/g)].map((match) => match[1]!);
+}
+
+/** Every metric name the worker exposes: its own (read from metrics.ts) and prom-client's default ones. */
+async function exposedMetricNames(): Promise<Set<string>> {
+  const source = await readFile(path.join(repoRoot, 'src/telemetry/metrics.ts'), 'utf8');
+  const names = new Set<string>();
+  for (const [, kind, name] of source.matchAll(
+    /new (Counter|Gauge|Histogram|Summary)\(\{\s*name: '(dfworker_\w+)'/g,
+  )) {
+    names.add(name!);
+    if (kind === 'Histogram')
+      for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${name}${suffix}`);
+    if (kind === 'Summary') for (const suffix of ['_sum', '_count']) names.add(`${name}${suffix}`);
+  }
+  const prefix = /collectDefaultMetrics\(\{[^}]*prefix: '(\w+)'/.exec(source)?.[1];
+  if (prefix !== undefined) {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry, prefix });
+    for (const metric of registry.getMetricsAsArray()) {
+      names.add(metric.name);
+      if (metric instanceof Histogram)
+        for (const s of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${s}`);
+      if (metric instanceof Summary) for (const s of ['_sum', '_count']) names.add(`${metric.name}${s}`);
+    }
+    registry.clear();
+  }
+  return names;
+}
+
+function metricNamesIn(text: string): string[] {
+  return [...new Set(text.match(/\bdfworker_\w+/g) ?? [])];
+}
+
+const packageJson = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as {
+  version: string;
+};
+const chart = await readYaml(path.join(chartDir, 'Chart.yaml'));
+const defaults = await readYaml(path.join(chartDir, 'values.yaml'));
+const valuesSchema = JSON.parse(await readFile(VALUES_SCHEMA_FILE, 'utf8')) as { properties: Values };
+const validateValues = new Ajv({ allErrors: true, strict: true }).compile(valuesSchema);
+const exampleFiles = (await readdir(path.join(chartDir, 'examples')))
+  .filter((name) => name.endsWith('.yaml'))
+  .sort();
+const templateTexts = await templates();
+const knownMetrics = await exposedMetricNames();
+
+function schemaErrors(values: Values): string[] {
+  if (validateValues(values)) return [];
+  return (validateValues.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message ?? ''}`);
+}
+
+describe('Chart.yaml', () => {
+  it('is a v2 application chart whose appVersion is the package version', () => {
+    expect(chart).toMatchObject({ apiVersion: 'v2', name: 'df-worker', type: 'application' });
+    expect(chart.appVersion).toBe(packageJson.version);
+    expect(chart.version).toMatch(/^\d+\.\d+\.\d+(-[\w.]+)?$/);
+  });
+});
+
+describe('values.yaml and values.schema.json', () => {
+  it('the default values satisfy the schema', () => {
+    expect(schemaErrors(defaults)).toEqual([]);
+  });
+
+  it.each(exampleFiles)('the example %s, merged over the defaults, satisfies the schema', async (name) => {
+    const example = await readYaml(path.join(chartDir, 'examples', name));
+    expect(schemaErrors(coalesce(defaults, example))).toEqual([]);
+  });
+
+  it('documents the four set-ups the README refers to', () => {
+    expect(exampleFiles).toEqual(
+      expect.arrayContaining([
+        'custom-image.yaml',
+        'existing-secret.yaml',
+        'handlers-configmap.yaml',
+        'persistence.yaml',
+      ]),
+    );
+  });
+
+  it('refuses more than one replica in the schema and in the deployment template', () => {
+    expect(schemaErrors(coalesce(defaults, { replicaCount: 2 }))).toEqual(['/replicaCount must be <= 1']);
+    expect(schemaErrors(coalesce(defaults, { replicaCount: 0 }))).toEqual([]);
+    const deployment = templateTexts.get('deployment.yaml')!;
+    expect(deployment).toContain('{{- include "df-worker.validate" . }}');
+    const helpers = templateTexts.get('_helpers.tpl')!;
+    expect(helpers).toMatch(/\{\{- if gt \(int \.Values\.replicaCount\) 1 \}\}\s*\{\{- fail /);
+    expect(helpers).toContain('several workers on one key would each spend the key');
+  });
+
+  it('refuses the API key in the config ConfigMap and settings the chart sets itself', () => {
+    for (const config of [
+      { api: { key: 'k' } },
+      { api: { keyFile: '/k' } },
+      { state: { dir: '/s' } },
+      { http: { port: 1 } },
+    ]) {
+      expect(schemaErrors(coalesce(defaults, { config })), JSON.stringify(config)).not.toEqual([]);
+    }
+  });
+
+  it('refuses unknown keys and badly typed settings in config, as the worker would', () => {
+    expect(schemaErrors(coalesce(defaults, { config: { budget: { perMonht: 10 } } }))).not.toEqual([]);
+    expect(schemaErrors(coalesce(defaults, { config: { concurrency: 'four' } }))).not.toEqual([]);
+    expect(schemaErrors(coalesce(defaults, { config: { journal: { replay: 'skip' } } }))).not.toEqual([]);
+    expect(schemaErrors(coalesce(defaults, { config: { budget: { perMonth: 1000 } } }))).toEqual([]);
+  });
+
+  it("derives the schema's config section from src/config/schema.ts", () => {
+    // On failure, regenerate with: ./node_modules/.bin/node test/deploy/chart-config-schema.ts
+    expect(valuesSchema.properties.config).toEqual(configValuesSchema());
+  });
+
+  it.each(['values.yaml', ...exampleFiles.map((name) => `examples/${name}`)])(
+    'the worker accepts the config JSON the chart writes from %s',
+    async (file) => {
+      const values =
+        file === 'values.yaml' ? defaults : coalesce(defaults, await readYaml(path.join(chartDir, file)));
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'df-worker-chart-config-'));
+      tempDirs.push(dir);
+      const configFile = path.join(dir, 'config.json');
+      await writeFile(configFile, JSON.stringify(values.config));
+      // The environment the deployment template sets, plus a URL where the defaults leave it to the user.
+      const env = {
+        DF_CONFIG: configFile,
+        DF_API_KEY: 'test-key',
+        DF_STATE_DIR: dir,
+        DF_HANDLERS_DIR: dir,
+        DF_HTTP_PORT: '9464',
+        DF_HTTP_WAKE: 'off',
+        ...((values.config as { api?: { url?: string } }).api?.url
+          ? {}
+          : { DF_API_URL: 'https://api.example.com' }),
+      };
+      const config = loadConfig({ env, require: 'service', cwd: dir });
+      expect(config.shutdownGraceMs).toBe((values.config as { shutdownGraceMs: number }).shutdownGraceMs);
+    },
+  );
+
+  it('defaults to a hardened, non-root, read-only container with a state volume and room for graceful shutdown', () => {
+    expect(defaults.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(defaults.podSecurityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, fsGroup: 1000 });
+    const graceMs = (defaults.config as { shutdownGraceMs: number }).shutdownGraceMs;
+    expect(defaults.terminationGracePeriodSeconds).toBe(60);
+    expect((defaults.terminationGracePeriodSeconds as number) * 1000).toBeGreaterThan(
+      graceMs + Math.max(5000, graceMs / 2),
+    );
+    expect(defaults.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
+    expect(defaults.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
+  });
+});
+
+describe('templates', () => {
+  it('reference only values that values.yaml defines', () => {
+    const missing: string[] = [];
+    for (const [name, text] of templateTexts) {
+      const aliases = new Map<string, string>();
+      for (const [, variable, target] of text.matchAll(/(\$\w+) := \.Values((?:\.\w+)+)\s*\}\}/g)) {
+        aliases.set(variable!, target!);
+      }
+      const references = [...text.matchAll(/(?:\$?\.Values|(\$\w+))((?:\.\w+)+)/g)].flatMap(
+        ([, variable, rest]) => {
+          if (variable === undefined) return [rest!];
+          const target = aliases.get(variable);
+          return target === undefined ? [] : [`${target}${rest!}`];
+        },
+      );
+      for (const reference of references) {
+        let node: unknown = defaults;
+        for (const key of reference.slice(1).split('.')) {
+          node = isObject(node) && key in node ? node[key] : undefined;
+          if (node === undefined) break;
+        }
+        if (node === undefined) missing.push(`${name}: .Values${reference}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('open and close their blocks in pairs and include only defined templates', () => {
+    const defined = new Set<string>();
+    for (const text of templateTexts.values()) {
+      for (const [, name] of text.matchAll(/\{\{-?\s*define "([^"]+)"/g)) defined.add(name!);
+    }
+    for (const [name, text] of templateTexts) {
+      let depth = 0;
+      for (const action of actions(text)) {
+        if (action.startsWith('/*')) continue;
+        const keyword = /^(if|with|range|define|block|end)\b/.exec(action)?.[1];
+        if (keyword === 'end') depth -= 1;
+        else if (keyword !== undefined) depth += 1;
+        expect(depth, `${name}: an {{ end }} without its block`).toBeGreaterThanOrEqual(0);
+        for (const [, included] of action.matchAll(/\binclude "([^"]+)"/g)) {
+          expect(defined, `${name} includes "${included}"`).toContain(included);
+        }
+      }
+      expect(depth, `${name}: unclosed blocks`).toBe(0);
+    }
+  });
+
+  it('deploy with the Recreate strategy, the key as a file, and the probes and securityContext from values', () => {
+    const deployment = templateTexts.get('deployment.yaml')!;
+    expect(deployment).toMatch(/strategy:\s*\n\s*type: Recreate/);
+    expect(deployment).toContain('- name: DF_API_KEY_FILE');
+    expect(deployment).not.toMatch(/name: DF_API_KEY\n/);
+    expect(deployment).toContain('checksum/config:');
+    expect(deployment).toContain('checksum/secret:');
+    for (const key of [
+      'livenessProbe',
+      'readinessProbe',
+      'startupProbe',
+      'securityContext',
+      'podSecurityContext',
+    ]) {
+      expect(deployment).toContain(`.Values.${key}`);
+    }
+  });
+
+  it('load the Grafana dashboard file with the sidecar label', () => {
+    const dashboard = templateTexts.get('dashboard-configmap.yaml')!;
+    expect(dashboard).toContain('.Files.Get "dashboards/df-worker.json"');
+    const grafana = defaults.grafana as { dashboard: { enabled: boolean; labels: Record<string, string> } };
+    expect(grafana.dashboard).toMatchObject({ enabled: false, labels: { grafana_dashboard: '1' } });
+  });
+});
+
+describe('Grafana dashboard', () => {
+  const dashboardPromise = readFile(path.join(chartDir, 'dashboards/df-worker.json'), 'utf8');
+
+  it('uses only metric names the worker exposes', async () => {
+    const text = await dashboardPromise;
+    const names = metricNamesIn(text);
+    expect(names.length).toBeGreaterThan(10);
+    expect(names.filter((name) => !knownMetrics.has(name))).toEqual([]);
+  });
+
+  it('has a panel for each concern of the brief, each querying Prometheus through the datasource variable', async () => {
+    const dashboard = JSON.parse(await dashboardPromise) as {
+      uid: string;
+      panels: Array<{
+        id: number;
+        type: string;
+        title: string;
+        targets?: Array<{ expr: string; datasource: unknown }>;
+      }>;
+    };
+    expect(dashboard.uid).toBe('df-worker');
+    const panels = dashboard.panels.filter((panel) => panel.type !== 'row');
+    expect(new Set(dashboard.panels.map((panel) => panel.id)).size).toBe(dashboard.panels.length);
+    const expressions = panels.flatMap((panel) => panel.targets ?? []);
+    for (const target of expressions)
+      expect(target.datasource).toEqual({ type: 'prometheus', uid: '${datasource}' });
+    const all = expressions.map((target) => target.expr).join('\n');
+    for (const needed of [
+      'dfworker_service_requests_total',
+      'dfworker_service_rate_limited_total',
+      'dfworker_budget_used_requests',
+      'dfworker_budget_remaining_requests',
+      'dfworker_budget_ahead_of_pace',
+      'dfworker_polls_total',
+      'dfworker_pickup_latency_seconds_bucket',
+      'dfworker_handler_duration_seconds_bucket',
+      'dfworker_executions_total',
+      'dfworker_executions_in_flight',
+      'dfworker_journal_pending',
+      'dfworker_journal_dead_lettered',
+      'dfworker_ready',
+    ]) {
+      expect(all, needed).toContain(needed);
+    }
+    expect(all).toContain(
+      'histogram_quantile(0.5, sum by (le, task) (rate(dfworker_pickup_latency_seconds_bucket',
+    );
+    expect(all).toContain(
+      'histogram_quantile(0.95, sum by (le, task) (rate(dfworker_pickup_latency_seconds_bucket',
+    );
+  });
+});
+
+describe('PrometheusRule', () => {
+  const rules = templateTexts.get('prometheusrule.yaml')!;
+
+  it('uses only metric names the worker exposes', () => {
+    const names = metricNamesIn(rules);
+    expect(names.filter((name) => !knownMetrics.has(name))).toEqual([]);
+  });
+
+  it('alerts on a nearly spent month, 429s, dead letters, a lasting not-ready and a growing journal', () => {
+    for (const alert of [
+      'DfWorkerBudgetNearlySpent',
+      'DfWorkerRateLimited',
+      'DfWorkerDeadLetters',
+      'DfWorkerNotReady',
+      'DfWorkerJournalPendingGrowing',
+    ]) {
+      expect(rules).toContain(`- alert: ${alert}\n`);
+    }
+    expect(rules).toMatch(
+      /dfworker_budget_remaining_requests\{window="month"[^\n]*\n\s*\/ dfworker_budget_limit_requests\{window="month"/,
+    );
+    expect(rules).toMatch(/and ignoring \(window\)\s*\n\s*dfworker_budget_ahead_of_pace\{[^\n]*\} == 1/);
+    expect(rules).toMatch(/increase\(dfworker_service_rate_limited_total\{[^\n]*\}\[15m\]\) > 0/);
+    expect(rules).toMatch(/dfworker_journal_dead_lettered\{[^\n]*\} > 0/);
+    expect(rules).toMatch(/dfworker_ready\{[^\n]*\} == 0\n\s*for: \{\{ \$rules\.notReadyFor \}\}/);
+    expect((defaults.prometheusRule as Values).notReadyFor).toBe('10m');
+    expect(rules).toMatch(/delta\(dfworker_journal_pending\{[^\n]*\}\[30m\]\) > 0/);
+  });
+});
+
+describe('handlers from a ConfigMap', () => {
+  it('the example handler module loads with the worker loader under Node', async () => {
+    const example = await readYaml(path.join(chartDir, 'examples/handlers-configmap.yaml'));
+    const files = (example.handlers as { configMap: { files: Record<string, string> } }).configMap.files;
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'df-worker-chart-handlers-'));
+    tempDirs.push(dir);
+    for (const [name, source] of Object.entries(files)) await writeFile(path.join(dir, name), source);
+    const harness = fileURLToPath(new URL('./fixtures/load-handlers.ts', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [harness, dir], { cwd: repoRoot });
+    expect(JSON.parse(stdout)).toEqual({ keys: ['uppercase'], errors: [] });
+  });
+});
