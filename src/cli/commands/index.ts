@@ -1,9 +1,23 @@
 // Every command of the CLI, in the order the usage text lists them.
 import type { Command } from '../command.ts';
+import { checkCommand } from './check.ts';
 import { demoCommand } from './demo.ts';
 import { emulatorCommand } from './emulator.ts';
+import { journalCommand } from './journal.ts';
+import { newCommand } from './new.ts';
+import { runCommand } from './run.ts';
 import { startCommand } from './start.ts';
+import { tasksCommand } from './tasks.ts';
 
 export const commands = new Map<string, Command>(
-  [startCommand, demoCommand, emulatorCommand].map((c) => [c.name, c]),
+  [
+    startCommand,
+    demoCommand,
+    emulatorCommand,
+    newCommand,
+    runCommand,
+    tasksCommand,
+    checkCommand,
+    journalCommand,
+  ].map((c) => [c.name, c]),
 );

@@ -1,0 +1,120 @@
+// `df-worker check`: what `start` would refuse, found before deploying: every configuration problem and every
+// handler module that fails to load, listed at once. Never prints a secret.
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { redactedConfig } from '../../config/describe.ts';
+import { ConfigError, formatProblem, type ConfigProblem } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import type { WorkerConfig } from '../../config/schema.ts';
+import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
+import { loadHandlers } from '../../handlers/loader.ts';
+import { wantsHelp, type Command } from '../command.ts';
+
+const EXIT_USAGE = 2;
+
+export type ConfigCheck =
+  { config: WorkerConfig; problems: [] } | { config: undefined; problems: ConfigProblem[] };
+
+/**
+ * Loads the configuration as `start` would when a service URL is set (URL and key required), else as `demo`
+ * would. A URL given in a DF_CONFIG file only shows after a first load, hence the second one.
+ */
+export function checkConfig(env: NodeJS.ProcessEnv): ConfigCheck {
+  const attempt = (require: 'service' | 'none'): ConfigCheck => {
+    try {
+      return { config: loadConfig({ env, require }), problems: [] };
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      return { config: undefined, problems: error.problems };
+    }
+  };
+  const urlInEnv = env.DF_API_URL !== undefined && env.DF_API_URL !== '';
+  const first = attempt(urlInEnv ? 'service' : 'none');
+  if (!urlInEnv && first.config !== undefined && first.config.api.url !== '') return attempt('service');
+  return first;
+}
+
+/** Lines describing the handlers of `dir` and the problems found there (each naming its file). */
+export async function checkHandlers(dir: string): Promise<{ lines: string[]; problems: number }> {
+  try {
+    const { handlers, errors } = await loadHandlers(dir);
+    const keys = [...handlers.keys()].sort();
+    const failed = errors.length === 0 ? '' : `; ${errors.length} failed`;
+    return {
+      lines: [
+        `handlers: ${keys.length} loaded from ${dir}${keys.length === 0 ? '' : ` (${keys.join(', ')})`}${failed}`,
+        ...errors.map((error) => `  ${error.message}`),
+      ],
+      problems: errors.length,
+    };
+  } catch (error) {
+    if (!(error instanceof HandlersDirectoryError)) throw error;
+    return { lines: ['handlers: none loaded', `  ${error.message}`], problems: 1 };
+  }
+}
+
+export const checkCommand: Command = {
+  name: 'check',
+  summary: 'validate the configuration and load every handler, listing all problems',
+  help: `
+Usage: df-worker check [--dir DIR] [--config FILE] [--verbose]
+
+Validates the configuration (DF_* variables and the DF_CONFIG file; when DF_API_URL is set, also what \`start\`
+requires: a URL and exactly one of DF_API_KEY and DF_API_KEY_FILE) and loads every handler module, then lists
+every problem found, each naming the setting or the file to fix. Exits 0 when all is well, 1 otherwise.
+Secrets (the API key, the wake token) are never printed.
+
+Options:
+  --dir DIR       handlers folder (default: DF_HANDLERS_DIR, else ./handlers)
+  --config FILE   a JSON config file (same as DF_CONFIG=FILE)
+  --verbose       also print the whole configuration, secrets redacted
+  -h, --help      this help
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: {
+          dir: { type: 'string' },
+          config: { type: 'string' },
+          verbose: { type: 'boolean', default: false },
+        },
+        strict: true,
+      });
+    } catch (error) {
+      process.stderr.write(`df-worker check: ${(error as Error).message}\n`);
+      process.stderr.write('Run `df-worker check --help` for the options.\n');
+      return EXIT_USAGE;
+    }
+    const { values } = parsed;
+    const env = values.config === undefined ? process.env : { ...process.env, DF_CONFIG: values.config };
+    const lines: string[] = [];
+
+    const { config, problems } = checkConfig(env);
+    if (config === undefined) {
+      lines.push(`config: ${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}`);
+      lines.push(...problems.map((problem) => `  ${formatProblem(problem)}`));
+    } else {
+      const access =
+        config.api.url === ''
+          ? 'no DF_API_URL: `start` and `tasks sync` need it and a key; `demo`, `run` and `new` do not'
+          : 'service URL and API key set';
+      lines.push(`config: ok (${access})`);
+      if (values.verbose) lines.push(JSON.stringify(redactedConfig(config), null, 2));
+    }
+
+    // With an unusable configuration, the folder is what DF_HANDLERS_DIR (or the default) says.
+    const dir = path.resolve(values.dir ?? config?.handlers.dir ?? (env.DF_HANDLERS_DIR || './handlers'));
+    const handlers = await checkHandlers(dir);
+    lines.push(...handlers.lines);
+
+    const total = problems.length + handlers.problems;
+    if (total > 0) {
+      lines.push(`check failed: ${total} ${total === 1 ? 'problem' : 'problems'}; fix them and run it again`);
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+    return total === 0 ? 0 : 1;
+  },
+};

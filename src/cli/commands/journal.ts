@@ -1,0 +1,140 @@
+// `df-worker journal`: a read-only look at the state folder: executions still owed to the service, the ones
+// given up on (dead letters) and corrupt files. Safe to run beside a live daemon: it moves and writes nothing.
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import { DEAD_LETTER_FOLDER, JOURNAL_FOLDER } from '../../journal/journal-folder.ts';
+import { describeJournal, type DeadLetter, type JournalEntry } from '../../journal/journal.ts';
+import { wantsHelp, type Command } from '../command.ts';
+import { EXIT_CONFIG } from './start.ts';
+
+const EXIT_USAGE = 2;
+
+export type JournalDescription = Awaited<ReturnType<typeof describeJournal>>;
+
+/** The human view of a journal: one table of pending executions, one of dead letters, the corrupt files. */
+export function formatJournal(stateDir: string, journal: JournalDescription): string {
+  const lines = [`journal at ${stateDir}`, '', `pending executions: ${journal.pending.length}`];
+  if (journal.pending.length > 0) {
+    lines.push(
+      ...table([
+        ['ID', 'TASK', 'PHASE', 'CLAIMED AT', 'REPORT ATTEMPTS'],
+        ...journal.pending.map(pendingRow),
+      ]),
+    );
+  }
+  lines.push('', `dead letters: ${journal.deadLetters.length}`);
+  if (journal.deadLetters.length > 0) {
+    lines.push(
+      ...table([['ID', 'TASK', 'DEAD AT', "SERVICE'S ANSWER"], ...journal.deadLetters.map(deadLetterRow)]),
+    );
+  }
+  lines.push('', `corrupt files: ${journal.corrupt.length}`, ...journal.corrupt.map((file) => `  ${file}`));
+  return `${lines.join('\n')}\n`;
+}
+
+function pendingRow(entry: JournalEntry): string[] {
+  const phase = entry.outcome === undefined ? entry.phase : `${entry.phase} (${entry.outcome.status})`;
+  return [entry.executionId, entry.taskKey, phase, entry.claimedAt, String(entry.reportAttempts)];
+}
+
+function deadLetterRow(letter: DeadLetter): string[] {
+  const { status, code, message } = letter.answer;
+  const answer = `${status}${code === undefined ? '' : ` ${code}`}${message === undefined ? '' : `: ${message}`}`;
+  return [letter.entry.executionId, letter.entry.taskKey, letter.deadAt, answer];
+}
+
+/** Rows as left-aligned columns, indented by two spaces; the last column is not padded. */
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0)));
+  return rows.map(
+    (row) =>
+      `  ${row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')}`,
+  );
+}
+
+/** False when neither of the journal's folders exists: no daemon ever ran with this state folder. */
+async function hasJournal(stateDir: string): Promise<boolean> {
+  for (const folder of [JOURNAL_FOLDER, DEAD_LETTER_FOLDER]) {
+    try {
+      await stat(path.join(stateDir, folder));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  return false;
+}
+
+export const journalCommand: Command = {
+  name: 'journal',
+  summary: 'show the executions the state folder still owes the service, and the dead letters',
+  help: `
+Usage: df-worker journal [--state-dir DIR] [--json]
+
+Shows, without changing anything, what the journal in the state folder holds: executions claimed and not yet
+reported (phase claimed: the handler had not finished; finished: the outcome is waiting to be reported), with
+when they were claimed and how many reports were sent; dead letters (executions whose report the service
+refused for good, with its answer); corrupt files. A daemon started on this folder replays the pending ones.
+
+Options:
+  --state-dir DIR   state folder (default: DF_STATE_DIR, else ./.state)
+  --json            print the raw records as JSON (inputs and outputs included)
+  -h, --help        this help
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: { 'state-dir': { type: 'string' }, json: { type: 'boolean', default: false } },
+        strict: true,
+      });
+    } catch (error) {
+      process.stderr.write(`df-worker journal: ${(error as Error).message}\n`);
+      process.stderr.write('Run `df-worker journal --help` for the options.\n');
+      return EXIT_USAGE;
+    }
+    const { values } = parsed;
+    let stateDir = values['state-dir'];
+    if (stateDir === undefined) {
+      try {
+        stateDir = loadConfig({ require: 'none' }).state.dir;
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        process.stderr.write(`df-worker journal: ${error.message}\n`);
+        return EXIT_CONFIG;
+      }
+    }
+    stateDir = path.resolve(stateDir);
+
+    let journal: JournalDescription;
+    try {
+      if (!(await hasJournal(stateDir))) {
+        // With --json, stdout stays parseable: the empty structure there, the note on stderr.
+        if (values.json) {
+          process.stderr.write(`no journal at ${stateDir}\n`);
+          process.stdout.write(`${JSON.stringify({ pending: [], deadLetters: [], corrupt: [] })}\n`);
+        } else {
+          process.stdout.write(`no journal at ${stateDir}\n`);
+        }
+        return 0;
+      }
+      journal = await describeJournal(stateDir);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === undefined) throw error;
+      process.stderr.write(
+        `df-worker journal: cannot read the journal in ${stateDir} (${code}); check the folder's permissions\n`,
+      );
+      return 1;
+    }
+    process.stdout.write(
+      values.json ? `${JSON.stringify(journal, null, 2)}\n` : formatJournal(stateDir, journal),
+    );
+    return 0;
+  },
+};

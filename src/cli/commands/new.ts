@@ -1,0 +1,180 @@
+// `df-worker new <task-key>`: scaffolds a handler module and its test in the handlers folder, so a new task
+// starts from code that already loads, runs and passes its test.
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import { wantsHelp, type Command } from '../command.ts';
+import {
+  handlerExtension,
+  handlerSource,
+  handlerTestSource,
+  SAMPLE_INPUT,
+  type HandlerLanguage,
+} from '../templates/handler.ts';
+import { EXIT_CONFIG } from './start.ts';
+
+const EXIT_USAGE = 2;
+/** Every extension the loader picks up: a handler under another one would make the key defined twice. */
+const HANDLER_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
+
+/** The files a scaffold writes, by absolute path. */
+export interface Scaffold {
+  handlerFile: string;
+  testFile: string;
+}
+
+/**
+ * Why `key` cannot name a new handler file, or undefined when it can. The loader skips names starting with `.`
+ * or `_` and names like `x.test.ts` or `x.d.ts`, so those keys would scaffold a handler that never loads.
+ */
+export function taskKeyProblem(key: string): string | undefined {
+  if (key === '') return 'the task key is empty; give the key the service knows the task by';
+  if (!/^[A-Za-z0-9._-]+$/.test(key)) {
+    return `task key "${key}" may only hold letters, digits, ".", "_" and "-", since it becomes a file name`;
+  }
+  if (key.startsWith('.') || key.startsWith('_')) {
+    return `task key "${key}" starts with "${key[0]}"; the loader skips such files, so start it with a letter or digit`;
+  }
+  if (/\.(test|spec|d)$/.test(key) || /\.(test|spec)\./.test(key)) {
+    return `task key "${key}" would make a file the loader skips (*.test.*, *.spec.*, *.d.ts); choose another key`;
+  }
+  return undefined;
+}
+
+/** Writes the handler and its test into `dir` (created when missing); refuses to overwrite anything. */
+export async function scaffoldHandler(
+  dir: string,
+  key: string,
+  language: HandlerLanguage,
+): Promise<Scaffold> {
+  const extension = handlerExtension(language);
+  const handlerFile = path.join(dir, `${key}${extension}`);
+  const testFile = path.join(dir, `${key}.test${extension}`);
+  const taken: string[] = [];
+  for (const file of [...HANDLER_EXTENSIONS.map((ext) => path.join(dir, `${key}${ext}`)), testFile]) {
+    if (await exists(file)) taken.push(file);
+  }
+  if (taken.length > 0) throw new ScaffoldExistsError(taken);
+  await mkdir(dir, { recursive: true });
+  // 'wx' fails rather than overwrite a file created since the check above.
+  await writeFile(handlerFile, handlerSource(key, language), { flag: 'wx' });
+  await writeFile(testFile, handlerTestSource(key, language), { flag: 'wx' });
+  return { handlerFile, testFile };
+}
+
+/** A file `new` would write, or another handler for the same key, already exists. */
+export class ScaffoldExistsError extends Error {
+  readonly files: string[];
+
+  constructor(files: string[]) {
+    super(
+      `${files.join(', ')} already ${files.length === 1 ? 'exists' : 'exist'}; nothing was written. ` +
+        'Edit the existing handler, or remove it first to start over',
+    );
+    this.name = 'ScaffoldExistsError';
+    this.files = files;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+export const newCommand: Command = {
+  name: 'new',
+  summary: 'scaffold a handler module and its test for a task key',
+  help: `
+Usage: df-worker new <task-key> [--dir DIR] [--js]
+
+Writes DIR/<task-key>.ts, a typed handler (erasable TypeScript: it runs on Node without a build), and
+DIR/<task-key>.test.ts, a vitest file that runs it through runTaskLocally. Existing files are never overwritten.
+The key may hold letters, digits, ".", "_" and "-": it is the service's task key and the file name.
+
+Options:
+  --dir DIR   handlers folder (default: DF_HANDLERS_DIR, else ./handlers); created when missing
+  --js        write <task-key>.mjs and <task-key>.test.mjs (plain JavaScript) instead
+  -h, --help  this help
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: { dir: { type: 'string' }, js: { type: 'boolean', default: false } },
+        allowPositionals: true,
+        strict: true,
+      });
+    } catch (error) {
+      return usageError((error as Error).message);
+    }
+    const [key, ...extra] = parsed.positionals;
+    if (key === undefined) return usageError('give the task key, e.g. `df-worker new enrich-product`');
+    if (extra.length > 0) return usageError(`unexpected arguments: ${extra.join(' ')}`);
+    const problem = taskKeyProblem(key);
+    if (problem !== undefined) return usageError(problem);
+
+    let dir = parsed.values.dir;
+    if (dir === undefined) {
+      // The folder is the only setting `new` needs, so the configuration is read only when it must be.
+      try {
+        dir = loadConfig({ require: 'none' }).handlers.dir;
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        process.stderr.write(`df-worker new: ${error.message}\n`);
+        return EXIT_CONFIG;
+      }
+    }
+    const language: HandlerLanguage = parsed.values.js ? 'js' : 'ts';
+    let scaffold: Scaffold;
+    try {
+      scaffold = await scaffoldHandler(path.resolve(dir), key, language);
+    } catch (error) {
+      if (!(error instanceof ScaffoldExistsError)) throw error;
+      process.stderr.write(`df-worker new: ${error.message}\n`);
+      return 1;
+    }
+    process.stdout.write(nextSteps(key, scaffold, parsed.values.dir));
+    return 0;
+  },
+};
+
+function nextSteps(key: string, scaffold: Scaffold, dirOption: string | undefined): string {
+  // Relative when under the working directory (shorter to read and paste), absolute otherwise.
+  const shown = (file: string) => {
+    const relative = path.relative(process.cwd(), file);
+    return relative.startsWith('..') || path.isAbsolute(relative) ? file : relative;
+  };
+  const dirArgument = dirOption === undefined ? '' : ` --dir ${shellQuote(dirOption)}`;
+  const input = shellQuote(JSON.stringify(SAMPLE_INPUT));
+  return [
+    `created ${shown(scaffold.handlerFile)}`,
+    `created ${shown(scaffold.testFile)}`,
+    '',
+    'Next:',
+    `  1. edit ${shown(scaffold.handlerFile)}: description, inputKeys, outputKeys and handle()`,
+    `  2. df-worker run ${key} --input ${input}${dirArgument}`,
+    `  3. npx vitest run ${shown(scaffold.testFile)}`,
+    `  4. df-worker check${dirArgument}`,
+    `  5. df-worker tasks sync --dry-run${dirArgument}, then without --dry-run to create the task on the service`,
+    '',
+  ].join('\n');
+}
+
+/** Quotes for a POSIX shell only when needed, so printed commands can be pasted as they are. */
+function shellQuote(text: string): string {
+  return /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`df-worker new: ${message}\nRun \`df-worker new --help\` for the options.\n`);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,366 @@
+// `df-worker run <task-key> --input JSON`: runs one handler once on a hand-given input, through the same runner
+// (input and output checks, retries, timeout) the daemon uses, without a service.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino, type DestinationStream } from 'pino';
+import type { JsonObject } from '../../api/types.ts';
+import { ConfigError } from '../../config/errors.ts';
+import { MAX_TIMER_MS } from '../../config/formats.ts';
+import { loadConfig } from '../../config/load.ts';
+import type { TaskModule } from '../../handlers/define-task.ts';
+import { HandlersDirectoryError, type HandlerLoadError } from '../../handlers/load-errors.ts';
+import { loadHandlers } from '../../handlers/loader.ts';
+import type { ExecutionOutcome } from '../../runner/run-execution.ts';
+import { runTaskLocally } from '../../runner/run-locally.ts';
+import { createLogger } from '../../telemetry/logger.ts';
+import { wantsHelp, type Command } from '../command.ts';
+import { EXIT_CONFIG } from './start.ts';
+
+const EXIT_USAGE = 2;
+/** How long `run` waits for whatever a handler left running before it exits anyway, in milliseconds. */
+const LINGER_MS = 1_000;
+
+/** The --input argument is unusable: unreadable file, not JSON, or not a JSON object. */
+export class InputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InputError';
+  }
+}
+
+/** The input object from `--input`: JSON text, or `@file` holding it (relative to `cwd`). */
+export async function readInputArgument(argument: string, cwd: string): Promise<JsonObject> {
+  let text = argument;
+  let source = '--input';
+  if (argument.startsWith('@')) {
+    const file = path.resolve(cwd, argument.slice(1));
+    source = `the --input file ${file}`;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? String(error);
+      throw new InputError(`cannot read ${source} (${code === 'ENOENT' ? 'it does not exist' : code})`);
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new InputError(`${source} is not valid JSON: ${describeJsonError(text)}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+    throw new InputError(`${source} must be a JSON object such as {"text": "hello"}, got ${got}`);
+  }
+  return value as JsonObject;
+}
+
+/** Where JSON text goes wrong, as "unexpected X at line L, column C (position P)". */
+export function describeJsonError(text: string): string {
+  const offset = jsonErrorOffset(text) ?? 0;
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - (before.lastIndexOf('\n') + 1) + 1;
+  const found = offset >= text.length ? 'end of input' : JSON.stringify(text[offset]);
+  return `unexpected ${found} at line ${line}, column ${column} (position ${offset})`;
+}
+
+/**
+ * Offset of the first character at which `text` stops being JSON (its length when it ends too early), or
+ * undefined when it is valid. V8's own message gives no position for an unexpected token, and quotes the text.
+ */
+export function jsonErrorOffset(text: string): number | undefined {
+  let i = 0;
+  const stop = (): never => {
+    throw new JsonStop(i);
+  };
+  const space = () => {
+    while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
+  };
+  const expect = (char: string) => {
+    if (text[i] !== char) stop();
+    i++;
+  };
+  const string = () => {
+    expect('"');
+    for (;;) {
+      const char = text[i];
+      if (char === undefined || char < ' ') stop();
+      if (char === '"') {
+        i++;
+        return;
+      }
+      if (char !== '\\') {
+        i++;
+        continue;
+      }
+      i++;
+      if (text[i] === 'u') {
+        for (let digit = 0; digit < 4; digit++) {
+          i++;
+          if (!/[0-9a-fA-F]/.test(text[i] ?? '')) stop();
+        }
+      } else if (!'"\\/bfnrt'.includes(text[i] ?? 'x')) {
+        stop();
+      }
+      i++;
+    }
+  };
+  const sequence = (close: string, member: () => void) => {
+    i++;
+    space();
+    if (text[i] === close) {
+      i++;
+      return;
+    }
+    for (;;) {
+      member();
+      space();
+      if (text[i] === close) {
+        i++;
+        return;
+      }
+      expect(',');
+      space();
+    }
+  };
+  const value = (): void => {
+    space();
+    const char = text[i];
+    if (char === '{') {
+      return sequence('}', () => {
+        string();
+        space();
+        expect(':');
+        value();
+      });
+    }
+    if (char === '[') return sequence(']', value);
+    if (char === '"') return string();
+    const number = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+    number.lastIndex = i;
+    if (number.test(text)) {
+      i = number.lastIndex;
+      return;
+    }
+    const literal = ['true', 'false', 'null'].find((word) => word[0] === char);
+    if (literal === undefined) stop();
+    for (const expected of literal!) expect(expected);
+  };
+  try {
+    value();
+    space();
+    if (i < text.length) stop();
+    return undefined;
+  } catch (error) {
+    if (error instanceof JsonStop) return error.offset;
+    throw error;
+  }
+}
+
+/** Unwinds the JSON scan at the first bad character; never escapes jsonErrorOffset. */
+class JsonStop extends Error {
+  readonly offset: number;
+  constructor(offset: number) {
+    super(`JSON stops being valid at position ${offset}`);
+    this.offset = offset;
+  }
+}
+
+/** Load failures that concern the wanted task (its own file, or its key defined twice) vs. the others. */
+export function splitLoadErrors(
+  errors: HandlerLoadError[],
+  key: string,
+): { wanted: HandlerLoadError[]; others: HandlerLoadError[] } {
+  const concernsKey = (error: HandlerLoadError) =>
+    path.basename(error.file, path.extname(error.file)) === key ||
+    // The loader reports a key defined in two files with this wording; neither copy was loaded.
+    error.message.includes(`task key "${key}" is defined in`);
+  return { wanted: errors.filter(concernsKey), others: errors.filter((e) => !concernsKey(e)) };
+}
+
+/** The one line printed on stderr after a run: status, attempts, duration and, when it failed, why. */
+export function summariseOutcome(key: string, outcome: ExecutionOutcome): string {
+  const attempts = `${outcome.attempts} ${outcome.attempts === 1 ? 'attempt' : 'attempts'}`;
+  const head = `${key}: ${outcome.status}, ${attempts}, ${Math.round(outcome.durationMs)} ms`;
+  if (outcome.failure === undefined) return head;
+  return `${head} (${outcome.failure.kind}: ${outcome.failure.message})`;
+}
+
+export const runCommand: Command = {
+  name: 'run',
+  summary: 'run one handler locally on a given input and print its output',
+  help: `
+Usage: df-worker run <task-key> --input '<json>' | --input @file.json [--dir DIR] [--timeout-ms N] [--retries N]
+
+Loads the handlers folder, runs the handler of <task-key> once on the input with the daemon's runner (declared
+input keys checked first, output keys after, retries with backoff, per-attempt timeout), prints the output as
+JSON on stdout and a one-line summary on stderr. No service is contacted. An input member "context" (an object)
+is passed to the handler as ctx.job, as the service's job context would be. Handler logs go to stderr
+(level DF_LOG_LEVEL, default warn here). Exits 0 when COMPLETED, 1 when FAILED.
+
+Options:
+  --input JSON|@FILE  the execution's input: a JSON object, or @ and the path of a file holding one (required)
+  --dir DIR           handlers folder (default: DF_HANDLERS_DIR, else ./handlers)
+  --timeout-ms N      per-attempt time limit in ms, overriding the handler's timeoutMs
+                      (default: the handler's, else DF_HANDLER_TIMEOUT_MS)
+  --retries N         retries after a failed attempt, overriding the handler's retryCount
+  -h, --help          this help
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: {
+          input: { type: 'string' },
+          dir: { type: 'string' },
+          'timeout-ms': { type: 'string' },
+          retries: { type: 'string' },
+        },
+        allowPositionals: true,
+        strict: true,
+      });
+    } catch (error) {
+      return usageError((error as Error).message);
+    }
+    const { values, positionals } = parsed;
+    const [key, ...extra] = positionals;
+    if (key === undefined) return usageError('give the task key of the handler to run');
+    if (extra.length > 0) return usageError(`unexpected arguments: ${extra.join(' ')}`);
+    if (values.input === undefined) return usageError(`give the input, e.g. --input '{"text": "hello"}'`);
+    const timeoutMs = wholeNumber(values['timeout-ms'], '--timeout-ms', 1, MAX_TIMER_MS);
+    const retries = wholeNumber(values.retries, '--retries', 0, 1_000);
+    if (typeof timeoutMs === 'string') return usageError(timeoutMs);
+    if (typeof retries === 'string') return usageError(retries);
+
+    let input: JsonObject;
+    try {
+      input = await readInputArgument(values.input, process.cwd());
+    } catch (error) {
+      if (!(error instanceof InputError)) throw error;
+      return usageError(error.message);
+    }
+
+    let config;
+    try {
+      // Quieter than the daemon by default: the summary line already says what happened.
+      config = loadConfig({ env: { DF_LOG_LEVEL: 'warn', ...process.env }, require: 'none' });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      process.stderr.write(`df-worker run: ${error.message}\n`);
+      return EXIT_CONFIG;
+    }
+    const handler = await findHandler(values.dir ?? config.handlers.dir, key);
+    if (handler === undefined) return 1;
+
+    const logger = createLogger({ level: config.log.level, destination: humanLogLines(process.stderr) });
+    const task: TaskModule = timeoutMs === undefined ? handler : { ...handler, timeoutMs };
+    const stop = new AbortController();
+    const onInterrupt = () => stop.abort();
+    process.once('SIGINT', onInterrupt);
+    let outcome: ExecutionOutcome;
+    try {
+      outcome = await runTaskLocally(task, input, {
+        logger,
+        shutdownSignal: stop.signal,
+        defaultTimeoutMs: config.handlers.timeoutMs,
+        ...(retries === undefined ? {} : { retryCount: retries }),
+      });
+    } finally {
+      process.off('SIGINT', onInterrupt);
+    }
+    process.stdout.write(`${JSON.stringify(outcome.output, null, 2)}\n`);
+    process.stderr.write(`${summariseOutcome(key, outcome)}\n`);
+    // A handler may leave work behind (a connection pool, a fetch that ignores ctx.signal after a timeout), which
+    // would keep a one-shot command alive: exit anyway, with the code main sets, once the output is written.
+    setTimeout(() => process.exit(), LINGER_MS).unref();
+    return outcome.status === 'COMPLETED' ? 0 : 1;
+  },
+};
+
+/** The handler of `key`, with other broken files shown as warnings; undefined (reason printed) when unusable. */
+async function findHandler(dir: string, key: string): Promise<TaskModule | undefined> {
+  let loaded;
+  try {
+    loaded = await loadHandlers(path.resolve(dir));
+  } catch (error) {
+    if (!(error instanceof HandlersDirectoryError)) throw error;
+    process.stderr.write(`df-worker run: ${error.message}\n`);
+    return undefined;
+  }
+  const handler = loaded.handlers.get(key);
+  const { wanted, others } = splitLoadErrors(loaded.errors, key);
+  // Other broken files are warnings only: they do not change this run.
+  for (const error of handler === undefined ? others : loaded.errors) {
+    process.stderr.write(`warning: ${error.message}\n`);
+  }
+  if (handler !== undefined) return handler;
+  if (wanted.length > 0) {
+    for (const error of wanted) process.stderr.write(`df-worker run: ${error.message}\n`);
+    return undefined;
+  }
+  const known = [...loaded.handlers.keys()].sort();
+  process.stderr.write(
+    `df-worker run: no handler for task key "${key}" in ${path.resolve(dir)}; ` +
+      (known.length === 0 ? 'no handler loaded there' : `known keys: ${known.join(', ')}`) +
+      ` (create one with \`df-worker new ${key}\`)\n`,
+  );
+  return undefined;
+}
+
+/**
+ * A pino destination that prints each log line as `level: message {fields}` for a person at a terminal; the
+ * fields every line of a run shares (time, execution id...) are left out.
+ */
+export function humanLogLines(out: { write(text: string): unknown }): DestinationStream {
+  return {
+    write(line: string) {
+      let record: Record<string, unknown>;
+      try {
+        record = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        out.write(line);
+        return;
+      }
+      const {
+        level,
+        msg,
+        time: _time,
+        name: _name,
+        pid: _pid,
+        hostname: _host,
+        executionId: _id,
+        err,
+        ...fields
+      } = record;
+      const label = typeof level === 'number' ? (pino.levels.labels[level] ?? String(level)) : String(level);
+      const error = (err as { message?: unknown } | undefined)?.message;
+      if (typeof error === 'string') fields.err = error;
+      const extra = Object.keys(fields).length === 0 ? '' : ` ${JSON.stringify(fields)}`;
+      out.write(`${label}: ${typeof msg === 'string' ? msg : ''}${extra}\n`);
+    },
+  };
+}
+
+/** The option's value as an integer in [min, max], undefined when absent, or a message when invalid. */
+function wholeNumber(
+  raw: string | undefined,
+  name: string,
+  min: number,
+  max: number,
+): number | string | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isSafeInteger(value) || value < min || value > max) {
+    return `${name} must be a whole number from ${min} to ${max}, got "${raw}"`;
+  }
+  return value;
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`df-worker run: ${message}\nRun \`df-worker run --help\` for the options.\n`);
+  return EXIT_USAGE;
+}

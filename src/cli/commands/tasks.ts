@@ -1,0 +1,368 @@
+// `df-worker tasks sync`: makes the service's custom tasks match what the handlers declare (create the missing,
+// update the changed), within the key's request budget. Tasks no handler claims are never touched.
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ServiceClient } from '../../api/client.ts';
+import { ServiceClientError, ServiceError } from '../../api/errors.ts';
+import type { KeyDescription, Task, TaskDefinition } from '../../api/types.ts';
+import { Budget, BudgetExhaustedError } from '../../budget/budget.ts';
+import { fileBudgetStore } from '../../budget/store.ts';
+import { systemClock } from '../../clock/clock.ts';
+import { ConfigError } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import type { WorkerConfig } from '../../config/schema.ts';
+import { definitionOf, matchTasks } from '../../daemon/task-registry.ts';
+import type { TaskModule } from '../../handlers/define-task.ts';
+import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
+import { loadHandlers } from '../../handlers/loader.ts';
+import { wantsHelp, type Command } from '../command.ts';
+import { EXIT_CONFIG } from './start.ts';
+
+const EXIT_USAGE = 2;
+const MAX_SHOWN_DESCRIPTION = 40;
+/** Tries per request when the service answers 429; a longer Retry-After than the cap fails the request. */
+const RATE_LIMITED_TRIES = 3;
+const MAX_RATE_LIMIT_WAIT_MS = 5 * 60_000;
+
+/** What sync does for one handler's task. */
+export type SyncEntry =
+  | { action: 'create'; key: string; definition: TaskDefinition }
+  | { action: 'update'; key: string; taskId: string; definition: TaskDefinition; changes: string[] }
+  | { action: 'unchanged'; key: string; taskId: string };
+
+export interface SyncPlan {
+  /** One entry per handler, by task key. */
+  entries: SyncEntry[];
+  /** Keys of service tasks with no handler here: listed, never changed. */
+  unmanaged: string[];
+}
+
+/** Compares the service's tasks with the handlers' declarations; pure, so dry run and real run agree. */
+export function planTaskSync(tasks: Task[], handlers: ReadonlyMap<string, TaskModule>): SyncPlan {
+  const match = matchTasks(tasks, handlers);
+  const entries: SyncEntry[] = [];
+  for (const key of match.missing) {
+    entries.push({ action: 'create', key, definition: definitionOf(handlers.get(key)!) });
+  }
+  for (const { task, handler } of match.registered) {
+    const definition = definitionOf(handler);
+    const changes = taskDifferences(task, definition);
+    entries.push(
+      changes.length === 0
+        ? { action: 'unchanged', key: task.key, taskId: task.id }
+        : { action: 'update', key: task.key, taskId: task.id, definition, changes },
+    );
+  }
+  entries.sort((a, b) => a.key.localeCompare(b.key));
+  return { entries, unmanaged: [...match.unhandled].sort() };
+}
+
+/** How the service's task differs from the handler's definition, one item per member: `retryCount 0 -> 2`. */
+export function taskDifferences(task: TaskDefinition, definition: TaskDefinition): string[] {
+  const changes: string[] = [];
+  if (task.description !== definition.description) {
+    changes.push(`description ${shorten(task.description)} -> ${shorten(definition.description)}`);
+  }
+  if (task.retryCount !== definition.retryCount) {
+    changes.push(`retryCount ${task.retryCount} -> ${definition.retryCount}`);
+  }
+  for (const member of ['inputKeys', 'outputKeys'] as const) {
+    const change = keyDifferences(task[member], definition[member]);
+    if (change !== undefined) changes.push(`${member} ${change}`);
+  }
+  return changes;
+}
+
+/** `+added -removed ~redescribed`, `reordered`, or undefined when both lists are the same. */
+function keyDifferences(current: KeyDescription[], wanted: KeyDescription[]): string | undefined {
+  const currentByKey = new Map(current.map((k) => [k.key, k.description]));
+  const wantedKeys = new Set(wanted.map((k) => k.key));
+  const parts = [
+    ...wanted.filter((k) => !currentByKey.has(k.key)).map((k) => `+${k.key}`),
+    ...current.filter((k) => !wantedKeys.has(k.key)).map((k) => `-${k.key}`),
+    ...wanted
+      .filter((k) => currentByKey.has(k.key) && currentByKey.get(k.key) !== k.description)
+      .map((k) => `~${k.key}`),
+  ];
+  if (parts.length > 0) return parts.join(' ');
+  const sameOrder = current.length === wanted.length && current.every((k, i) => k.key === wanted[i]?.key);
+  return sameOrder ? undefined : 'reordered';
+}
+
+function shorten(text: string): string {
+  const shown = text.length > MAX_SHOWN_DESCRIPTION ? `${text.slice(0, MAX_SHOWN_DESCRIPTION - 1)}…` : text;
+  return JSON.stringify(shown);
+}
+
+/** One line of the plan: `+ create k`, `~ update k: ...`, `= k unchanged`. */
+export function describeEntry(entry: SyncEntry): string {
+  if (entry.action === 'create') return `+ create ${entry.key}`;
+  if (entry.action === 'update') return `~ update ${entry.key}: ${entry.changes.join(', ')}`;
+  return `= ${entry.key} unchanged`;
+}
+
+export const tasksCommand: Command = {
+  name: 'tasks',
+  summary: "sync the service's custom tasks with the handlers' declarations",
+  help: `
+Usage: df-worker tasks sync [--dry-run] [--dir DIR]
+
+Lists the service's custom tasks and compares each with the handler of the same key (description, retryCount,
+inputKeys, outputKeys):
+  + create KEY            no task on the service has the handler's key
+  ~ update KEY: CHANGES   the task differs, e.g. "retryCount 0 -> 2, outputKeys +columns -old ~renamed"
+  = KEY unchanged
+    (not managed here) KEY   a task with no handler here: never changed or deleted
+Then creates and updates the tasks (unless --dry-run). Needs DF_API_URL and DF_API_KEY (or DF_API_KEY_FILE).
+Requests count against the same budget as the daemon (DF_BUDGET_*, state in DF_STATE_DIR) and are paced by it.
+Exits 1 when a handler fails to load (nothing is sent) or when a request failed (after trying the others).
+
+Options:
+  --dry-run   show the changes without making them (one request: the task list)
+  --dir DIR   handlers folder (default: DF_HANDLERS_DIR, else ./handlers)
+  -h, --help  this help
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: { 'dry-run': { type: 'boolean', default: false }, dir: { type: 'string' } },
+        allowPositionals: true,
+        strict: true,
+      });
+    } catch (error) {
+      return usageError((error as Error).message);
+    }
+    const [subcommand, ...extra] = parsed.positionals;
+    if (subcommand !== 'sync') {
+      return usageError(
+        subcommand === undefined ? 'give a subcommand: sync' : `unknown subcommand "${subcommand}"`,
+      );
+    }
+    if (extra.length > 0) return usageError(`unexpected arguments: ${extra.join(' ')}`);
+
+    let config: WorkerConfig;
+    try {
+      config = loadConfig({ require: 'service' });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      process.stderr.write(`df-worker tasks: ${error.message}\n`);
+      return EXIT_CONFIG;
+    }
+    const dir = path.resolve(parsed.values.dir ?? config.handlers.dir);
+    const handlers = await loadAllHandlers(dir);
+    if (handlers === undefined) return 1;
+    return await sync(config, dir, handlers, parsed.values['dry-run']);
+  },
+};
+
+/** Every handler of `dir`, or undefined (reasons printed) when any fails: a partial set would sync wrongly. */
+async function loadAllHandlers(dir: string): Promise<ReadonlyMap<string, TaskModule> | undefined> {
+  try {
+    const { handlers, errors } = await loadHandlers(dir);
+    if (errors.length === 0) return handlers;
+    for (const error of errors) process.stderr.write(`df-worker tasks: ${error.message}\n`);
+    process.stderr.write(
+      'df-worker tasks: fix the handlers above first (see `df-worker check`); nothing was sent\n',
+    );
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof HandlersDirectoryError)) throw error;
+    process.stderr.write(`df-worker tasks: ${error.message}\n`);
+    return undefined;
+  }
+}
+
+async function sync(
+  config: WorkerConfig,
+  dir: string,
+  handlers: ReadonlyMap<string, TaskModule>,
+  dryRun: boolean,
+): Promise<number> {
+  const stop = new AbortController();
+  const onInterrupt = () => stop.abort(new Error('interrupted (Ctrl-C)'));
+  process.once('SIGINT', onInterrupt);
+  const budget = new Budget({
+    limits: config.budget,
+    clock: systemClock,
+    timeZone: config.budget.timeZone,
+    reserveFraction: config.budget.reserve,
+    store: fileBudgetStore(config.state.dir),
+  });
+  const client = new ServiceClient({
+    baseUrl: config.api.url,
+    apiKey: config.api.key,
+    authMode: config.api.authMode,
+    pathStyle: config.api.pathStyle,
+    connectTimeoutMs: config.api.connectTimeoutMs,
+    headersTimeoutMs: config.api.headersTimeoutMs,
+    bodyTimeoutMs: config.api.bodyTimeoutMs,
+    requestTimeoutMs: config.api.requestTimeoutMs,
+    gate: budget,
+  });
+  const send: Send = (request) => retryRateLimited(budget, config.scheduler.rateLimitPauseMs, request);
+  try {
+    // The budget file lives in the state folder, which a first run of the CLI may have to create.
+    try {
+      await mkdir(config.state.dir, { recursive: true, mode: 0o700 });
+      await budget.load();
+    } catch (error) {
+      const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      process.stderr.write(
+        `df-worker tasks: cannot use the state folder ${config.state.dir} for the budget (${reason}); ` +
+          'make it writable or set DF_STATE_DIR to a writable folder\n',
+      );
+      return 1;
+    }
+    if (budget.snapshot().month.remaining < 1) {
+      process.stderr.write(`df-worker tasks: ${monthExhausted(budget)}\n`);
+      return 1;
+    }
+    let tasks: Task[];
+    try {
+      tasks = await send(() => client.listTasks({ signal: stop.signal }));
+    } catch (error) {
+      if (!isRequestFailure(error, stop.signal)) throw error;
+      process.stderr.write(
+        `df-worker tasks: could not list the service's tasks: ${(error as Error).message}\n`,
+      );
+      return 1;
+    }
+    const plan = planTaskSync(tasks, handlers);
+    printPlan(plan, config.api.url, dir);
+    const changes = plan.entries.filter((entry) => entry.action !== 'unchanged');
+    if (dryRun) {
+      process.stdout.write(`dry run: ${countActions(changes, 'planned')}; nothing was changed\n`);
+      return 0;
+    }
+    if (changes.length === 0) {
+      process.stdout.write('nothing to change\n');
+      return 0;
+    }
+    if (budget.snapshot().month.remaining < changes.length) {
+      process.stderr.write(`df-worker tasks: ${monthExhausted(budget)}; nothing was changed\n`);
+      return 1;
+    }
+    return await applyChanges(client, send, changes, stop.signal);
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    await client.close();
+    await budget.flush().catch((error: unknown) => {
+      process.stderr.write(`df-worker tasks: could not save the budget usage: ${(error as Error).message}\n`);
+    });
+  }
+}
+
+async function applyChanges(
+  client: ServiceClient,
+  send: Send,
+  changes: Exclude<SyncEntry, { action: 'unchanged' }>[],
+  signal: AbortSignal,
+): Promise<number> {
+  let made = 0;
+  let failed = 0;
+  for (const [index, entry] of changes.entries()) {
+    const step = `[${index + 1}/${changes.length}]`;
+    try {
+      if (entry.action === 'create') {
+        const created = await send(() => client.createTask(entry.definition, signal));
+        process.stdout.write(`${step} created ${entry.key} (id ${created.id})\n`);
+        made++;
+      } else {
+        await send(() => client.updateTask(entry.taskId, entry.definition, signal));
+        process.stdout.write(`${step} updated ${entry.key}\n`);
+        made++;
+      }
+    } catch (error) {
+      if (!isRequestFailure(error, signal)) throw error;
+      failed++;
+      process.stdout.write(`${step} failed to ${entry.action} ${entry.key}: ${(error as Error).message}\n`);
+      if (signal.aborted) break;
+    }
+  }
+  if (made === changes.length) {
+    process.stdout.write(`done: ${countActions(changes, 'done')}\n`);
+    return 0;
+  }
+  const notTried = changes.length - made - failed;
+  process.stdout.write(
+    `${made} of ${changes.length} changes made, ${failed} failed` +
+      `${notTried === 0 ? '' : `, ${notTried} not tried (interrupted)`}; run it again to retry\n`,
+  );
+  return 1;
+}
+
+/** Sends one request through the budget, retrying it after a 429 RATE_LIMIT answer. */
+type Send = <T>(request: () => Promise<T>) => Promise<T>;
+
+/**
+ * Runs `request`; after a 429 pauses the whole budget for the Retry-After (or `pauseMs`), as the daemon does, so
+ * the retry and the requests after it wait, then tries again, at most RATE_LIMITED_TRIES times.
+ */
+async function retryRateLimited<T>(budget: Budget, pauseMs: number, request: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      const waitMs = error instanceof ServiceError ? (error.retryAfterMs ?? pauseMs) : 0;
+      const retry =
+        error instanceof ServiceError &&
+        error.status === 429 &&
+        attempt < RATE_LIMITED_TRIES &&
+        waitMs <= MAX_RATE_LIMIT_WAIT_MS;
+      if (!retry) throw error;
+      process.stderr.write(
+        `the service answered 429 RATE_LIMIT; retrying in ${Math.ceil(waitMs / 1000)} s\n`,
+      );
+      budget.pauseUntil(Date.now() + waitMs);
+    }
+  }
+}
+
+function printPlan(plan: SyncPlan, url: string, dir: string): void {
+  const lines = [
+    `tasks on ${describeUrl(url)} compared with the handlers in ${dir}:`,
+    ...plan.entries.map(describeEntry),
+    ...plan.unmanaged.map((key) => `  (not managed here) ${key}`),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** `1 to create, 2 to update` before the changes, `1 created, 2 updated` after them. */
+function countActions(changes: SyncEntry[], tense: 'planned' | 'done'): string {
+  const creates = changes.filter((c) => c.action === 'create').length;
+  const updates = changes.filter((c) => c.action === 'update').length;
+  return tense === 'planned'
+    ? `${creates} to create, ${updates} to update`
+    : `${creates} created, ${updates} updated`;
+}
+
+/** The service's address without any user information, which could hold credentials. */
+function describeUrl(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  parsed.search = '';
+  return parsed.href.replace(/\/$/, '');
+}
+
+function monthExhausted(budget: Budget): string {
+  const { month } = budget.snapshot();
+  return (
+    `the monthly request budget is spent (${month.used} of ${month.limit} this month, until ` +
+    `${new Date(month.endsAt).toISOString()}); raise DF_BUDGET_PER_MONTH if the key allows more, or wait`
+  );
+}
+
+/** A failure of one request (the service, the network, the budget or Ctrl-C), as opposed to a bug. */
+function isRequestFailure(error: unknown, signal: AbortSignal): boolean {
+  return error instanceof ServiceClientError || error instanceof BudgetExhaustedError || signal.aborted;
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`df-worker tasks: ${message}\nRun \`df-worker tasks --help\` for the options.\n`);
+  return EXIT_USAGE;
+}

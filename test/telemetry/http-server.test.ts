@@ -1,0 +1,107 @@
+// The worker's HTTP endpoints over loopback: probes, metrics, and the three modes of POST /wake.
+import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import {
+  WorkerHttpServer,
+  type HttpServerOptions,
+  type ProbeSource,
+} from '../../src/telemetry/http-server.ts';
+
+let server: WorkerHttpServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+function source(ready = true) {
+  const woken: (string | undefined)[] = [];
+  const probe: ProbeSource = {
+    readiness: () => ({
+      ready,
+      checks: {
+        service: ready ? { ok: true } : { ok: false, reason: 'the service refuses the API key (401)' },
+      },
+    }),
+    wake: (task) => {
+      woken.push(task);
+      return task === 'unknown' ? 0 : 1;
+    },
+    metrics: () => Promise.resolve('dfworker_ready 1\n'),
+    metricsContentType: 'text/plain; version=0.0.4; charset=utf-8',
+  };
+  return { probe, woken };
+}
+
+async function start(probe: ProbeSource, options: Partial<HttpServerOptions> = {}): Promise<string> {
+  server = new WorkerHttpServer(probe, {
+    port: 0,
+    host: '127.0.0.1',
+    wake: 'off',
+    logger: pino({ level: 'silent' }),
+    ...options,
+  });
+  return server.listen();
+}
+
+describe('worker HTTP server', () => {
+  it('answers /readyz 503 with the reason of each failed check', async () => {
+    const url = await start(source(false).probe);
+    const res = await fetch(`${url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({
+      status: 'not ready',
+      checks: { service: { ok: false, reason: 'the service refuses the API key (401)' } },
+    });
+    expect((await fetch(`${url}/readyz`.replace('readyz', 'healthz'))).status).toBe(200);
+  });
+
+  it('serves the metrics in Prometheus text format', async () => {
+    const url = await start(source().probe);
+    const res = await fetch(`${url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/text\/plain/);
+    expect(await res.text()).toBe('dfworker_ready 1\n');
+  });
+
+  it('fails /healthz after the event loop was blocked longer than the limit', async () => {
+    const url = await start(source().probe, { maxEventLoopDelayMs: 150 });
+    const until = Date.now() + 400;
+    while (Date.now() < until) {
+      // A handler stuck in a synchronous loop.
+    }
+    const res = await fetch(`${url}/healthz`);
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { reason: string }).reason).toMatch(/event loop blocked/);
+  });
+
+  it('keeps POST /wake off by default', async () => {
+    const { probe, woken } = source();
+    const url = await start(probe);
+    expect((await fetch(`${url}/wake`, { method: 'POST' })).status).toBe(404);
+    expect(woken).toEqual([]);
+  });
+
+  it('requires the bearer token in token mode and wakes one task or all', async () => {
+    const { probe, woken } = source();
+    const url = await start(probe, { wake: 'token', wakeToken: 's3cret-token' });
+    expect((await fetch(`${url}/wake`, { method: 'POST' })).status).toBe(401);
+    expect(
+      (await fetch(`${url}/wake`, { method: 'POST', headers: { authorization: 'Bearer wrong-token!' } }))
+        .status,
+    ).toBe(401);
+    const auth = { authorization: 'Bearer s3cret-token' };
+    const one = await fetch(`${url}/wake?task=enrich`, { method: 'POST', headers: auth });
+    expect(one.status).toBe(202);
+    expect(await one.json()).toEqual({ woken: 1 });
+    expect((await fetch(`${url}/wake?task=unknown`, { method: 'POST', headers: auth })).status).toBe(404);
+    expect((await fetch(`${url}/wake`, { method: 'POST', headers: auth })).status).toBe(202);
+    expect((await fetch(`${url}/wake`, { headers: auth })).status).toBe(405);
+    expect(woken).toEqual(['enrich', 'unknown', undefined]);
+  });
+
+  it('accepts anyone in open mode', async () => {
+    const { probe, woken } = source();
+    const url = await start(probe, { wake: 'open' });
+    expect((await fetch(`${url}/wake?task=a`, { method: 'POST' })).status).toBe(202);
+    expect(woken).toEqual(['a']);
+  });
+});
