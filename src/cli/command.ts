@@ -15,3 +15,14 @@ export function wantsHelp(argv: string[], command: Command): boolean {
   }
   return false;
 }
+
+/** Exit code for a command line that cannot be understood (bad option, missing argument). */
+export const EXIT_USAGE = 2;
+
+/** Prints a usage problem with the pointer to the command's help, and returns EXIT_USAGE. */
+export function usageError(command: string, message: string): number {
+  process.stderr.write(
+    `df-worker ${command}: ${message}\nRun \`df-worker ${command} --help\` for the options.\n`,
+  );
+  return EXIT_USAGE;
+}

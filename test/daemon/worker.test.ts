@@ -165,7 +165,10 @@ describe('the service misbehaving', () => {
     expect(reported(harness, e.id)).toEqual([
       expect.objectContaining({ status: 'COMPLETED', output: { x: 7 } }),
     ]);
-    expect(await harness.worker.metrics.render()).toMatch(/dfworker_report_attempts_sum\{task="echo"\} 3/);
+    // The worker records the report's attempts once the journal is updated, just after the service saw it.
+    await expect
+      .poll(() => harness!.worker.metrics.render())
+      .toMatch(/dfworker_report_attempts_sum\{task="echo"\} 3/);
   });
 
   it('moves a report the service refuses for good (404) to the dead-letter folder and keeps serving', async () => {

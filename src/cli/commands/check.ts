@@ -8,9 +8,7 @@ import { loadConfig } from '../../config/load.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
-import { wantsHelp, type Command } from '../command.ts';
-
-const EXIT_USAGE = 2;
+import { wantsHelp, type Command, usageError } from '../command.ts';
 
 export type ConfigCheck =
   { config: WorkerConfig; problems: [] } | { config: undefined; problems: ConfigProblem[] };
@@ -84,9 +82,7 @@ Options:
         strict: true,
       });
     } catch (error) {
-      process.stderr.write(`df-worker check: ${(error as Error).message}\n`);
-      process.stderr.write('Run `df-worker check --help` for the options.\n');
-      return EXIT_USAGE;
+      return usageError('check', (error as Error).message);
     }
     const { values } = parsed;
     const env = values.config === undefined ? process.env : { ...process.env, DF_CONFIG: values.config };

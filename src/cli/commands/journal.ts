@@ -7,10 +7,8 @@ import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { DEAD_LETTER_FOLDER, JOURNAL_FOLDER } from '../../journal/journal-folder.ts';
 import { describeJournal, type DeadLetter, type JournalEntry } from '../../journal/journal.ts';
-import { wantsHelp, type Command } from '../command.ts';
+import { wantsHelp, type Command, usageError } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
-
-const EXIT_USAGE = 2;
 
 export type JournalDescription = Awaited<ReturnType<typeof describeJournal>>;
 
@@ -94,9 +92,7 @@ Options:
         strict: true,
       });
     } catch (error) {
-      process.stderr.write(`df-worker journal: ${(error as Error).message}\n`);
-      process.stderr.write('Run `df-worker journal --help` for the options.\n');
-      return EXIT_USAGE;
+      return usageError('journal', (error as Error).message);
     }
     const { values } = parsed;
     let stateDir = values['state-dir'];

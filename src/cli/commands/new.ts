@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
-import { wantsHelp, type Command } from '../command.ts';
+import { wantsHelp, type Command, usageError } from '../command.ts';
 import {
   handlerExtension,
   handlerSource,
@@ -15,7 +15,6 @@ import {
 } from '../templates/handler.ts';
 import { EXIT_CONFIG } from './start.ts';
 
-const EXIT_USAGE = 2;
 /** Every extension the loader picks up: a handler under another one would make the key defined twice. */
 const HANDLER_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
 
@@ -114,13 +113,13 @@ Options:
         strict: true,
       });
     } catch (error) {
-      return usageError((error as Error).message);
+      return usageError('new', (error as Error).message);
     }
     const [key, ...extra] = parsed.positionals;
-    if (key === undefined) return usageError('give the task key, e.g. `df-worker new enrich-product`');
-    if (extra.length > 0) return usageError(`unexpected arguments: ${extra.join(' ')}`);
+    if (key === undefined) return usageError('new', 'give the task key, e.g. `df-worker new enrich-product`');
+    if (extra.length > 0) return usageError('new', `unexpected arguments: ${extra.join(' ')}`);
     const problem = taskKeyProblem(key);
-    if (problem !== undefined) return usageError(problem);
+    if (problem !== undefined) return usageError('new', problem);
 
     let dir = parsed.values.dir;
     if (dir === undefined) {
@@ -172,9 +171,4 @@ function nextSteps(key: string, scaffold: Scaffold, dirOption: string | undefine
 /** Quotes for a POSIX shell only when needed, so printed commands can be pasted as they are. */
 function shellQuote(text: string): string {
   return /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-function usageError(message: string): number {
-  process.stderr.write(`df-worker new: ${message}\nRun \`df-worker new --help\` for the options.\n`);
-  return EXIT_USAGE;
 }

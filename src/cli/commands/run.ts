@@ -14,10 +14,9 @@ import { loadHandlers } from '../../handlers/loader.ts';
 import type { ExecutionOutcome } from '../../runner/run-execution.ts';
 import { runTaskLocally } from '../../runner/run-locally.ts';
 import { createLogger } from '../../telemetry/logger.ts';
-import { wantsHelp, type Command } from '../command.ts';
+import { wantsHelp, type Command, usageError } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
 
-const EXIT_USAGE = 2;
 /** How long `run` waits for whatever a handler left running before it exits anyway, in milliseconds. */
 const LINGER_MS = 1_000;
 
@@ -224,24 +223,25 @@ Options:
         strict: true,
       });
     } catch (error) {
-      return usageError((error as Error).message);
+      return usageError('run', (error as Error).message);
     }
     const { values, positionals } = parsed;
     const [key, ...extra] = positionals;
-    if (key === undefined) return usageError('give the task key of the handler to run');
-    if (extra.length > 0) return usageError(`unexpected arguments: ${extra.join(' ')}`);
-    if (values.input === undefined) return usageError(`give the input, e.g. --input '{"text": "hello"}'`);
+    if (key === undefined) return usageError('run', 'give the task key of the handler to run');
+    if (extra.length > 0) return usageError('run', `unexpected arguments: ${extra.join(' ')}`);
+    if (values.input === undefined)
+      return usageError('run', `give the input, e.g. --input '{"text": "hello"}'`);
     const timeoutMs = wholeNumber(values['timeout-ms'], '--timeout-ms', 1, MAX_TIMER_MS);
     const retries = wholeNumber(values.retries, '--retries', 0, 1_000);
-    if (typeof timeoutMs === 'string') return usageError(timeoutMs);
-    if (typeof retries === 'string') return usageError(retries);
+    if (typeof timeoutMs === 'string') return usageError('run', timeoutMs);
+    if (typeof retries === 'string') return usageError('run', retries);
 
     let input: JsonObject;
     try {
       input = await readInputArgument(values.input, process.cwd());
     } catch (error) {
       if (!(error instanceof InputError)) throw error;
-      return usageError(error.message);
+      return usageError('run', error.message);
     }
 
     let config;
@@ -358,9 +358,4 @@ function wholeNumber(
     return `${name} must be a whole number from ${min} to ${max}, got "${raw}"`;
   }
   return value;
-}
-
-function usageError(message: string): number {
-  process.stderr.write(`df-worker run: ${message}\nRun \`df-worker run --help\` for the options.\n`);
-  return EXIT_USAGE;
 }

@@ -3,23 +3,23 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ServiceClient } from '../../api/client.ts';
+import type { ServiceClient } from '../../api/client.ts';
 import { ServiceClientError, ServiceError } from '../../api/errors.ts';
 import type { KeyDescription, Task, TaskDefinition } from '../../api/types.ts';
-import { Budget, BudgetExhaustedError } from '../../budget/budget.ts';
-import { fileBudgetStore } from '../../budget/store.ts';
+import type { Budget } from '../../budget/budget.ts';
+import { BudgetExhaustedError } from '../../budget/budget.ts';
 import { systemClock } from '../../clock/clock.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
+import { budgetFromConfig, clientFromConfig } from '../../daemon/service-wiring.ts';
 import { definitionOf, matchTasks } from '../../daemon/task-registry.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
-import { wantsHelp, type Command } from '../command.ts';
+import { wantsHelp, type Command, usageError } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
 
-const EXIT_USAGE = 2;
 const MAX_SHOWN_DESCRIPTION = 40;
 /** Tries per request when the service answers 429; a longer Retry-After than the cap fails the request. */
 const RATE_LIMITED_TRIES = 3;
@@ -134,15 +134,16 @@ Options:
         strict: true,
       });
     } catch (error) {
-      return usageError((error as Error).message);
+      return usageError('tasks', (error as Error).message);
     }
     const [subcommand, ...extra] = parsed.positionals;
     if (subcommand !== 'sync') {
       return usageError(
+        'tasks',
         subcommand === undefined ? 'give a subcommand: sync' : `unknown subcommand "${subcommand}"`,
       );
     }
-    if (extra.length > 0) return usageError(`unexpected arguments: ${extra.join(' ')}`);
+    if (extra.length > 0) return usageError('tasks', `unexpected arguments: ${extra.join(' ')}`);
 
     let config: WorkerConfig;
     try {
@@ -185,24 +186,8 @@ async function sync(
   const stop = new AbortController();
   const onInterrupt = () => stop.abort(new Error('interrupted (Ctrl-C)'));
   process.once('SIGINT', onInterrupt);
-  const budget = new Budget({
-    limits: config.budget,
-    clock: systemClock,
-    timeZone: config.budget.timeZone,
-    reserveFraction: config.budget.reserve,
-    store: fileBudgetStore(config.state.dir),
-  });
-  const client = new ServiceClient({
-    baseUrl: config.api.url,
-    apiKey: config.api.key,
-    authMode: config.api.authMode,
-    pathStyle: config.api.pathStyle,
-    connectTimeoutMs: config.api.connectTimeoutMs,
-    headersTimeoutMs: config.api.headersTimeoutMs,
-    bodyTimeoutMs: config.api.bodyTimeoutMs,
-    requestTimeoutMs: config.api.requestTimeoutMs,
-    gate: budget,
-  });
+  const budget = budgetFromConfig(config, systemClock);
+  const client = clientFromConfig(config, budget);
   const send: Send = (request) => retryRateLimited(budget, config.scheduler.rateLimitPauseMs, request);
   try {
     // The budget file lives in the state folder, which a first run of the CLI may have to create.
@@ -360,9 +345,4 @@ function monthExhausted(budget: Budget): string {
 /** A failure of one request (the service, the network, the budget or Ctrl-C), as opposed to a bug. */
 function isRequestFailure(error: unknown, signal: AbortSignal): boolean {
   return error instanceof ServiceClientError || error instanceof BudgetExhaustedError || signal.aborted;
-}
-
-function usageError(message: string): number {
-  process.stderr.write(`df-worker tasks: ${message}\nRun \`df-worker tasks --help\` for the options.\n`);
-  return EXIT_USAGE;
 }
