@@ -191,7 +191,11 @@ export class ServiceClient {
     );
   }
 
-  /** The next pending execution of the task, now claimed by this client; null when none is pending (404 NOT_FOUND). */
+  /**
+   * The next pending execution of the task, now claimed by this client; null when none is pending (404 NOT_FOUND).
+   * `signal` cancels the poll only while it waits for the budget gate: once sent, it runs to its answer or its
+   * timeouts, because the service claims the execution when it answers and a dropped answer would lose it.
+   */
   async pollTask(taskId: string, signal?: AbortSignal): Promise<TaskExecution | null> {
     return await this.#call(
       'tasks.poll',
@@ -209,6 +213,7 @@ export class ServiceClient {
         this.#ensureSuccess('tasks.poll', answer);
         return parseTaskExecution('tasks.poll', parseJsonBody('tasks.poll', answer));
       },
+      { abortWhenSent: false },
     );
   }
 
@@ -270,6 +275,7 @@ export class ServiceClient {
     request: OutgoingRequest,
     signal: AbortSignal | undefined,
     interpret: (answer: Answer) => T,
+    { abortWhenSent = true }: { abortWhenSent?: boolean } = {},
   ): Promise<T> {
     if (this.#closed) {
       throw new ServiceClientError(
@@ -281,7 +287,7 @@ export class ServiceClient {
     const started = performance.now();
     let status = 0;
     try {
-      const answer = await this.#transport.send(operation, request, signal);
+      const answer = await this.#transport.send(operation, request, abortWhenSent ? signal : undefined);
       status = answer.status;
       const value = interpret(answer);
       this.#emit({ operation, status, durationMs: performance.now() - started });

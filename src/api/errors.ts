@@ -98,14 +98,23 @@ export class ResponseValidationError extends ServiceClientError {
   readonly operation: Operation;
   /** The offending field's path, e.g. `input` or `data[3].id`; `(body)` when the body itself is unusable. */
   readonly field: string;
+  /** What is wrong, e.g. `field 'input' is not an object`. */
+  readonly problem: string;
+  /**
+   * The `id` of an unusable task execution answer, when it holds one. A poll answer has claimed that
+   * execution on the service even though it cannot be run: the caller can still report it FAILED.
+   */
+  readonly executionId: string | undefined;
 
-  constructor(operation: Operation, field: string, problem: string) {
+  constructor(operation: Operation, field: string, problem: string, executionId?: string) {
     super(
       `${operation} answer ${problem}; the service's answer does not match its documented shape ` +
         `(a proxy in between, or an API change): check baseUrl and report this if it persists`,
     );
     this.operation = operation;
     this.field = field;
+    this.problem = problem;
+    this.executionId = executionId;
   }
 }
 

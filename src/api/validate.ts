@@ -124,8 +124,23 @@ export function parseTask(operation: Operation, value: unknown, path = ''): Task
   return task;
 }
 
-/** Validates a TaskExecution (part 2.2): `id`, `taskId`, `status` strings and `input` an object are required. */
+/**
+ * Validates a TaskExecution (part 2.2): `id`, `taskId`, `status` strings and `input` an object are required.
+ * When the answer is unusable but carries a non-empty string `id`, the error names it (`executionId`).
+ */
 export function parseTaskExecution(operation: Operation, value: unknown): TaskExecution {
+  try {
+    return readTaskExecution(operation, value);
+  } catch (error) {
+    const id = isPlainObject(value) ? value.id : undefined;
+    if (error instanceof ResponseValidationError && typeof id === 'string' && id !== '') {
+      throw new ResponseValidationError(error.operation, error.field, error.problem, id);
+    }
+    throw error;
+  }
+}
+
+function readTaskExecution(operation: Operation, value: unknown): TaskExecution {
   const reader = new FieldReader(operation, value, '', 'a task execution');
   checkObjectTag(reader, 'task_execution');
   const execution: TaskExecution = {

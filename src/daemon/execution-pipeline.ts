@@ -46,8 +46,9 @@ export class ExecutionPipeline {
 
   /** Runs a freshly polled execution to its end. Never rejects. */
   async process(polled: PolledTask, execution: TaskExecution): Promise<void> {
-    const { journal, clock } = this.#o;
-    const registered = this.#o.lookup(execution.taskId) ?? this.#o.lookup(polled.taskId);
+    // Only the execution's own task's handler may run it: another task's handler would report its
+    // output as this job's result. No handler for it here means FAILED, naming the task.
+    const registered = this.#o.lookup(execution.taskId);
     const taskKey = registered?.task.key ?? polled.key;
     const logger = this.#o.logger.child({ taskKey, executionId: execution.id });
     if (execution.taskId !== polled.taskId) {
@@ -57,14 +58,50 @@ export class ExecutionPipeline {
       );
     }
     this.#o.observer?.claimed?.(taskKey, execution);
+    await this.#journalClaim(taskKey, execution, logger);
+    logger.info('execution claimed');
+    const outcome = await this.#run(registered, execution, logger);
+    await this.finish(taskKey, execution.id, outcome, logger);
+  }
+
+  /**
+   * Reports FAILED an execution a poll claimed whose answer cannot be run (see Scheduler's
+   * failUnreadable), journaled like any claim so a crash before the report still reports it. Never rejects.
+   */
+  async failUnreadable(polled: PolledTask, executionId: string, problem: string): Promise<void> {
+    const logger = this.#o.logger.child({ taskKey: polled.key, executionId });
+    const execution: TaskExecution = {
+      object: 'task_execution',
+      id: executionId,
+      taskId: polled.taskId,
+      createdAt: '',
+      status: 'IN_PROGRESS',
+      input: {},
+    };
+    this.#o.observer?.claimed?.(polled.key, execution);
+    await this.#journalClaim(polled.key, execution, logger);
+    const message =
+      `the service handed out this execution with an unusable answer (${problem}); ` +
+      'df-worker did not run it';
+    const outcome: ExecutionOutcome = {
+      status: 'FAILED',
+      output: { error: message },
+      attempts: 0,
+      durationMs: 0,
+      failure: { kind: 'input', message },
+    };
+    await this.finish(polled.key, executionId, outcome, logger);
+  }
+
+  async #journalClaim(taskKey: string, execution: TaskExecution, logger: Logger): Promise<void> {
     try {
-      await journal.recordClaim({
+      await this.#o.journal.recordClaim({
         executionId: execution.id,
         taskId: execution.taskId,
         taskKey,
         input: execution.input,
         ...(execution.createdAt ? { createdAt: execution.createdAt } : {}),
-        claimedAt: new Date(clock.now()).toISOString(),
+        claimedAt: new Date(this.#o.clock.now()).toISOString(),
       });
     } catch (error) {
       // The claim is already ours on the service: run it anyway; the journal gate stops new claims.
@@ -73,9 +110,6 @@ export class ExecutionPipeline {
         'could not journal the claim; running it without a crash guarantee',
       );
     }
-    logger.info('execution claimed');
-    const outcome = await this.#run(registered, execution, logger);
-    await this.finish(taskKey, execution.id, outcome, logger);
   }
 
   /** Replays a journal record left by an earlier run (see Worker.replay). */

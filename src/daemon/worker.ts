@@ -2,10 +2,9 @@
 // lifecycle: start() (fails fast on bad handlers, an unusable state folder or a refused key), stop() (drains).
 import type { Logger } from 'pino';
 import PQueue from 'p-queue';
-import { ServiceClient } from '../api/client.ts';
+import type { ServiceClient } from '../api/client.ts';
 import { ServiceError } from '../api/errors.ts';
-import { Budget } from '../budget/budget.ts';
-import { fileBudgetStore } from '../budget/store.ts';
+import type { Budget } from '../budget/budget.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
@@ -17,6 +16,7 @@ import { backoffMs, classifyFailure } from '../scheduler/retry-policy.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
+import { budgetFromConfig, clientFromConfig } from './service-wiring.ts';
 import { TaskRegistry } from './task-registry.ts';
 
 export interface WorkerOptions {
@@ -96,16 +96,8 @@ export class Worker {
     this.#journal = await Journal.open(config.state.dir, { logger, clock: this.#clock });
     const pending = await this.#journal.pending();
 
-    this.#budget = new Budget({
-      limits: config.budget,
-      clock: this.#clock,
-      timeZone: config.budget.timeZone,
-      reserveFraction: config.budget.reserve,
-      safetyMarginMs: config.budget.safetyMarginMs,
-      // Every claimed execution needs at least one report, plus room for a retry.
-      reportReserve: 2 * (config.concurrency + pending.length),
-      store: fileBudgetStore(config.state.dir),
-    });
+    // Every claimed execution needs at least one report, plus room for a retry.
+    this.#budget = budgetFromConfig(config, this.#clock, 2 * (config.concurrency + pending.length));
     const restored = await this.#budget.load();
     const month = this.#budget.snapshot().month;
     if (restored === 'estimated') {
@@ -117,21 +109,10 @@ export class Worker {
       logger.info({ month: month.key, used: month.used, limit: month.limit }, 'month budget usage');
     }
 
-    this.#client = new ServiceClient({
-      baseUrl: config.api.url,
-      apiKey: config.api.key,
-      authMode: config.api.authMode,
-      pathStyle: config.api.pathStyle,
-      connectTimeoutMs: config.api.connectTimeoutMs,
-      headersTimeoutMs: config.api.headersTimeoutMs,
-      bodyTimeoutMs: config.api.bodyTimeoutMs,
-      requestTimeoutMs: config.api.requestTimeoutMs,
-      gate: this.#budget,
-      onResponse: (e) => {
-        this.metrics.observeResponse(e.operation, e.status, e.durationMs);
-        if (e.status === 429)
-          this.#logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
-      },
+    this.#client = clientFromConfig(config, this.#budget, (e) => {
+      this.metrics.observeResponse(e.operation, e.status, e.durationMs);
+      if (e.status === 429)
+        this.#logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
     });
     this.#registry = new TaskRegistry({
       handlers,
@@ -188,6 +169,8 @@ export class Worker {
           ? `the journal cannot be written (${this.#journal.lastError?.message ?? 'unknown error'})`
           : undefined,
       dispatch: (task, execution) => this.#pipeline!.process(task, execution),
+      failUnreadable: (task, executionId, problem) =>
+        this.#pipeline!.failUnreadable(task, executionId, problem),
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
       onAuthorizationChange: (ok) => this.metrics.ready.set(ok && this.readiness().ready ? 1 : 0),
     });

@@ -47,6 +47,8 @@ export class Journal {
   #writable = true;
   #lastError: Error | undefined;
   readonly #gate = new ReadWriteGate();
+  /** Executions reported while their record could not be removed; recheck() removes them. */
+  readonly #unremoved = new Set<string>();
   /** Per execution, the tail of its operations: each runs after the previous one settled. */
   readonly #queues = new Map<string, Promise<void>>();
 
@@ -120,11 +122,20 @@ export class Journal {
     });
   }
 
-  /** Removes the record once the service accepted the report; completing twice is harmless. */
+  /**
+   * Removes the record once the service accepted the report; completing twice is harmless. When the removal
+   * fails, the next successful recheck() removes it, so a folder that comes back does not replay it.
+   */
   complete(executionId: string): Promise<void> {
     return this.#inOrder(executionId, async () => {
       const file = this.#recordFile(executionId);
-      await this.#attempt(executionId, 'remove the record', this.folder, () => removeDurably(file));
+      try {
+        await this.#attempt(executionId, 'remove the record', this.folder, () => removeDurably(file));
+      } catch (error) {
+        this.#unremoved.add(executionId);
+        throw error;
+      }
+      this.#unremoved.delete(executionId);
       this.#entries.delete(executionId);
     });
   }
@@ -187,10 +198,14 @@ export class Journal {
     });
   }
 
-  /** Proves the folders writable again (after an operator fixed them); true restores writable. */
+  /**
+   * Proves the folders writable again (after an operator fixed them) and removes the records of executions
+   * reported meanwhile; true restores writable.
+   */
   async recheck(): Promise<boolean> {
     try {
       await this.#prepareFolders();
+      for (const executionId of [...this.#unremoved]) await this.complete(executionId);
     } catch (error) {
       this.#writable = false;
       this.#lastError = error as Error;

@@ -32,6 +32,11 @@ export interface SchedulerOptions {
   claimBlocker?: () => string | undefined;
   /** Runs one claimed execution to its end (journal, handler, report). Must not reject. */
   dispatch: (task: PolledTask, execution: TaskExecution) => Promise<void>;
+  /**
+   * Reports FAILED an execution a poll claimed whose answer cannot be run (e.g. `input` not an object),
+   * so its job does not wait forever. Must not reject. Without it, such an answer is only logged.
+   */
+  failUnreadable?: (task: PolledTask, executionId: string, problem: string) => Promise<void>;
   onPoll?: (task: PolledTask, result: PollResult, durationMs: number) => void;
   onAuthorizationChange?: (authorized: boolean) => void;
 }
@@ -112,10 +117,20 @@ export class Scheduler {
       this.#o.onPoll?.(task, 'error', now - started);
       const action = classifyFailure(error, this.#o.rateLimitPauseMs);
       if (error instanceof ResponseValidationError) {
-        logger.error(
-          { taskKey: task.key, taskId: task.taskId, err: error },
-          'poll answer unusable; skipping it',
-        );
+        const { executionId } = error;
+        const failUnreadable = this.#o.failUnreadable;
+        if (executionId !== undefined && failUnreadable) {
+          logger.error(
+            { taskKey: task.key, taskId: task.taskId, executionId, err: error },
+            'poll answer unusable; reporting the execution FAILED so its job does not wait for it',
+          );
+          this.#track(failUnreadable(task, executionId, error.problem));
+        } else {
+          logger.error(
+            { taskKey: task.key, taskId: task.taskId, err: error },
+            'poll answer unusable; skipping it',
+          );
+        }
         planner.onError(task.taskId, now);
       } else if (action.kind === 'rate-limited') {
         logger.warn(
@@ -143,7 +158,12 @@ export class Scheduler {
     }
     this.#o.onPoll?.(task, 'hit', now - started);
     planner.onHit(task.taskId, now);
-    const running = this.#o.dispatch(task, execution).finally(() => {
+    this.#track(this.#o.dispatch(task, execution));
+  }
+
+  /** Counts work against the concurrency and drained() until it ends. */
+  #track(work: Promise<void>): void {
+    const running = work.finally(() => {
       this.#running.delete(running);
       this.#nudge.abort();
     });

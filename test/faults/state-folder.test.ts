@@ -1,0 +1,22 @@
+// Issue 5, scenario 8: the state folder stops accepting writes mid-run, then comes back.
+import { describe, expect, it } from 'vitest';
+import { unwritableStateFolder } from './scenarios.ts';
+
+describe('an unwritable journal folder', () => {
+  it('stops claiming (no poll, /readyz 503 naming the journal), still reports what it claimed, resumes once the folder is back, and leaves nothing to replay', async () => {
+    const result = await unwritableStateFolder();
+    expect(result.readyWhileBroken.status).toBe(503);
+    expect(result.readyWhileBroken.journalReason).toMatch(/journal.*(ENOTDIR|EEXIST)/);
+    expect(result.pollsWhileBlocked).toBe(0);
+    expect(result.claimedWhileBroken).toBeGreaterThanOrEqual(4);
+    // The folder is checked every 5 s.
+    expect(result.resumedAfterMs).toBeLessThan(6_000);
+    // Records of executions reported while the folder was away are removed once it is back: a restart
+    // has nothing to replay and reports nothing twice.
+    expect(result.recordsAfterStop).toEqual([]);
+    expect(result.reportsAfterRestart).toBe(0);
+    expect(result.journalAfterRestart).toEqual([]);
+    expect(result.figures).toEqual({ claimed: 12, reported: 12, duplicated: 0, lost: 0 });
+    expect(result.tally.wrong).toBe(0);
+  }, 40_000);
+});
