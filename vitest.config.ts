@@ -10,5 +10,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Tests start real servers and child processes; two cores are shared between forks.
     pool: 'forks',
+    // Under CI a JSON report lets .ci/run print the closing 'N passed, N failed' line.
+    reporters: process.env.CI ? ['default', ['json', { outputFile: '.ci/test-report.json' }]] : ['default'],
   },
 });

@@ -13,6 +13,6 @@ describe('README.md', () => {
     const ci = await readFile(new URL('../../.ci/run', import.meta.url), 'utf8');
     expect(readme).toContain('npm run demo -- --executions 12');
     expect(readme).toContain('\nnpm test\n');
-    expect(ci.trimEnd().split('\n').at(-1)).toBe('npm test');
+    expect(ci.split('\n')).toContain('npm test');
   });
 });
