@@ -118,7 +118,9 @@ export class PollPlanner {
     const idle = this.idleIntervalMs(nowMs);
     if (t.busy) {
       const step = this.#firstEmptyBackoffMs * 2 ** (t.emptyStreak - 1);
-      if (step < idle) {
+      // Back-off polls are a bet that more work is coming; they are only worth the minute's budget while
+      // at least half of it is free, or they delay the pickup of work that does come.
+      if (step < idle && this.#budget.minuteHeadroom(nowMs) >= 0.5) {
         t.nextDueAt = nowMs + step;
         return;
       }

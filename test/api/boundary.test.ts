@@ -142,6 +142,38 @@ describe('validators', () => {
     }
   });
 
+  it('names the id of an execution answer it cannot use, with the field and the problem', () => {
+    const error = validationError(() => parseTaskExecution('tasks.poll', { ...execution, input: 'oops' }));
+    expect(error).toMatchObject({
+      operation: 'tasks.poll',
+      field: 'input',
+      problem: "field 'input' is not an object",
+      executionId: 'e1',
+    });
+    expect(error.message).toBe(
+      "tasks.poll answer field 'input' is not an object; the service's answer does not match its " +
+        'documented shape (a proxy in between, or an API change): check baseUrl and report this if it persists',
+    );
+  });
+
+  it('names no execution when the answer has no usable string id', () => {
+    const { id: _id, ...withoutId } = execution;
+    for (const value of [
+      withoutId,
+      { ...execution, id: '', input: 'oops' },
+      { ...execution, id: 7, input: 'oops' },
+    ]) {
+      const error = validationError(() => parseTaskExecution('tasks.poll', value));
+      expect(error.executionId).toBeUndefined();
+    }
+    const missing = validationError(() => parseTaskExecution('tasks.poll', withoutId));
+    expect(missing).toMatchObject({ field: 'id', problem: "lacks string field 'id'" });
+    for (const body of [[execution], 'e1', null]) {
+      const error = validationError(() => parseTaskExecution('tasks.poll', body));
+      expect(error).toMatchObject({ field: '(body)', executionId: undefined });
+    }
+  });
+
   it('rejects a record of another type', () => {
     expect(
       validationError(() => parseTaskExecution('tasks.poll', { ...execution, object: 'task' })).field,

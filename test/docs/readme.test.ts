@@ -11,7 +11,7 @@ describe('README.md', () => {
   it('shows the newcomer commands, and .ci/run runs the same test command', async () => {
     const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
     const ci = await readFile(new URL('../../.ci/run', import.meta.url), 'utf8');
-    expect(readme).toContain('npm run demo -- --executions 12');
+    expect(readme).toContain('npm run demo -- --executions 9');
     expect(readme).toContain('\nnpm test\n');
     expect(ci.split('\n')).toContain('npm test');
   });

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -78,6 +78,22 @@ async function breakJournalFolder(): Promise<{
     repair: async () => {
       await rm(journalDir);
       await mkdir(journalDir, { mode: 0o700 });
+    },
+  };
+}
+
+/**
+ * Takes the journal folder away with its records (a volume that failed to mount) and leaves a regular file
+ * in its place, so every write fails whoever runs the tests; bringBack() restores the folder as it was.
+ */
+async function moveJournalFolderAway(): Promise<{ bringBack: () => Promise<void> }> {
+  const aside = join(stateDir, 'journal-away');
+  await rename(journalDir, aside);
+  await writeFile(journalDir, 'not a folder');
+  return {
+    bringBack: async () => {
+      await rm(journalDir);
+      await rename(aside, journalDir);
     },
   };
 }
@@ -301,6 +317,46 @@ describe('Journal on a folder that refuses writes', () => {
     expect(journal.lastError).toBeUndefined();
     await journal.recordClaim(claim('exec-1'));
     expect(await readdir(journalDir)).toEqual(['exec-1.json']);
+  });
+
+  it('removes, at the next successful recheck(), a record whose removal failed while the folder was away', async () => {
+    const journal = await openJournal();
+    await journal.recordClaim(claim('exec-1'));
+    await journal.recordClaim(claim('exec-2', '2026-01-01T10:01:00.000Z'));
+    await journal.recordOutcome('exec-1', completed);
+    const away = await moveJournalFolderAway();
+
+    const error = await journal.complete('exec-1').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JournalWriteError);
+    expect((error as JournalWriteError).executionId).toBe('exec-1');
+    expect(journal.writable).toBe(false);
+    expect(await journal.recheck()).toBe(false);
+
+    await away.bringBack();
+    expect(await readdir(journalDir)).toEqual(['exec-1.json', 'exec-2.json']);
+    expect(await journal.recheck()).toBe(true);
+    expect(journal.writable).toBe(true);
+    expect((await journal.pending()).map((entry) => entry.executionId)).toEqual(['exec-2']);
+    expect(await readdir(journalDir)).toEqual(['exec-2.json']);
+    const reopened = await openJournal();
+    expect((await reopened.pending()).map((entry) => entry.executionId)).toEqual(['exec-2']);
+  });
+
+  it('recovers at recheck() even when the folder comes back without the record it failed to remove', async () => {
+    const journal = await openJournal();
+    await journal.recordClaim(claim('exec-1'));
+    const broken = await breakJournalFolder();
+    await expect(journal.complete('exec-1')).rejects.toBeInstanceOf(JournalWriteError);
+
+    await broken.repair();
+    expect(await journal.recheck()).toBe(true);
+    expect(journal.lastError).toBeUndefined();
+    expect(journal.counts.pending).toBe(0);
+    expect(await journal.pending()).toEqual([]);
+    // The leftover removal is done: a later recheck has nothing to redo and a second complete is harmless.
+    expect(await journal.recheck()).toBe(true);
+    await journal.complete('exec-1');
+    expect(await readdir(journalDir)).toEqual([]);
   });
 
   it('refuses to open on a state folder that cannot exist, naming the folder and what to do', async () => {

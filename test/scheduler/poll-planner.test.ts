@@ -90,4 +90,12 @@ describe('PollPlanner', () => {
     expect(planner.paceExceedsMaxInterval(Date.UTC(2026, 10, 1))).toBe(true);
     expect(setup(3).planner.paceExceedsMaxInterval(Date.UTC(2026, 10, 1))).toBe(false);
   });
+  it('skips the back-off ladder while more than half of the minute budget is used, so work is not delayed', () => {
+    const { planner, budget, start } = setup(1);
+    for (let i = 0; i < 26; i++) budget.recordSent(start + i * 100);
+    const now = start + 10_000;
+    planner.onHit('t0', now);
+    planner.onEmpty('t0', now);
+    expect(planner.next()!.nextDueAt - now).toBeGreaterThan(60_000);
+  });
 });

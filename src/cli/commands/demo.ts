@@ -30,7 +30,8 @@ printing each outcome. Logs (JSON) go to stderr at DF_LOG_LEVEL (default warn fo
 
 Options:
   --executions N    exit 0 once N executions are reported (default 0: run until Ctrl-C)
-  --interval-ms MS  time between two new executions (default 1000)
+  --interval-ms MS  time between two new executions (default 3000: each costs two or three requests, and the
+                    budget allows 50 a minute)
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
@@ -38,7 +39,7 @@ Options:
       args: argv,
       options: {
         executions: { type: 'string', default: '0' },
-        'interval-ms': { type: 'string', default: '1000' },
+        'interval-ms': { type: 'string', default: '3000' },
       },
       strict: true,
     });
@@ -134,8 +135,11 @@ Options:
       clearInterval(watch);
       const requests = emulator.requests();
       const refused = requests.filter((r) => r.status === 429).length;
+      const byOperation = new Map<string, number>();
+      for (const r of requests) byOperation.set(r.operation, (byOperation.get(r.operation) ?? 0) + 1);
       say(
         `demo: ${printed} executions reported, ${requests.length} requests to the service, ${refused} answered 429, ` +
+          `(${[...byOperation].map(([op, n]) => `${op} ${n}`).join(', ')}), ` +
           `busiest second ${maxInWindow(
             requests.map((r) => r.at),
             1_000,
