@@ -53,6 +53,13 @@ class FieldReader {
     return value;
   }
 
+  /** An identifier: a string that is not empty (an empty id would address the collection, not a record). */
+  id(name: string): string {
+    const value = this.string(name);
+    if (value === '') this.fail(name, 'is an empty string');
+    return value;
+  }
+
   optionalString(name: string): string | undefined {
     const value = this.#record[name];
     if (value === undefined || value === null) return undefined;
@@ -111,7 +118,7 @@ export function parseTask(operation: Operation, value: unknown, path = ''): Task
   checkObjectTag(reader, 'task');
   const task: Task = {
     object: 'task',
-    id: reader.string('id'),
+    id: reader.id('id'),
     createdAt: reader.optionalString('createdAt') ?? '',
     key: reader.string('key'),
     description: reader.optionalString('description') ?? '',
@@ -145,8 +152,8 @@ function readTaskExecution(operation: Operation, value: unknown): TaskExecution 
   checkObjectTag(reader, 'task_execution');
   const execution: TaskExecution = {
     object: 'task_execution',
-    id: reader.string('id'),
-    taskId: reader.string('taskId'),
+    id: reader.id('id'),
+    taskId: reader.id('taskId'),
     createdAt: reader.optionalString('createdAt') ?? '',
     // Kept as the service sent it: a status added by a later API version must not make a claimed execution unreadable.
     status: reader.string('status') as TaskExecutionStatus,
@@ -175,6 +182,6 @@ export function parseListEnvelope<T>(
 /** Validates a file record; its fields are undocumented (part 2.15), so only `id` is required. */
 export function parseServiceFile(operation: Operation, value: unknown): ServiceFile {
   const reader = new FieldReader(operation, value, '', 'a file');
-  reader.string('id');
+  reader.id('id');
   return value as ServiceFile;
 }

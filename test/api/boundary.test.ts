@@ -197,3 +197,19 @@ describe('servicePaths', () => {
     expect(underscore.execution('e1')).toBe('/v1/data_factory/task_executions/e1');
   });
 });
+
+describe('identifiers at the boundary', () => {
+  it('refuses an execution whose id or taskId is an empty string, naming the field', () => {
+    const base = { object: 'task_execution', id: 'e1', taskId: 't1', status: 'IN_PROGRESS', input: {} };
+    for (const field of ['id', 'taskId'] as const) {
+      let caught: unknown;
+      try {
+        parseTaskExecution('tasks.poll', { ...base, [field]: '' });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(ResponseValidationError);
+      expect((caught as ResponseValidationError).field).toBe(field);
+    }
+  });
+});
