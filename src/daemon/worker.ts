@@ -10,6 +10,7 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import { loadHandlersOrThrow } from '../handlers/loader.ts';
 import { Journal } from '../journal/journal.ts';
+import { StateLock } from '../journal/state-lock.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
 import { backoffMs, classifyFailure } from '../scheduler/retry-policy.ts';
@@ -51,6 +52,7 @@ export class Worker {
   #state: State = 'new';
   #handlers: ReadonlyMap<string, TaskModule> | undefined;
   #journal: Journal | undefined;
+  #lock: StateLock | undefined;
   #budget: Budget | undefined;
   #client: ServiceClient | undefined;
   #registry: TaskRegistry | undefined;
@@ -93,6 +95,7 @@ export class Worker {
     this.#handlers = handlers;
     logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
 
+    this.#lock = await StateLock.acquire(config.state.dir);
     this.#journal = await Journal.open(config.state.dir, { logger, clock: this.#clock });
     const pending = await this.#journal.pending();
 
@@ -257,6 +260,7 @@ export class Worker {
       logger.warn({ err: error as Error }, 'could not save the month budget usage');
     }
     await this.#client?.close();
+    await this.#lock?.release();
     this.#state = 'stopped';
     logger.info({ journalPending: this.#journal?.counts.pending ?? 0 }, 'df-worker stopped');
   }

@@ -185,4 +185,18 @@ export default defineTask({
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
   });
+  it('refuses to start a second worker on a state folder another running worker holds', async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.createTask({ key: 'slow' });
+    cli = runCli(['start'], env());
+    await waitFor(() => cli!.logs().some((l) => l.msg === 'df-worker started'), 'the first worker', 15_000);
+    const second = runCli(['start'], env());
+    const { code } = await second.exited;
+    expect(code).toBe(1);
+    expect(second.stderr()).toMatch(
+      new RegExp(`another df-worker \\(pid ${cli.child.pid}.*uses the state folder`),
+    );
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+  });
 });
