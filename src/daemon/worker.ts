@@ -71,7 +71,8 @@ export class Worker {
     this.#logger = options.logger;
     this.#clock = options.clock ?? systemClock;
     this.#handlers = options.handlers;
-    this.metrics = options.metrics ?? new WorkerMetrics({ budget: () => this.#budget!.snapshot() });
+    // /metrics may be scraped while the worker starts, before the budget exists.
+    this.metrics = options.metrics ?? new WorkerMetrics({ budget: () => this.#budget?.snapshot() });
   }
 
   get state(): State {

@@ -32,7 +32,7 @@ export class WorkerMetrics {
   readonly ready: Gauge;
   readonly tasksServed: Gauge;
 
-  constructor(options: { defaultMetrics?: boolean; budget?: () => BudgetSnapshot } = {}) {
+  constructor(options: { defaultMetrics?: boolean; budget?: () => BudgetSnapshot | undefined } = {}) {
     const registers = [this.registry];
     if (options.defaultMetrics ?? true)
       collectDefaultMetrics({ register: this.registry, prefix: 'dfworker_' });

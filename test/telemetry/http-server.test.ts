@@ -105,3 +105,12 @@ describe('worker HTTP server', () => {
     expect(woken).toEqual(['a']);
   });
 });
+
+describe('metrics of a worker that has not started', () => {
+  it('renders without the budget gauges instead of failing a scrape during start-up', async () => {
+    const worker = new Worker({ config: loadConfig({ env: {} }), logger: pino({ level: 'silent' }) });
+    const text = await worker.metrics.render();
+    expect(text).toMatch(/dfworker_ready 0/);
+    expect(text).not.toMatch(/dfworker_budget_limit_requests\{/);
+  });
+});
