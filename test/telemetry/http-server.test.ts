@@ -1,6 +1,8 @@
 // The worker's HTTP endpoints over loopback: probes, metrics, and the three modes of POST /wake.
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
+import { loadConfig } from '../../src/config/load.ts';
+import { Worker } from '../../src/daemon/worker.ts';
 import {
   WorkerHttpServer,
   type HttpServerOptions,
