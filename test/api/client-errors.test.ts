@@ -1,7 +1,6 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
+import { describe, expect, it } from 'vitest';
 import type { ResponseEvent, ServiceClientOptions } from '../../src/api/client.ts';
 import {
   NetworkError,
@@ -10,19 +9,13 @@ import {
   ServiceError,
   TimeoutError,
 } from '../../src/api/errors.ts';
-import { Emulator } from '../../src/emulator/index.ts';
+import { KEY, useEmulatorAndClients } from './emulator-fixture.ts';
 import type { FaultRule } from '../../src/emulator/index.ts';
 
-const KEY = 'k1-secret-key';
-let emu: Emulator;
-let url: string;
-const clients: ServiceClient[] = [];
+const fx = useEmulatorAndClients({ maxUploadBytes: 1024 });
+const emu = () => fx.emu;
 
-function client(options: Partial<ServiceClientOptions> = {}): ServiceClient {
-  const created = new ServiceClient({ baseUrl: url, apiKey: KEY, ...options });
-  clients.push(created);
-  return created;
-}
+const client = (options: Partial<ServiceClientOptions> = {}) => fx.client(options);
 
 /** The rejection of `promise`, checked to be an instance of `type`. */
 async function failure<T extends Error>(
@@ -38,26 +31,8 @@ async function failure<T extends Error>(
 }
 
 function forcePoll(status: number, body: string, contentType = 'application/json'): void {
-  emu.setFaults([{ operation: 'tasks.poll', kind: 'status', status, body, contentType, count: 1 }]);
+  emu().setFaults([{ operation: 'tasks.poll', kind: 'status', status, body, contentType, count: 1 }]);
 }
-
-beforeAll(async () => {
-  emu = new Emulator({
-    apiKeys: [KEY],
-    limits: { perSecond: 0, perMinute: 0, perMonth: 0 },
-    maxUploadBytes: 1024,
-  });
-  url = await emu.listen();
-});
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  emu.reset();
-});
-
-afterAll(async () => {
-  await emu.close();
-});
 
 describe('ServiceClient error answers', () => {
   it('turns a 404 on getTask into a ServiceError, not null', async () => {
@@ -72,7 +47,7 @@ describe('ServiceClient error answers', () => {
       message: 'version differs',
       httpStatusCode: 412,
     });
-    emu.setFaults([{ kind: 'status', status: 412, body, contentType: 'application/json' }]);
+    emu().setFaults([{ kind: 'status', status: 412, body, contentType: 'application/json' }]);
     const error = await failure(client().getTask('t1'), ServiceError);
     expect(error).toMatchObject({
       status: 412,
@@ -95,7 +70,7 @@ describe('ServiceClient error answers', () => {
   });
 
   it('reads the {message}-only 400 shape', async () => {
-    emu.setFaults([{ kind: 'status', status: 400, body: '{"message":"size must be at most 1000"}' }]);
+    emu().setFaults([{ kind: 'status', status: 400, body: '{"message":"size must be at most 1000"}' }]);
     const error = await failure(client().listTasks(), ServiceError);
     expect(error).toMatchObject({
       status: 400,
@@ -105,19 +80,19 @@ describe('ServiceClient error answers', () => {
   });
 
   it('gives retryAfterMs from a 429 Retry-After, and none without the header', async () => {
-    emu.setFaults([{ operation: 'executions.report', kind: 'rateLimit', retryAfterSeconds: 7, count: 1 }]);
+    emu().setFaults([{ operation: 'executions.report', kind: 'rateLimit', retryAfterSeconds: 7, count: 1 }]);
     const api = client();
     const report = { status: 'COMPLETED', output: {} } as const;
     const limited = await failure(api.reportExecution('e1', report), ServiceError);
     expect(limited).toMatchObject({ status: 429, code: 'RATE_LIMIT', retryAfterMs: 7000, retryable: true });
     expect(limited.message).toContain('Retry-After: 7 s');
-    emu.setFaults([{ kind: 'rateLimit' }]);
+    emu().setFaults([{ kind: 'rateLimit' }]);
     const bare = await failure(api.reportExecution('e1', report), ServiceError);
     expect(bare).toMatchObject({ status: 429, retryAfterMs: undefined, retryable: true });
   });
 
   it('reports a 503 envelope as a retryable ServiceError', async () => {
-    emu.setFaults([{ kind: 'status', status: 503 }]);
+    emu().setFaults([{ kind: 'status', status: 503 }]);
     const error = await failure(client().pollTask('t1'), ServiceError);
     expect(error).toMatchObject({ operation: 'tasks.poll', status: 503, code: 'INTERNAL', retryable: true });
     expect(error.message).toMatch(
@@ -135,7 +110,7 @@ describe('ServiceClient error answers', () => {
   });
 
   it('describes an empty error body', async () => {
-    emu.setFaults([{ kind: 'status', status: 500, body: '' }]);
+    emu().setFaults([{ kind: 'status', status: 500, body: '' }]);
     const error = await failure(client().getTask('t1'), ServiceError);
     expect(error).toMatchObject({ status: 500, bodySnippet: '', retryable: true });
     expect(error.message).toContain('tasks.get answered 500 with an empty body');
@@ -183,7 +158,7 @@ describe('ServiceClient response validation', () => {
 describe('ServiceClient network failures', () => {
   it('times out waiting for headers with a TimeoutError', async () => {
     // undici checks headersTimeout on a coarse timer (about 0.5 to 1 s), so the answer must come much later.
-    emu.setFaults([{ kind: 'latency', ms: 4000 }]);
+    emu().setFaults([{ kind: 'latency', ms: 4000 }]);
     const events: ResponseEvent[] = [];
     const api = client({ headersTimeoutMs: 50, onResponse: (e) => events.push(e) });
     const error = await failure(api.getTask('t1'), TimeoutError);
@@ -194,7 +169,7 @@ describe('ServiceClient network failures', () => {
   });
 
   it('times out at the overall request deadline', async () => {
-    emu.setFaults([{ kind: 'latency', ms: 4000 }]);
+    emu().setFaults([{ kind: 'latency', ms: 4000 }]);
     const error = await failure(client({ requestTimeoutMs: 50 }).getTask('t1'), TimeoutError);
     expect(error.phase).toBe('request');
   });
@@ -211,28 +186,28 @@ describe('ServiceClient network failures', () => {
   });
 
   it('fails with a NetworkError when the socket closes before the answer', async () => {
-    emu.setFaults([{ kind: 'drop' }]);
+    emu().setFaults([{ kind: 'drop' }]);
     await failure(client().getTask('t1'), NetworkError);
   });
 
   it('fails with a NetworkError although the report was applied when the answer is lost', async () => {
-    const task = emu.createTask({ key: 'enrich' });
-    const queued = emu.enqueueExecution(task.id, { sku: 'A' });
-    emu.setFaults([{ operation: 'executions.report', kind: 'dropAfterApply' }]);
+    const task = emu().createTask({ key: 'enrich' });
+    const queued = emu().enqueueExecution(task.id, { sku: 'A' });
+    emu().setFaults([{ operation: 'executions.report', kind: 'dropAfterApply' }]);
     const report = client({ authMode: 'query' }).reportExecution(queued.id, {
       status: 'FAILED',
       output: { e: 1 },
     });
     const error = await failure(report, NetworkError);
     expect(error.message).not.toContain(KEY);
-    expect(emu.executions()[0]).toMatchObject({
+    expect(emu().executions()[0]).toMatchObject({
       status: 'FAILED',
       reports: [{ status: 'FAILED', output: { e: 1 } }],
     });
   });
 
   it('gives every failure a common ServiceClientError base', async () => {
-    emu.setFaults([
+    emu().setFaults([
       { kind: 'drop', count: 1 },
       { kind: 'status', status: 500 },
     ] satisfies FaultRule[]);

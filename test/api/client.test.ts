@@ -3,23 +3,16 @@ import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
+import { describe, expect, it } from 'vitest';
 import type { RequestGate, ResponseEvent, ServiceClientOptions } from '../../src/api/client.ts';
 import { ReportValidationError, ServiceClientError } from '../../src/api/errors.ts';
 import type { JsonObject, Operation, ReportStatus, TaskDefinition } from '../../src/api/types.ts';
-import { Emulator } from '../../src/emulator/index.ts';
+import { KEY, useEmulatorAndClients } from './emulator-fixture.ts';
 
-const KEY = 'k1-secret-key';
-let emu: Emulator;
-let url: string;
-const clients: ServiceClient[] = [];
+const fx = useEmulatorAndClients();
+const emu = () => fx.emu;
 
-function client(options: Partial<ServiceClientOptions> = {}): ServiceClient {
-  const created = new ServiceClient({ baseUrl: url, apiKey: KEY, ...options });
-  clients.push(created);
-  return created;
-}
+const client = (options: Partial<ServiceClientOptions> = {}) => fx.client(options);
 
 const definition: TaskDefinition = {
   key: 'enrich',
@@ -29,32 +22,19 @@ const definition: TaskDefinition = {
   outputKeys: [{ key: 'title', description: 'the title' }],
 };
 
-beforeAll(async () => {
-  // Limits off: these tests are about the client, the limiter has its own tests.
-  emu = new Emulator({ apiKeys: [KEY], limits: { perSecond: 0, perMinute: 0, perMonth: 0 } });
-  url = await emu.listen();
-});
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  emu.reset();
-});
-
-afterAll(async () => {
-  await emu.close();
-});
-
 describe('ServiceClient tasks', () => {
   it('follows pages until totalElements: 25 tasks at pageSize 10 take 3 requests', async () => {
-    for (let i = 0; i < 25; i++) emu.createTask({ key: `task-${i}` });
+    for (let i = 0; i < 25; i++) emu().createTask({ key: `task-${i}` });
     const tasks = await client().listTasks({ pageSize: 10 });
     expect(tasks.map((t) => t.key).sort()).toEqual(Array.from({ length: 25 }, (_, i) => `task-${i}`).sort());
-    const lists = emu.requests().filter((r) => r.operation === 'tasks.list');
+    const lists = emu()
+      .requests()
+      .filter((r) => r.operation === 'tasks.list');
     expect(lists).toHaveLength(3);
   });
 
   it('returns one page with its envelope', async () => {
-    for (let i = 0; i < 3; i++) emu.createTask({ key: `task-${i}` });
+    for (let i = 0; i < 3; i++) emu().createTask({ key: `task-${i}` });
     const page = await client().listTasksPage(1, 2);
     expect(page.totalElements).toBe(3);
     expect(page.data).toHaveLength(1);
@@ -63,7 +43,7 @@ describe('ServiceClient tasks', () => {
   it('stops listing at an empty page and refuses a page size above 1000 without a request', async () => {
     expect(await client().listTasks()).toEqual([]);
     await expect(client().listTasks({ pageSize: 1001 })).rejects.toBeInstanceOf(RangeError);
-    expect(emu.requests()).toHaveLength(1);
+    expect(emu().requests()).toHaveLength(1);
   });
 
   it('creates, reads, updates and deletes a task', async () => {
@@ -84,22 +64,23 @@ describe('ServiceClient tasks', () => {
   });
 
   it('speaks the underscore path style when asked', async () => {
-    const task = emu.createTask({ key: 'enrich' });
-    const execution = emu.enqueueExecution(task.id, { sku: 'A' });
+    const task = emu().createTask({ key: 'enrich' });
+    const execution = emu().enqueueExecution(task.id, { sku: 'A' });
     const api = client({ pathStyle: 'underscore' });
     expect((await api.pollTask(task.id))?.id).toBe(execution.id);
     await api.getExecution(execution.id);
-    expect(emu.requests().map((r) => r.path)).toEqual([
-      `/v1/data_factory/tasks/${task.id}/poll`,
-      `/v1/data_factory/task_executions/${execution.id}`,
-    ]);
+    expect(
+      emu()
+        .requests()
+        .map((r) => r.path),
+    ).toEqual([`/v1/data_factory/tasks/${task.id}/poll`, `/v1/data_factory/task_executions/${execution.id}`]);
   });
 });
 
 describe('ServiceClient executions', () => {
   it('polls an execution, then null once nothing is pending', async () => {
-    const task = emu.createTask({ key: 'enrich', inputKeys: [{ key: 'sku', description: '' }] });
-    const queued = emu.enqueueExecution(task.id, { sku: 'A' });
+    const task = emu().createTask({ key: 'enrich', inputKeys: [{ key: 'sku', description: '' }] });
+    const queued = emu().enqueueExecution(task.id, { sku: 'A' });
     const api = client();
     const polled = await api.pollTask(task.id);
     expect(polled).toMatchObject({ id: queued.id, taskId: task.id, status: 'IN_PROGRESS' });
@@ -108,12 +89,12 @@ describe('ServiceClient executions', () => {
   });
 
   it('reports an outcome that the service stores', async () => {
-    const task = emu.createTask({ key: 'enrich' });
-    const execution = emu.enqueueExecution(task.id, { sku: 'A' });
+    const task = emu().createTask({ key: 'enrich' });
+    const execution = emu().enqueueExecution(task.id, { sku: 'A' });
     const api = client();
     const reported = await api.reportExecution(execution.id, { status: 'COMPLETED', output: { title: 'T' } });
     expect(reported).toMatchObject({ id: execution.id, status: 'COMPLETED', output: { title: 'T' } });
-    expect(emu.executions()[0]!.reports).toMatchObject([{ status: 'COMPLETED', output: { title: 'T' } }]);
+    expect(emu().executions()[0]!.reports).toMatchObject([{ status: 'COMPLETED', output: { title: 'T' } }]);
     expect((await api.getExecution(execution.id)).status).toBe('COMPLETED');
   });
 
@@ -129,7 +110,7 @@ describe('ServiceClient executions', () => {
     for (const report of bad) {
       await expect(api.reportExecution('e1', report)).rejects.toBeInstanceOf(ReportValidationError);
     }
-    expect(emu.requests()).toEqual([]);
+    expect(emu().requests()).toEqual([]);
   });
 });
 
@@ -141,15 +122,15 @@ describe('ServiceClient requests', () => {
       contentType: 'text/csv',
     });
     expect(file).toMatchObject({ id: expect.any(String) as string, name: 'a.csv', size: 4 });
-    expect(emu.requests()).toMatchObject([{ operation: 'files.upload', status: 201 }]);
+    expect(emu().requests()).toMatchObject([{ operation: 'files.upload', status: 201 }]);
   });
 
   it('awaits the gate before every request, each page included', async () => {
-    for (let i = 0; i < 5; i++) emu.createTask({ key: `task-${i}` });
+    for (let i = 0; i < 5; i++) emu().createTask({ key: `task-${i}` });
     const log: string[] = [];
     const gate: RequestGate = {
       acquire: (operation: Operation) => {
-        log.push(`gate ${operation} after ${emu.requests().length} requests`);
+        log.push(`gate ${operation} after ${emu().requests().length} requests`);
         return Promise.resolve();
       },
     };
@@ -168,7 +149,7 @@ describe('ServiceClient requests', () => {
     const refusal = new Error('budget exhausted');
     const api = client({ gate: { acquire: () => Promise.reject(refusal) } });
     await expect(api.getTask('t1')).rejects.toBe(refusal);
-    expect(emu.requests()).toEqual([]);
+    expect(emu().requests()).toEqual([]);
   });
 
   it('reports each request once to onResponse, surviving a throwing hook', async () => {
@@ -215,9 +196,9 @@ describe('ServiceClient requests', () => {
 
   it.each(['header', 'query', 'bearer'] as const)('authenticates with authMode %s', async (authMode) => {
     const api = client({ authMode });
-    emu.createTask({ key: 'enrich' });
+    emu().createTask({ key: 'enrich' });
     expect(await api.listTasks()).toHaveLength(1);
-    expect(emu.requests()[0]!.apiKeyValid).toBe(true);
+    expect(emu().requests()[0]!.apiKeyValid).toBe(true);
   });
 
   it.each(['header', 'query', 'bearer'] as const)(
@@ -238,7 +219,7 @@ describe('ServiceClient requests', () => {
       ]) {
         expect(shown).not.toContain(wrongKey);
       }
-      expect(inspect(api)).toContain(url);
+      expect(inspect(api)).toContain(fx.url);
     },
   );
 
@@ -246,11 +227,11 @@ describe('ServiceClient requests', () => {
     const api = client();
     await api.close();
     await expect(api.listTasks()).rejects.toThrow(/closed/);
-    expect(emu.requests()).toEqual([]);
+    expect(emu().requests()).toEqual([]);
   });
 
   it('rejects with the caller abort reason, not a network error', async () => {
-    emu.setFaults([{ kind: 'latency', ms: 2000 }]);
+    emu().setFaults([{ kind: 'latency', ms: 2000 }]);
     const controller = new AbortController();
     const events: ResponseEvent[] = [];
     const pending = client({ onResponse: (e) => events.push(e) }).getTask('t1', controller.signal);

@@ -1,33 +1,28 @@
 // pollTask's signal against the emulator over loopback: it cancels the wait for the budget gate, but never a
 // poll already sent, whose answer hands over an execution the service has just claimed for this client.
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
+import { describe, expect, it, vi } from 'vitest';
+import type { ServiceClient } from '../../src/api/client.ts';
 import type { RequestGate, ResponseEvent } from '../../src/api/client.ts';
 import type { Operation } from '../../src/api/types.ts';
-import { Emulator } from '../../src/emulator/index.ts';
+import { useEmulatorAndClients } from './emulator-fixture.ts';
 
-const KEY = 'k1-secret-key';
 const POLL_LATENCY_MS = 300;
-let emu: Emulator;
-let url: string;
-const clients: ServiceClient[] = [];
+const fx = useEmulatorAndClients();
+const emu = () => fx.emu;
 
 function client(gate?: RequestGate, onResponse?: (event: ResponseEvent) => void): ServiceClient {
-  const created = new ServiceClient({
-    baseUrl: url,
-    apiKey: KEY,
-    ...(gate ? { gate } : {}),
-    ...(onResponse ? { onResponse } : {}),
-  });
-  clients.push(created);
-  return created;
+  return fx.client({ ...(gate ? { gate } : {}), ...(onResponse ? { onResponse } : {}) });
 }
 
 /** Resolves once the emulator has received a request for `operation` (it logs it on arrival, before any latency). */
 async function arrived(operation: Operation): Promise<void> {
   await vi.waitFor(
     () => {
-      expect(emu.requests().some((r) => r.operation === operation)).toBe(true);
+      expect(
+        emu()
+          .requests()
+          .some((r) => r.operation === operation),
+      ).toBe(true);
     },
     { timeout: 5_000, interval: 5 },
   );
@@ -46,25 +41,11 @@ function closedGate(): { gate: RequestGate; waiting: Operation[] } {
   return { gate, waiting };
 }
 
-beforeAll(async () => {
-  emu = new Emulator({ apiKeys: [KEY], limits: { perSecond: 0, perMinute: 0, perMonth: 0 } });
-  url = await emu.listen();
-});
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  emu.reset();
-});
-
-afterAll(async () => {
-  await emu.close();
-});
-
 describe('pollTask abort signal', () => {
   it('still resolves with the claimed execution when the signal aborts after the poll was sent', async () => {
-    const task = emu.createTask({ key: 'enrich' });
-    const queued = emu.enqueueExecution(task.id, { sku: 'A' });
-    emu.setFaults([{ operation: 'tasks.poll', kind: 'latency', ms: POLL_LATENCY_MS }]);
+    const task = emu().createTask({ key: 'enrich' });
+    const queued = emu().enqueueExecution(task.id, { sku: 'A' });
+    emu().setFaults([{ operation: 'tasks.poll', kind: 'latency', ms: POLL_LATENCY_MS }]);
     const events: ResponseEvent[] = [];
     const controller = new AbortController();
 
@@ -72,20 +53,20 @@ describe('pollTask abort signal', () => {
     // Abort while the emulator holds the answer back: the service has claimed the execution by then.
     await arrived('tasks.poll');
     controller.abort(new Error('shutting down'));
-    expect(emu.requests()).toMatchObject([{ operation: 'tasks.poll', status: 0 }]);
+    expect(emu().requests()).toMatchObject([{ operation: 'tasks.poll', status: 0 }]);
 
     const polled = await polling;
     expect(polled).toMatchObject({ id: queued.id, taskId: task.id, input: { sku: 'A' } });
-    expect(emu.requests()).toMatchObject([{ operation: 'tasks.poll', status: 200 }]);
-    expect(emu.executions()[0]?.claimedAt).toEqual(expect.any(String));
+    expect(emu().requests()).toMatchObject([{ operation: 'tasks.poll', status: 200 }]);
+    expect(emu().executions()[0]?.claimedAt).toEqual(expect.any(String));
     expect(events).toMatchObject([{ operation: 'tasks.poll', status: 200 }]);
   });
 
   it('still cuts other requests short when their signal aborts after sending', async () => {
-    const task = emu.createTask({ key: 'enrich' });
-    const queued = emu.enqueueExecution(task.id, { sku: 'A' });
+    const task = emu().createTask({ key: 'enrich' });
+    const queued = emu().enqueueExecution(task.id, { sku: 'A' });
     // Held back far longer than the test runs: only the abort can end this call.
-    emu.setFaults([{ operation: 'executions.get', kind: 'latency', ms: 30_000 }]);
+    emu().setFaults([{ operation: 'executions.get', kind: 'latency', ms: 30_000 }]);
     const controller = new AbortController();
     const reason = new Error('shutting down');
 
@@ -97,8 +78,8 @@ describe('pollTask abort signal', () => {
   });
 
   it('rejects with the signal reason and sends no poll when the signal aborts while the gate waits', async () => {
-    const task = emu.createTask({ key: 'enrich' });
-    emu.enqueueExecution(task.id, { sku: 'A' });
+    const task = emu().createTask({ key: 'enrich' });
+    emu().enqueueExecution(task.id, { sku: 'A' });
     const { gate, waiting } = closedGate();
     const controller = new AbortController();
     const reason = new Error('shutting down');
@@ -108,13 +89,13 @@ describe('pollTask abort signal', () => {
     controller.abort(reason);
 
     await expect(polling).rejects.toBe(reason);
-    expect(emu.requests()).toEqual([]);
-    expect(emu.executions()[0]?.claimedAt).toBeUndefined();
+    expect(emu().requests()).toEqual([]);
+    expect(emu().executions()[0]?.claimedAt).toBeUndefined();
   });
 
   it('sends no poll when the signal aborted during a gate wait that ignores the signal', async () => {
-    const task = emu.createTask({ key: 'enrich' });
-    emu.enqueueExecution(task.id, { sku: 'A' });
+    const task = emu().createTask({ key: 'enrich' });
+    emu().enqueueExecution(task.id, { sku: 'A' });
     const controller = new AbortController();
     const reason = new Error('shutting down');
     const gate: RequestGate = {
@@ -125,6 +106,6 @@ describe('pollTask abort signal', () => {
     };
 
     await expect(client(gate).pollTask(task.id, controller.signal)).rejects.toBe(reason);
-    expect(emu.requests()).toEqual([]);
+    expect(emu().requests()).toEqual([]);
   });
 });

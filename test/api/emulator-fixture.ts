@@ -1,0 +1,44 @@
+// One emulator per test file (limits off: the limiter has its own tests) and the clients a test creates,
+// closed after each test. Register it at the top of a file: `const fx = useEmulatorAndClients();`.
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { ServiceClient, type ServiceClientOptions } from '../../src/api/client.ts';
+import { Emulator, type EmulatorOptions } from '../../src/emulator/index.ts';
+
+export const KEY = 'k1-secret-key';
+
+export interface ClientFixture {
+  readonly emu: Emulator;
+  readonly url: string;
+  client(options?: Partial<ServiceClientOptions>): ServiceClient;
+}
+
+export function useEmulatorAndClients(options: EmulatorOptions = {}): ClientFixture {
+  let emu: Emulator | undefined;
+  let url = '';
+  const clients: ServiceClient[] = [];
+  beforeAll(async () => {
+    emu = new Emulator({ apiKeys: [KEY], limits: { perSecond: 0, perMinute: 0, perMonth: 0 }, ...options });
+    url = await emu.listen();
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    emu?.reset();
+  });
+  afterAll(async () => {
+    await emu?.close();
+  });
+  return {
+    get emu() {
+      if (!emu) throw new Error('the emulator starts in beforeAll');
+      return emu;
+    },
+    get url() {
+      return url;
+    },
+    client(clientOptions = {}) {
+      const created = new ServiceClient({ baseUrl: url, apiKey: KEY, ...clientOptions });
+      clients.push(created);
+      return created;
+    },
+  };
+}
