@@ -1,4 +1,6 @@
 // What every CLI command provides: a name, a one-line summary for the usage text, and run(argv) -> exit code.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
 export interface Command {
   name: string;
   summary: string;
@@ -25,4 +27,19 @@ export function usageError(command: string, message: string): number {
     `df-worker ${command}: ${message}\nRun \`df-worker ${command} --help\` for the options.\n`,
   );
   return EXIT_USAGE;
+}
+
+/**
+ * Parses a command's options strictly; on a bad option prints the usage problem and returns EXIT_USAGE,
+ * which the caller returns as is: `if (typeof parsed === 'number') return parsed;`.
+ */
+export function parseCommandArgs<const T extends Omit<ParseArgsConfig, 'strict'>>(
+  command: string,
+  config: T,
+): ReturnType<typeof parseArgs<T & { strict: true }>> | number {
+  try {
+    return parseArgs({ ...config, strict: true });
+  } catch (error) {
+    return usageError(command, (error as Error).message);
+  }
 }

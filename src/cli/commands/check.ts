@@ -1,14 +1,13 @@
 // `df-worker check`: what `start` would refuse, found before deploying: every configuration problem and every
 // handler module that fails to load, listed at once. Never prints a secret.
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { redactedConfig } from '../../config/describe.ts';
 import { ConfigError, formatProblem, type ConfigProblem } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
-import { wantsHelp, type Command, usageError } from '../command.ts';
+import { wantsHelp, type Command, parseCommandArgs } from '../command.ts';
 
 export type ConfigCheck =
   { config: WorkerConfig; problems: [] } | { config: undefined; problems: ConfigProblem[] };
@@ -70,20 +69,15 @@ Options:
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: {
-          dir: { type: 'string' },
-          config: { type: 'string' },
-          verbose: { type: 'boolean', default: false },
-        },
-        strict: true,
-      });
-    } catch (error) {
-      return usageError('check', (error as Error).message);
-    }
+    const parsed = parseCommandArgs('check', {
+      args: argv,
+      options: {
+        dir: { type: 'string' },
+        config: { type: 'string' },
+        verbose: { type: 'boolean', default: false },
+      },
+    });
+    if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
     const env = values.config === undefined ? process.env : { ...process.env, DF_CONFIG: values.config };
     const lines: string[] = [];

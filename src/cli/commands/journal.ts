@@ -2,12 +2,11 @@
 // given up on (dead letters) and corrupt files. Safe to run beside a live daemon: it moves and writes nothing.
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { DEAD_LETTER_FOLDER, JOURNAL_FOLDER } from '../../journal/journal-folder.ts';
 import { describeJournal, type DeadLetter, type JournalEntry } from '../../journal/journal.ts';
-import { wantsHelp, type Command, usageError } from '../command.ts';
+import { wantsHelp, type Command, parseCommandArgs } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 export type JournalDescription = Awaited<ReturnType<typeof describeJournal>>;
@@ -84,16 +83,11 @@ Options:
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: { 'state-dir': { type: 'string' }, json: { type: 'boolean', default: false } },
-        strict: true,
-      });
-    } catch (error) {
-      return usageError('journal', (error as Error).message);
-    }
+    const parsed = parseCommandArgs('journal', {
+      args: argv,
+      options: { 'state-dir': { type: 'string' }, json: { type: 'boolean', default: false } },
+    });
+    if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
     let stateDir = values['state-dir'];
     if (stateDir === undefined) {

@@ -2,10 +2,9 @@
 // starts from code that already loads, runs and passes its test.
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
-import { wantsHelp, type Command, usageError } from '../command.ts';
+import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import {
   handlerExtension,
   handlerSource,
@@ -104,17 +103,12 @@ Options:
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: { dir: { type: 'string' }, js: { type: 'boolean', default: false } },
-        allowPositionals: true,
-        strict: true,
-      });
-    } catch (error) {
-      return usageError('new', (error as Error).message);
-    }
+    const parsed = parseCommandArgs('new', {
+      args: argv,
+      options: { dir: { type: 'string' }, js: { type: 'boolean', default: false } },
+      allowPositionals: true,
+    });
+    if (typeof parsed === 'number') return parsed;
     const [key, ...extra] = parsed.positionals;
     if (key === undefined) return usageError('new', 'give the task key, e.g. `df-worker new enrich-product`');
     if (extra.length > 0) return usageError('new', `unexpected arguments: ${extra.join(' ')}`);

@@ -2,7 +2,6 @@
 // (input and output checks, retries, timeout) the daemon uses, without a service.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino, type DestinationStream } from 'pino';
 import type { JsonObject } from '../../api/types.ts';
 import { ConfigError } from '../../config/errors.ts';
@@ -14,7 +13,7 @@ import { loadHandlers } from '../../handlers/loader.ts';
 import type { ExecutionOutcome } from '../../runner/run-execution.ts';
 import { runTaskLocally } from '../../runner/run-locally.ts';
 import { createLogger } from '../../telemetry/logger.ts';
-import { wantsHelp, type Command, usageError } from '../command.ts';
+import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 /** How long `run` waits for whatever a handler left running before it exits anyway, in milliseconds. */
@@ -209,22 +208,17 @@ Options:
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: {
-          input: { type: 'string' },
-          dir: { type: 'string' },
-          'timeout-ms': { type: 'string' },
-          retries: { type: 'string' },
-        },
-        allowPositionals: true,
-        strict: true,
-      });
-    } catch (error) {
-      return usageError('run', (error as Error).message);
-    }
+    const parsed = parseCommandArgs('run', {
+      args: argv,
+      options: {
+        input: { type: 'string' },
+        dir: { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        retries: { type: 'string' },
+      },
+      allowPositionals: true,
+    });
+    if (typeof parsed === 'number') return parsed;
     const { values, positionals } = parsed;
     const [key, ...extra] = positionals;
     if (key === undefined) return usageError('run', 'give the task key of the handler to run');

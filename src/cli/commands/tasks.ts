@@ -2,7 +2,6 @@
 // update the changed), within the key's request budget. Tasks no handler claims are never touched.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { ServiceClient } from '../../api/client.ts';
 import { ServiceClientError, ServiceError } from '../../api/errors.ts';
 import type { KeyDescription, Task, TaskDefinition } from '../../api/types.ts';
@@ -17,7 +16,7 @@ import { definitionOf, matchTasks } from '../../daemon/task-registry.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
-import { wantsHelp, type Command, usageError } from '../command.ts';
+import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 const MAX_SHOWN_DESCRIPTION = 40;
@@ -125,17 +124,12 @@ Options:
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: { 'dry-run': { type: 'boolean', default: false }, dir: { type: 'string' } },
-        allowPositionals: true,
-        strict: true,
-      });
-    } catch (error) {
-      return usageError('tasks', (error as Error).message);
-    }
+    const parsed = parseCommandArgs('tasks', {
+      args: argv,
+      options: { 'dry-run': { type: 'boolean', default: false }, dir: { type: 'string' } },
+      allowPositionals: true,
+    });
+    if (typeof parsed === 'number') return parsed;
     const [subcommand, ...extra] = parsed.positionals;
     if (subcommand !== 'sync') {
       return usageError(
