@@ -266,6 +266,12 @@ export const schema = {
       values: ['rerun', 'fail'],
       doc: 'What to do at start with executions claimed but not reported before a crash: run them again, or report them as failed.',
     }),
+    recheckMs: milliseconds({
+      env: 'DF_JOURNAL_RECHECK_MS',
+      default: 5_000,
+      min: 1,
+      doc: 'After a journal write failed (disk full, read-only or missing folder), how often the folder is tried again before claiming resumes, in milliseconds.',
+    }),
   },
   http: {
     port: integer({

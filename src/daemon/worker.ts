@@ -370,7 +370,7 @@ export class Worker {
     const signal = this.#pollStop.signal;
     while (!signal.aborted) {
       try {
-        await this.#clock.sleep(5_000, signal);
+        await this.#clock.sleep(this.#config.journal.recheckMs, signal);
         if (this.#journal && !this.#journal.writable && (await this.#journal.recheck())) {
           this.#logger.info('the journal is writable again');
           this.#scheduler?.wake();

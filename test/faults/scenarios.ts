@@ -349,6 +349,9 @@ export interface UnwritableStateResult extends ScenarioResult {
   reportsAfterRestart: number;
 }
 
+/** How often the daemon in the unwritable-folder scenario tries its journal folder again (DF_JOURNAL_RECHECK_MS). */
+export const JOURNAL_RECHECK_MS = 1_000;
+
 /**
  * The journal folder becomes unusable mid-run: it is moved away and a regular file put in its place (root
  * ignores permission bits; every write then fails with ENOTDIR). Later the folder comes back as it was,
@@ -358,7 +361,7 @@ export interface UnwritableStateResult extends ScenarioResult {
 export function unwritableStateFolder(): Promise<UnwritableStateResult> {
   return withRig({}, async (rig) => {
     const ids = rig.enqueue(12, { delayMs: 800 });
-    const daemon = rig.start();
+    const daemon = rig.start({ DF_JOURNAL_RECHECK_MS: String(JOURNAL_RECHECK_MS) });
     await rig.waitFor(() => rig.tally().claimed >= 4, 'a first wave claimed');
     const parked = `${rig.journalDir}.unmounted`;
     await rename(rig.journalDir, parked);
@@ -386,7 +389,6 @@ export function unwritableStateFolder(): Promise<UnwritableStateResult> {
     const pollsWhileBlocked = rig.emulator
       .requests()
       .filter((r) => isPoll(r) && r.at >= blockedAt && r.at < repairedAt).length;
-    // The daemon checks the folder every 5 s.
     await rig.waitFor(() => daemon.hasLog('the journal is writable again'), 'the recovery', 12_000);
     const resumedAfterMs = Date.now() - repairedAt;
     await rig.waitFor(() => rig.tally().reported === ids.length, 'every execution reported after recovery');
