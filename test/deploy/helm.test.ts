@@ -168,7 +168,7 @@ describe('values.yaml and values.schema.json', () => {
   });
 
   it("derives the schema's config section from src/config/schema.ts", () => {
-    // On failure, regenerate with: ./node_modules/.bin/node test/deploy/chart-config-schema.ts
+    // On failure, regenerate with `npm run docs`.
     expect(valuesSchema.properties.config).toEqual(configValuesSchema());
   });
 
