@@ -153,7 +153,7 @@ export const schema = {
       env: 'DF_HANDLER_TIMEOUT_MS',
       default: 300_000,
       min: 1,
-      doc: "Time a handler may run on one execution before it is aborted and the attempt fails, in milliseconds (a task's own timeout, when shorter, wins).",
+      doc: 'Time a handler that declares no timeoutMs may run on one execution before it is aborted and the attempt fails, in milliseconds; a handler that declares timeoutMs gets its own limit instead, shorter or longer.',
     }),
   },
   state: {

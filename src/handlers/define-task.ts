@@ -44,7 +44,10 @@ export interface TaskSpec<I extends JsonObject = JsonObject, O extends JsonObjec
   inputKeys?: Array<string | KeyDescription>;
   /** Output keys the handler promises; a string is shorthand for `{ key, description: '' }`. Default `[]`. */
   outputKeys?: Array<string | KeyDescription>;
-  /** Time limit per attempt, in milliseconds (positive integer). Default: the daemon's configured timeout. */
+  /**
+   * Time limit per attempt, in milliseconds (positive integer, at most 2147483647). Default: the daemon's configured
+   * timeout (DF_HANDLER_TIMEOUT_MS); a declared one applies instead, shorter or longer.
+   */
   timeoutMs?: number;
   /** Runs one attempt. `input` excludes the service's `context` (see `ctx.job`). Throw to fail; see NonRetryableError. */
   handle(input: I, ctx: TaskContext): O | Promise<O>;
@@ -71,12 +74,16 @@ export class NonRetryableError extends Error {
   }
 }
 
-/** True for a NonRetryableError, including one made by another copy of this module. */
+/** True for a NonRetryableError, including one made by another copy of this module. Never throws. */
 export function isNonRetryableError(error: unknown): boolean {
-  return (
-    error instanceof NonRetryableError ||
-    (typeof error === 'object' && error !== null && NON_RETRYABLE_BRAND in error)
-  );
+  try {
+    return (
+      error instanceof NonRetryableError ||
+      (typeof error === 'object' && error !== null && NON_RETRYABLE_BRAND in error)
+    );
+  } catch {
+    return false; // a thrown proxy whose getPrototypeOf or has trap throws
+  }
 }
 
 export interface TaskDefinitionProblem {
@@ -103,6 +110,9 @@ export class TaskDefinitionError extends Error {
     this.taskKey = taskKey;
   }
 }
+
+/** The longest `timeoutMs` a task may declare: the largest delay Node's timers honour (2^31 - 1 ms). */
+const MAX_TIMEOUT_MS = 2_147_483_647;
 
 const TASK_MODULE_BRAND = Symbol.for('df-worker.TaskModule');
 const NON_RETRYABLE_BRAND = Symbol.for('df-worker.NonRetryableError');
@@ -169,6 +179,12 @@ export function defineTask<I extends JsonObject = JsonObject, O extends JsonObje
     problems.push({
       member: 'timeoutMs',
       message: `must be a positive integer (milliseconds), got ${describeValue(record.timeoutMs)}`,
+    });
+  } else if (typeof record.timeoutMs === 'number' && record.timeoutMs > MAX_TIMEOUT_MS) {
+    // Node's timers fire after 1 ms for any longer delay, which would time every attempt out at once.
+    problems.push({
+      member: 'timeoutMs',
+      message: `must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${record.timeoutMs}`,
     });
   }
   const inputKeys = normaliseKeys(record.inputKeys, 'inputKeys', problems);

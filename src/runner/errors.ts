@@ -22,18 +22,19 @@ export interface ErrorSummary {
   errorName: string;
 }
 
-/** Reduces anything a handler threw to a short message and a name; accepts error-like objects from other realms. */
+/**
+ * Reduces anything a handler threw to a short message and a name; accepts error-like objects from other realms.
+ * Total: a getter or proxy trap that throws while the value is read, a cycle or a null prototype never makes it
+ * throw in turn.
+ */
 export function summariseError(error: unknown): ErrorSummary {
-  if (
-    typeof error === 'object' &&
-    error !== null &&
-    typeof (error as { message?: unknown }).message === 'string'
-  ) {
-    const { name, message, cause } = error as { name?: unknown; message: string; cause?: unknown };
+  const message = readMember(error, 'message');
+  if (typeof message === 'string') {
+    const name = readMember(error, 'name');
     const errorName = typeof name === 'string' && name !== '' ? name : 'Error';
     let text = message === '' ? `${errorName} without a message` : message;
     // fetch's "fetch failed" says nothing by itself; the cause holds ECONNREFUSED and the like.
-    const causeMessage = (cause as { message?: unknown } | null | undefined)?.message;
+    const causeMessage = readMember(readMember(error, 'cause'), 'message');
     if (typeof causeMessage === 'string' && causeMessage !== '') text += ` (cause: ${causeMessage})`;
     return { message: truncateMessage(text), errorName };
   }
@@ -49,11 +50,33 @@ export function truncateMessage(text: string, max = MAX_ERROR_MESSAGE_LENGTH): s
   return text.slice(0, max - marker.length) + marker;
 }
 
+/** Readable text for any thrown value; each step falls back to a cruder one when reading the value throws. */
 function describeThrown(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   try {
-    return JSON.stringify(value) ?? String(value);
+    const json = JSON.stringify(value) as string | undefined;
+    if (json !== undefined) return json;
   } catch {
+    // A cycle, a bigint, a throwing toJSON or getter: try plainer renderings below.
+  }
+  try {
     return String(value);
+  } catch {
+    // A null-prototype object has no toString; a proxy trap or toPrimitive may throw.
+  }
+  try {
+    return Object.prototype.toString.call(value);
+  } catch {
+    return 'a value that cannot be read (its getters or proxy traps throw)';
+  }
+}
+
+/** `value[key]` for objects, or undefined when it is not an object or reading the member throws. */
+function readMember(value: unknown, key: string): unknown {
+  if (typeof value !== 'object' || value === null) return undefined;
+  try {
+    return (value as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
   }
 }

@@ -1,6 +1,7 @@
 // Checks a handler's result before it is reported: a plain JSON object holding every declared output key.
 // A bad result is a handler bug, so the runner fails the execution at once instead of retrying it.
 import type { JsonObject, KeyDescription } from '../api/types.ts';
+import { summariseError, truncateMessage } from './errors.ts';
 import { quoteList } from './input.ts';
 
 export type OutputCheck =
@@ -8,20 +9,20 @@ export type OutputCheck =
   | { ok: true; output: JsonObject; undeclaredKeys: string[] }
   | { ok: false; message: string; missingOutputKeys?: string[] };
 
+/** Never throws: whatever the handler returned (getters, toJSON or proxy traps that throw included) gives a check. */
 export function checkOutput(value: unknown, outputKeys: KeyDescription[]): OutputCheck {
-  if (!isPlainObject(value)) {
-    const hint = value === undefined ? '; did the handler forget to return its result?' : '';
-    return {
-      ok: false,
-      message: `handler output must be a plain JSON object, got ${describe(value)}${hint}`,
-    };
-  }
   let output: JsonObject;
   try {
+    if (!isPlainObject(value)) {
+      const hint = value === undefined ? '; did the handler forget to return its result?' : '';
+      return {
+        ok: false,
+        message: `handler output must be a plain JSON object, got ${describe(value)}${hint}`,
+      };
+    }
     output = toJsonObject(value, '', new Set());
   } catch (error) {
-    if (!(error instanceof NotJsonError)) throw error;
-    return { ok: false, message: `handler output is not JSON: ${error.message}` };
+    return { ok: false, message: truncateMessage(conversionFailure(error)) };
   }
 
   const declared = outputKeys.map((k) => k.key);
@@ -40,29 +41,96 @@ export function checkOutput(value: unknown, outputKeys: KeyDescription[]): Outpu
 
 class NotJsonError extends Error {}
 
-function toJsonObject(value: Record<string, unknown>, path: string, ancestors: Set<object>): JsonObject {
+/** Reading part of the result threw (a getter, a toJSON, a proxy trap): handler code failed, at `path`. */
+class UnreadableOutputError extends Error {
+  readonly path: string;
+  readonly reason: unknown;
+
+  constructor(path: string, reason: unknown) {
+    super(`handler output could not be read at "${path}"`);
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
+function conversionFailure(error: unknown): string {
+  if (error instanceof NotJsonError) return `handler output is not JSON: ${error.message}`;
+  // Anything else was thrown by the handler's own code while its result was read, or is a stack overflow on
+  // output nested too deeply; either way the output cannot be reported.
+  const reason = summariseError(error instanceof UnreadableOutputError ? error.reason : error).message;
+  const where = error instanceof UnreadableOutputError && error.path !== '' ? ` at "${error.path}"` : '';
+  return `handler output could not be read${where}: ${reason}`;
+}
+
+/** Runs one read of the handler's result, blaming `path` when it throws. */
+function read<T>(path: string, readValue: () => T): T {
+  try {
+    return readValue();
+  } catch (error) {
+    throw new UnreadableOutputError(path, error);
+  }
+}
+
+function toJsonObject(value: object, path: string, ancestors: Set<object>): JsonObject {
   ancestors.add(value);
   const copy: JsonObject = {};
-  for (const [key, member] of Object.entries(value)) {
-    // Matches JSON.stringify: an undefined member is simply left out.
-    if (member === undefined) continue;
-    copy[key] = toJsonValue(member, path === '' ? key : `${path}.${key}`, ancestors);
+  for (const key of read(path, () => Object.keys(value))) {
+    const memberPath = path === '' ? key : `${path}.${key}`;
+    const member = read(memberPath, () => (value as Record<string, unknown>)[key]);
+    const converted = toJsonValue(member, key, memberPath, ancestors);
+    // Matches JSON.stringify: an undefined member (or one whose toJSON gives undefined) is simply left out.
+    // defineProperty, not assignment: a "__proto__" key (JSON.parse makes one) must stay a member.
+    if (converted !== undefined) {
+      Object.defineProperty(copy, key, {
+        value: converted,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
   }
   ancestors.delete(value);
   return copy;
 }
 
-function toJsonValue(value: unknown, path: string, ancestors: Set<object>): unknown {
+function toJsonArray(array: unknown[], path: string, ancestors: Set<object>): unknown[] {
+  ancestors.add(array);
+  const copy: unknown[] = [];
+  const length = read(path, () => array.length);
+  for (let index = 0; index < length; index++) {
+    const itemPath = `${path}[${index}]`;
+    const item = read(itemPath, () => array[index]);
+    // Matches JSON.stringify: undefined (and a hole) in an array becomes null.
+    copy.push(toJsonValue(item, String(index), itemPath, ancestors) ?? null);
+  }
+  ancestors.delete(array);
+  return copy;
+}
+
+/** Applies `toJSON` once, as JSON.stringify does: the value it returns is converted without its own `toJSON`. */
+function toJsonValue(value: unknown, key: string, path: string, ancestors: Set<object>): unknown {
+  if (typeof value === 'object' && value !== null) {
+    const toJSON = read(path, () => (value as { toJSON?: unknown }).toJSON);
+    if (typeof toJSON === 'function') {
+      return toJsonValueAsIs(
+        read(path, () => toJSON.call(value, key) as unknown),
+        path,
+        ancestors,
+      );
+    }
+  }
+  return toJsonValueAsIs(value, path, ancestors);
+}
+
+function toJsonValueAsIs(value: unknown, path: string, ancestors: Set<object>): unknown {
   switch (typeof value) {
     case 'string':
     case 'boolean':
+    case 'undefined':
       return value;
     case 'number':
       if (Number.isFinite(value)) return value;
       throw new NotJsonError(`"${path}" is ${value}, which JSON cannot represent`);
-    case 'undefined':
-      // Only reachable inside arrays, where JSON.stringify writes null.
-      return null;
     case 'bigint':
     case 'symbol':
     case 'function':
@@ -73,23 +141,13 @@ function toJsonValue(value: unknown, path: string, ancestors: Set<object>): unkn
   if (value === null) return null;
   const object = value as object;
   if (ancestors.has(object)) throw new NotJsonError(`"${path}" refers back to an enclosing object (a cycle)`);
-  if (Array.isArray(object)) {
-    ancestors.add(object);
-    const copy = object.map((item: unknown, index) => toJsonValue(item, `${path}[${index}]`, ancestors));
-    ancestors.delete(object);
-    return copy;
-  }
-  const toJSON = (object as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === 'function') {
-    const key = path.slice(path.lastIndexOf('.') + 1);
-    return toJsonValue(toJSON.call(object, key) as unknown, path, ancestors);
-  }
-  if (isPlainObject(object)) return toJsonObject(object, path, ancestors);
+  if (read(path, () => Array.isArray(object))) return toJsonArray(object as unknown[], path, ancestors);
+  if (read(path, () => isPlainObject(object))) return toJsonObject(object, path, ancestors);
   throw new NotJsonError(
-    `"${path}" is ${describe(object)}, which JSON would flatten to {}; convert it to a plain object or array`,
+    `"${path}" is ${read(path, () => describe(object))}, which JSON would flatten to {}; ` +
+      'convert it to a plain object or array',
   );
 }
-
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
   const proto = Object.getPrototypeOf(value) as unknown;

@@ -98,16 +98,59 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     const { message, errorName } = summariseError(result.error);
     const kind = result.kind === 'timeout' ? 'timeout' : 'handler';
     if (isNonRetryableError(result.error) || attempt >= maxAttempts) {
-      logger.warn({ err: result.error, errorName, attempts: attempt }, 'attempt failed; not retrying');
+      warnAttemptFailed(
+        logger,
+        result.error,
+        message,
+        { errorName, attempts: attempt },
+        'attempt failed; not retrying',
+      );
       return finish('FAILED', { error: message, errorName, attempts: attempt }, attempt, { kind, message });
     }
     const delayMs = backoffDelayMs(attempt, args.backoff ?? DEFAULT_BACKOFF);
-    logger.warn({ err: result.error, errorName, retryInMs: delayMs }, 'attempt failed; retrying');
+    warnAttemptFailed(
+      logger,
+      result.error,
+      message,
+      { errorName, retryInMs: delayMs },
+      'attempt failed; retrying',
+    );
     try {
       await clock.sleep(delayMs, shutdownSignal);
     } catch {
       return aborted(attempt);
     }
+  }
+}
+
+/**
+ * Logs a failed attempt with the thrown value under `err` when it is a real Error. pino's serializer reads its
+ * message, stack, cause and every enumerable member, and throws with them (a throwing getter, a frozen error), so
+ * any other value, or an Error it cannot serialise, is logged as the summary that will be reported instead.
+ */
+function warnAttemptFailed(
+  logger: Logger,
+  error: unknown,
+  message: string,
+  fields: Record<string, unknown>,
+  msg: string,
+): void {
+  if (isRealError(error)) {
+    try {
+      logger.warn({ err: error, ...fields }, msg);
+      return;
+    } catch {
+      // Falls through to the summary.
+    }
+  }
+  logger.warn({ error: message, ...fields }, msg);
+}
+
+function isRealError(value: unknown): boolean {
+  try {
+    return value instanceof Error;
+  } catch {
+    return false; // a proxy whose getPrototypeOf trap throws
   }
 }
 
@@ -172,14 +215,15 @@ async function runAttempt(
   });
 
   const ctx: TaskContext = { execution: args.execution, task, attempt, job, logger, signal };
-  // Wrapping the call turns a synchronous throw into a rejection like any other; each attempt gets its own copy of
-  // the input so one that mutated it does not change what the retry sees.
+  // Wrapping the call turns a synchronous throw into a rejection like any other; each attempt gets its own deep copy
+  // of the input (JSON from the wire) so one that mutated it, nested values included, does not change what the
+  // retry sees.
   // A rejection the handler leaked (never awaited) fails this attempt too: see attempt-scope.ts.
   let failLeaked!: (result: AttemptResult) => void;
   const leaked = new Promise<AttemptResult>((resolve) => (failLeaked = resolve));
   const running = runInAttemptScope(
     (error) => failLeaked({ kind: 'threw', error }),
-    () => new Promise<unknown>((resolve) => resolve(handler.handle({ ...input }, ctx))),
+    () => new Promise<unknown>((resolve) => resolve(handler.handle(structuredClone(input), ctx))),
   ).then(
     (value): AttemptResult => ({ kind: 'returned', value }),
     (error: unknown): AttemptResult => ({ kind: 'threw', error }),

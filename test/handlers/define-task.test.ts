@@ -54,6 +54,10 @@ describe('defineTask', () => {
     expect(task.timeoutMs).toBe(120_000);
   });
 
+  it("accepts timeoutMs up to Node's timer limit of 2147483647 ms", () => {
+    expect(defineTask({ key: 'month-long', timeoutMs: 2_147_483_647, handle }).timeoutMs).toBe(2_147_483_647);
+  });
+
   it.each([
     [{ key: 42, handle }, 'key', 'must be a non-empty string, got 42'],
     [{ key: '  ', handle }, 'key', 'must be a non-empty string'],
@@ -61,6 +65,11 @@ describe('defineTask', () => {
     [{ key: 'a', handle, retryCount: -1 }, 'retryCount', 'must be an integer >= 0, got -1'],
     [{ key: 'a', handle, retryCount: 1.5 }, 'retryCount', 'must be an integer >= 0'],
     [{ key: 'a', handle, timeoutMs: 0 }, 'timeoutMs', 'must be a positive integer (milliseconds), got 0'],
+    [
+      { key: 'a', handle, timeoutMs: 2 ** 31 },
+      'timeoutMs',
+      'must be at most 2147483647 ms (about 24.8 days), got 2147483648',
+    ],
     [{ key: 'a', handle, description: 7 }, 'description', 'must be a string'],
     [{ key: 'a', handle, inputKeys: 'sku' }, 'inputKeys', 'must be an array'],
     [{ key: 'a', handle, inputKeys: ['sku', 'sku'] }, 'inputKeys[1]', 'duplicate key "sku"'],

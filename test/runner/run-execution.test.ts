@@ -107,6 +107,30 @@ describe('runExecution: input', () => {
     expect(seen?.ctx).toMatchObject({ attempt: 1, task: { id: 'task-1', key: 'enrich' } });
   });
 
+  it('gives each attempt its own deep copy of the input, so a retry does not see nested changes', async () => {
+    const seen: string[] = [];
+    const handler = defineTask({
+      key: 'normalise',
+      retryCount: 1,
+      handle: (input: { items: string[]; meta: { source: string } }, ctx) => {
+        seen.push(JSON.stringify(input));
+        input.items.push('added-by-attempt');
+        input.meta.source = 'changed';
+        if (ctx.attempt === 1) throw new Error('transient');
+        return { count: input.items.length };
+      },
+    });
+    const { clock, args } = setUp(handler, {
+      items: ['a'],
+      meta: { source: 'feed' },
+    });
+    const outcome = await drive(clock, runExecution(args));
+    const original = '{"items":["a"],"meta":{"source":"feed"}}';
+    expect(seen).toEqual([original, original]);
+    expect(outcome).toMatchObject({ status: 'COMPLETED', attempts: 2, output: { count: 2 } });
+    expect(args.execution.input).toEqual({ items: ['a'], meta: { source: 'feed' } });
+  });
+
   it('gives an empty ctx.job when the execution has no context', async () => {
     let seenJob: unknown;
     const handler = defineTask({ key: 'k', handle: (_input, ctx) => ((seenJob = ctx.job), {}) });
@@ -189,6 +213,127 @@ describe('runExecution: output', () => {
     const outcome = await drive(clock, runExecution(args));
     expect(outcome.status).toBe('COMPLETED');
     expect(outcome.output).toStrictEqual({ at: '2026-01-02T00:00:00.000Z', list: [null, 1] });
+  });
+
+  it.each([
+    [
+      'a getter that throws',
+      () => ({
+        total: 1,
+        get lazy(): number {
+          throw new Error('lazy field failed');
+        },
+      }),
+      'handler output could not be read at "lazy": lazy field failed',
+    ],
+    [
+      'a nested getter that throws',
+      () => ({
+        total: 1,
+        nested: {
+          get x(): number {
+            throw new Error('not loaded');
+          },
+        },
+      }),
+      'handler output could not be read at "nested.x": not loaded',
+    ],
+    [
+      'a toJSON that throws',
+      () => ({
+        total: 1,
+        when: {
+          toJSON() {
+            throw new Error('boom');
+          },
+        },
+      }),
+      'handler output could not be read at "when": boom',
+    ],
+    [
+      'a nested proxy whose trap throws',
+      () => ({
+        total: 1,
+        lookup: new Proxy(
+          {},
+          {
+            ownKeys() {
+              throw new Error('ownKeys trap failed');
+            },
+          },
+        ),
+      }),
+      'handler output could not be read at "lookup": ownKeys trap failed',
+    ],
+    [
+      'a proxy whose getPrototypeOf trap throws',
+      () =>
+        new Proxy(
+          {},
+          {
+            getPrototypeOf() {
+              throw new Error('prototype trap failed');
+            },
+          },
+        ),
+      'handler output could not be read: prototype trap failed',
+    ],
+    [
+      'output nested deeper than the stack',
+      () => {
+        let nested: JsonObject = {};
+        for (let depth = 0; depth < 100_000; depth++) nested = { nested };
+        return { total: 1, nested };
+      },
+      'handler output could not be read: Maximum call stack size exceeded',
+    ],
+  ])('fails, not crashes, when reading the output hits %s', async (_name, make, expected) => {
+    const handler = defineTask({ key: 'k', retryCount: 2, outputKeys: ['total'], handle: make });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      output: { error: expected },
+      failure: { kind: 'output', message: expected },
+    });
+  });
+
+  it('calls toJSON once per value, as JSON.stringify does, so a toJSON returning this fails cleanly', async () => {
+    const toJSON = vi.fn(function (this: object) {
+      return this;
+    });
+    const handler = defineTask({ key: 'k', handle: () => ({ total: 1, nested: { toJSON } }) });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(toJSON).toHaveBeenCalledTimes(1);
+    expect(toJSON).toHaveBeenCalledWith('nested');
+    expect(outcome).toMatchObject({ status: 'FAILED', failure: { kind: 'output' } });
+    expect(outcome.output.error).toBe(
+      'handler output is not JSON: "nested.toJSON" is a function; convert it to a string, number or plain object',
+    );
+  });
+
+  it('applies toJSON to array items and leaves out a member whose toJSON gives undefined', async () => {
+    const handler = defineTask({
+      key: 'k',
+      handle: () => ({
+        list: [{ toJSON: () => 5 }, { toJSON: () => undefined }],
+        hidden: { toJSON: () => undefined },
+      }),
+    });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.output).toStrictEqual({ list: [5, null] });
+  });
+
+  it('keeps a "__proto__" key of the output as a member, as JSON.parse made it', async () => {
+    const result = JSON.parse('{"__proto__": {"polluted": true}, "n": 1}') as Record<string, unknown>;
+    const handler = defineTask({ key: 'k', handle: () => result });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(JSON.stringify(outcome.output)).toBe('{"__proto__":{"polluted":true},"n":1}');
+    expect(Object.getPrototypeOf(outcome.output)).toBe(Object.prototype);
   });
 
   it('keeps undeclared output keys and logs one warning listing them', async () => {
@@ -354,6 +499,18 @@ describe('runExecution: timeouts', () => {
     expect(outcome).toMatchObject({ failure: { kind: 'timeout' }, durationMs: 5_000 });
   });
 
+  it("uses the handler's declared timeoutMs even when it is longer than the default", async () => {
+    const handler = defineTask({
+      key: 'slow',
+      timeoutMs: 8_000,
+      handle: () => new Promise<JsonObject>(() => {}),
+    });
+    const { clock, args } = setUp(handler, {}); // default 5000 ms
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({ failure: { kind: 'timeout' }, durationMs: 8_000 });
+    expect(outcome.output.error).toMatch(/^handler for task "slow" did not finish within 8000 ms/);
+  });
+
   it('aborts ctx.signal at the deadline so a handler can stop its work', async () => {
     let signal: AbortSignal | undefined;
     const handler = defineTask({
@@ -435,4 +592,246 @@ describe('runExecution: shutdown', () => {
     expect(handle).not.toHaveBeenCalled();
     expect(outcome).toMatchObject({ status: 'FAILED', attempts: 0, failure: { kind: 'aborted' } });
   });
+});
+
+/** Values built to break whatever reads them: getters, traps and prototypes that throw, cycles. */
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
+function nullPrototypeCycle(): object {
+  const value = Object.create(null) as Record<string, unknown>;
+  value.self = value;
+  return value;
+}
+
+function messageGetterThrows(): object {
+  return {
+    get message(): string {
+      throw new Error('getter');
+    },
+  };
+}
+
+function toJSONReturnsItself(): object {
+  return {
+    toJSON() {
+      return this;
+    },
+  };
+}
+
+const everyTrapThrows = (): object =>
+  new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('get trap');
+      },
+      has: () => {
+        throw new Error('has trap');
+      },
+      getPrototypeOf: () => {
+        throw new Error('getPrototypeOf trap');
+      },
+      ownKeys: () => {
+        throw new Error('ownKeys trap');
+      },
+    },
+  );
+
+describe('runExecution: poisonous values from a handler', () => {
+  it.each([
+    [
+      'a null-prototype object with a cycle',
+      nullPrototypeCycle,
+      'handler threw a non-Error value: [object Object]',
+    ],
+    [
+      'an object whose message getter throws',
+      messageGetterThrows,
+      'handler threw a non-Error value: [object Object]',
+    ],
+    [
+      'an object whose toString and toPrimitive throw',
+      () => ({
+        big: 1n,
+        [Symbol.toPrimitive]() {
+          throw new Error('no primitive');
+        },
+      }),
+      'handler threw a non-Error value: [object Object]',
+    ],
+    [
+      'a revoked proxy',
+      revokedProxy,
+      'handler threw a non-Error value: a value that cannot be read (its getters or proxy traps throw)',
+    ],
+    [
+      'a proxy whose every trap throws',
+      everyTrapThrows,
+      'handler threw a non-Error value: a value that cannot be read (its getters or proxy traps throw)',
+    ],
+  ])('reports FAILED when the handler throws %s', async (_name, make, expected) => {
+    const handler = defineTask({
+      key: 'k',
+      retryCount: 1,
+      handle: () => {
+        throw make() as Error;
+      },
+    });
+    const { clock, lines, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 2,
+      output: { error: expected, errorName: 'NonErrorThrown', attempts: 2 },
+      failure: { kind: 'handler', message: expected },
+    });
+    const warnings = lines.filter((l) => l.level === 40);
+    expect(warnings.map((l) => [l.msg, l.error, l.err])).toEqual([
+      ['attempt failed; retrying', expected, undefined],
+      ['attempt failed; not retrying', expected, undefined],
+    ]);
+  });
+
+  it.each([
+    ['is frozen', () => Object.freeze(new Error('frozen failure'))],
+    [
+      'has a getter that throws',
+      () =>
+        Object.defineProperty(new Error('lazy failure'), 'details', {
+          enumerable: true,
+          get() {
+            throw new Error('details getter');
+          },
+        }),
+    ],
+    [
+      'has a cause function that throws',
+      () =>
+        Object.assign(new Error('caused failure'), {
+          cause: () => {
+            throw new Error('cause');
+          },
+        }),
+    ],
+  ])('reports and logs a thrown Error that pino cannot serialise (it %s)', async (_name, make) => {
+    const thrown: Error = make();
+    const handler = defineTask({
+      key: 'k',
+      handle: () => {
+        throw thrown;
+      },
+    });
+    const { clock, lines, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      output: { error: thrown.message, errorName: 'Error', attempts: 1 },
+      failure: { kind: 'handler' },
+    });
+    const warning = lines.find((l) => l.msg === 'attempt failed; not retrying');
+    expect(warning).toMatchObject({ error: thrown.message, errorName: 'Error' });
+    expect(warning).not.toHaveProperty('err');
+  });
+
+  it('still logs a serialisable Error under err, with its stack', async () => {
+    const handler = defineTask({
+      key: 'k',
+      handle: () => {
+        throw new RangeError('out of range');
+      },
+    });
+    const { clock, lines, args } = setUp(handler, {});
+    await drive(clock, runExecution(args));
+    const warning = lines.find((l) => l.msg === 'attempt failed; not retrying');
+    expect(warning?.err).toMatchObject({ type: 'RangeError', message: 'out of range' });
+    expect((warning?.err as { stack?: string }).stack).toContain('RangeError: out of range');
+  });
+
+  it('keeps the message of an Error whose cause getter throws', async () => {
+    const thrown = Object.defineProperty(new Error('fetch failed'), 'cause', {
+      get() {
+        throw new Error('cause getter');
+      },
+    });
+    const handler = defineTask({
+      key: 'k',
+      handle: () => {
+        throw thrown;
+      },
+    });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome.output).toMatchObject({ error: 'fetch failed', errorName: 'Error' });
+  });
+
+  it.each([
+    ['a revoked proxy', revokedProxy, 'handler', "Cannot perform 'get' on a proxy that has been revoked"],
+    ['a proxy whose every trap throws', everyTrapThrows, 'handler', 'get trap'],
+    [
+      'a null-prototype object with a cycle',
+      nullPrototypeCycle,
+      'output',
+      'handler output is not JSON: "self" refers back to an enclosing object (a cycle)',
+    ],
+    [
+      'an object whose message getter throws',
+      messageGetterThrows,
+      'output',
+      'handler output could not be read at "message": getter',
+    ],
+    [
+      'an object whose toJSON returns itself',
+      toJSONReturnsItself,
+      'output',
+      'handler output is not JSON: "toJSON" is a function; convert it to a string, number or plain object',
+    ],
+  ])('reports FAILED when the handler returns %s', async (_name, make, kind, expected) => {
+    const handler = defineTask({ key: 'k', handle: () => make() as JsonObject });
+    const { clock, args } = setUp(handler, {});
+    const outcome = await drive(clock, runExecution(args));
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      output: { error: expected },
+      failure: { kind },
+    });
+  });
+
+  it.each([
+    ['a revoked proxy', revokedProxy, 'handler output could not be read at "nested": Cannot perform'],
+    [
+      'a proxy whose every trap throws',
+      everyTrapThrows,
+      'handler output could not be read at "nested": get trap',
+    ],
+    [
+      'a null-prototype object with a cycle',
+      nullPrototypeCycle,
+      'handler output is not JSON: "nested.self" refers back to an enclosing object (a cycle)',
+    ],
+    [
+      'an object whose message getter throws',
+      messageGetterThrows,
+      'handler output could not be read at "nested.message": getter',
+    ],
+    [
+      'an object whose toJSON returns itself',
+      toJSONReturnsItself,
+      'handler output is not JSON: "nested.toJSON" is a function',
+    ],
+  ])(
+    'reports FAILED kind output when the handler returns an output holding %s',
+    async (_name, make, expected) => {
+      const handler = defineTask({ key: 'k', retryCount: 1, handle: () => ({ total: 1, nested: make() }) });
+      const { clock, args } = setUp(handler, {});
+      const outcome = await drive(clock, runExecution(args));
+      expect(outcome).toMatchObject({ status: 'FAILED', attempts: 1, failure: { kind: 'output' } });
+      expect(outcome.output.error).toContain(expected);
+    },
+  );
 });
