@@ -4,7 +4,8 @@
 import type { Logger } from 'pino';
 import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
-import type { Journal, JournalEntry } from '../journal/journal.ts';
+import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
+import { truncateMessage } from '../runner/errors.ts';
 import { runExecution, type ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../scheduler/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
@@ -12,6 +13,8 @@ import type { RegisteredTask } from './task-registry.ts';
 
 export interface PipelineObserver {
   claimed?(taskKey: string, execution: TaskExecution): void;
+  /** A journal record left by an earlier run is taken up again (it is in flight until reported). */
+  resumed?(taskKey: string, executionId: string): void;
   finished?(taskKey: string, executionId: string, outcome: ExecutionOutcome): void;
   reported?(
     taskKey: string,
@@ -79,7 +82,6 @@ export class ExecutionPipeline {
       input: {},
     };
     this.#o.observer?.claimed?.(polled.key, execution);
-    await this.#journalClaim(polled.key, execution, logger);
     const message =
       `the service handed out this execution with an unusable answer (${problem}); ` +
       'df-worker did not run it';
@@ -90,19 +92,30 @@ export class ExecutionPipeline {
       durationMs: 0,
       failure: { kind: 'input', message },
     };
-    await this.finish(polled.key, executionId, outcome, logger);
+    // Claim and outcome in one durable write: a claim record alone would be run again by a replay, with
+    // the empty input that stands in for the unusable one.
+    await this.#journalClaim(polled.key, execution, logger, outcome);
+    await this.finish(polled.key, executionId, outcome, logger, { journaled: true });
   }
 
-  async #journalClaim(taskKey: string, execution: TaskExecution, logger: Logger): Promise<void> {
+  async #journalClaim(
+    taskKey: string,
+    execution: TaskExecution,
+    logger: Logger,
+    outcome?: ExecutionOutcome,
+  ): Promise<void> {
     try {
-      await this.#o.journal.recordClaim({
-        executionId: execution.id,
-        taskId: execution.taskId,
-        taskKey,
-        input: execution.input,
-        ...(execution.createdAt ? { createdAt: execution.createdAt } : {}),
-        claimedAt: new Date(this.#o.clock.now()).toISOString(),
-      });
+      await this.#o.journal.recordClaim(
+        {
+          executionId: execution.id,
+          taskId: execution.taskId,
+          taskKey,
+          input: execution.input,
+          ...(execution.createdAt ? { createdAt: execution.createdAt } : {}),
+          claimedAt: new Date(this.#o.clock.now()).toISOString(),
+        },
+        outcome && this.#outcomeRecord(outcome),
+      );
     } catch (error) {
       // The claim is already ours on the service: run it anyway; the journal gate stops new claims.
       logger.error(
@@ -112,6 +125,15 @@ export class ExecutionPipeline {
     }
   }
 
+  #outcomeRecord(outcome: ExecutionOutcome): OutcomeRecord {
+    return {
+      status: outcome.status,
+      output: outcome.output,
+      attempts: outcome.attempts,
+      finishedAt: new Date(this.#o.clock.now()).toISOString(),
+    };
+  }
+
   /** Replays a journal record left by an earlier run (see Worker.replay). */
   async resume(entry: JournalEntry, mode: 'rerun' | 'fail'): Promise<void> {
     const logger = this.#o.logger.child({
@@ -119,6 +141,7 @@ export class ExecutionPipeline {
       executionId: entry.executionId,
       replay: true,
     });
+    this.#o.observer?.resumed?.(entry.taskKey, entry.executionId);
     if (entry.phase === 'finished' && entry.outcome) {
       logger.info({ status: entry.outcome.status }, 'replaying an outcome that was not yet reported');
       await this.#deliver(entry.taskKey, entry.executionId, entry.outcome, logger);
@@ -151,7 +174,34 @@ export class ExecutionPipeline {
     await this.finish(entry.taskKey, entry.executionId, outcome, logger);
   }
 
-  async #run(registered: RegisteredTask | undefined, execution: TaskExecution, logger: Logger) {
+  /** The handler's outcome; whatever goes wrong on the way is a FAILED outcome, never a rejection. */
+  async #run(
+    registered: RegisteredTask | undefined,
+    execution: TaskExecution,
+    logger: Logger,
+  ): Promise<ExecutionOutcome> {
+    try {
+      return await this.#runHandler(registered, execution, logger);
+    } catch (error) {
+      // runExecution settles every handler failure itself; reaching here is a df-worker bug, and the
+      // execution must still be reported.
+      const message = `df-worker failed while running the handler: ${describeInternalError(error)}`;
+      logger.error({ err: error as Error }, 'internal error while running an execution; reporting it FAILED');
+      return {
+        status: 'FAILED',
+        output: { error: message },
+        attempts: 0,
+        durationMs: 0,
+        failure: { kind: 'handler', message },
+      };
+    }
+  }
+
+  async #runHandler(
+    registered: RegisteredTask | undefined,
+    execution: TaskExecution,
+    logger: Logger,
+  ): Promise<ExecutionOutcome> {
     if (!registered) {
       logger.error({ taskId: execution.taskId }, 'no handler serves this task; reporting it FAILED');
       return {
@@ -181,6 +231,7 @@ export class ExecutionPipeline {
     executionId: string,
     outcome: ExecutionOutcome,
     logger: Logger,
+    options: { journaled?: boolean } = {},
   ): Promise<void> {
     this.#o.observer?.finished?.(taskKey, executionId, outcome);
     logger.info(
@@ -192,15 +243,12 @@ export class ExecutionPipeline {
       },
       'execution finished',
     );
-    try {
-      await this.#o.journal.recordOutcome(executionId, {
-        status: outcome.status,
-        output: outcome.output,
-        attempts: outcome.attempts,
-        finishedAt: new Date(this.#o.clock.now()).toISOString(),
-      });
-    } catch (error) {
-      logger.error({ err: error as Error }, 'could not journal the outcome; reporting it anyway');
+    if (!options.journaled) {
+      try {
+        await this.#o.journal.recordOutcome(executionId, this.#outcomeRecord(outcome));
+      } catch (error) {
+        logger.error({ err: error as Error }, 'could not journal the outcome; reporting it anyway');
+      }
     }
     await this.#deliver(taskKey, executionId, outcome, logger);
   }
@@ -212,18 +260,44 @@ export class ExecutionPipeline {
     logger: Logger,
   ): Promise<void> {
     const { journal, reporter } = this.#o;
-    const result = await reporter.report(
-      executionId,
-      { status: outcome.status, output: outcome.output },
-      this.#o.reportSignal,
-    );
+    const report = (status: ExecutionOutcome['status'], output: ExecutionOutcome['output']) =>
+      reporter.report(executionId, { status, output }, this.#o.reportSignal, {
+        // Counted only when an attempt failed: `df-worker journal` shows reports that are stuck, and the
+        // happy path costs no extra write.
+        onRetry: () =>
+          journal.recordReportAttempt(executionId).catch((error: unknown) => {
+            logger.warn({ err: error as Error }, 'could not count the report attempt in the journal');
+          }),
+      });
+    const result = await report(outcome.status, outcome.output);
     try {
       if (result.delivered) {
         await journal.complete(executionId);
         logger.info({ status: outcome.status, reportAttempts: result.attempts }, 'execution reported');
         this.#o.observer?.reported?.(taskKey, executionId, 'delivered', result.attempts);
       } else if ('refused' in result) {
-        await journal.deadLetter(executionId, result.refused);
+        let refused = result.refused;
+        if (outcome.status === 'COMPLETED' && OUTPUT_REFUSED.has(refused.status)) {
+          // The service will not take this output (too large, or invalid to it): tell the job FAILED so it
+          // does not wait forever. The refused output stays in the dead letter for an operator.
+          const message = truncateMessage(
+            `the service refused the handler's output (${refused.status}): ${refused.message}`,
+          );
+          logger.error({ refusedStatus: refused.status }, 'output refused; reporting the execution FAILED');
+          const fallback = await report('FAILED', { error: message, refusedStatus: refused.status });
+          if ('interrupted' in fallback) {
+            logger.warn('report not delivered before exit; it stays in the journal for the next start');
+            this.#o.observer?.reported?.(taskKey, executionId, 'left-in-journal', result.attempts);
+            return;
+          }
+          refused = {
+            ...refused,
+            message: fallback.delivered
+              ? `${refused.message}; df-worker reported the execution FAILED instead`
+              : `${refused.message}; reporting it FAILED instead was refused too: ${fallback.refused.message}`,
+          };
+        }
+        await journal.deadLetter(executionId, refused);
         this.#o.observer?.reported?.(taskKey, executionId, 'dead-lettered', result.attempts);
       } else {
         logger.warn('report not delivered before exit; it stays in the journal for the next start');
@@ -232,5 +306,16 @@ export class ExecutionPipeline {
     } catch (error) {
       logger.error({ err: error as Error }, 'could not update the journal after reporting');
     }
+  }
+}
+
+/** Answers to a COMPLETED report that refuse its output itself: a FAILED report may still get through. */
+const OUTPUT_REFUSED: ReadonlySet<number> = new Set([400, 413, 422]);
+
+function describeInternalError(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'an unknown error';
   }
 }

@@ -65,6 +65,9 @@ export class Worker {
   #loops: Promise<unknown>[] = [];
   #serviceAnswered = false;
   #stopping: Promise<void> | undefined;
+  #starting: Promise<void> | undefined;
+  /** The journal replay of start(), which stop() drains like running executions. */
+  #replaying: Promise<void> | undefined;
 
   constructor(options: WorkerOptions) {
     this.#config = options.config;
@@ -87,9 +90,27 @@ export class Worker {
     return this.#client;
   }
 
+  /**
+   * Loads handlers, takes the state folder, replays the journal and starts polling. A stop() meanwhile
+   * ends the start early; it then resolves without polling (stop() drains what the replay began).
+   */
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`Worker.start() called in state ${this.#state}`);
     this.#state = 'starting';
+    this.#starting = this.#start();
+    try {
+      await this.#starting;
+    } catch (error) {
+      if (this.#stopRequested) return;
+      throw error;
+    }
+  }
+
+  get #stopRequested(): boolean {
+    return this.#pollStop.signal.aborted;
+  }
+
+  async #start(): Promise<void> {
     const config = this.#config;
     const logger = this.#logger;
     const handlers = this.#handlers ?? (await loadHandlersOrThrow(config.handlers.dir, { logger }));
@@ -148,7 +169,9 @@ export class Worker {
       observer: this.#pipelineObserver(),
     });
 
-    await this.#replay(pending);
+    this.#replaying = this.#replay(pending);
+    await this.#replaying;
+    if (this.#stopRequested) return;
 
     this.#planner = new PollPlanner({
       budget: this.#budget,
@@ -229,32 +252,31 @@ export class Worker {
 
   async #stop(): Promise<void> {
     const logger = this.#logger;
-    const wasRunning = this.#state === 'running';
     this.#state = 'stopping';
     this.metrics.ready.set(0);
     this.#pollStop.abort(new Error('worker stopping'));
     await Promise.allSettled(this.#loops);
-    if (wasRunning && this.#scheduler) {
-      const inFlight = this.#scheduler.inFlight;
+    // Executions run either under the scheduler or, while start() is replaying the journal, under the replay.
+    const drained = () => this.#scheduler?.drained() ?? this.#replaying ?? Promise.resolve();
+    if (this.#scheduler || this.#replaying) {
       logger.info(
-        { inFlight, graceMs: this.#config.shutdownGraceMs },
+        { inFlight: this.#scheduler?.inFlight ?? 'replay', graceMs: this.#config.shutdownGraceMs },
         'stopping: waiting for running executions',
       );
-      const graceOver = await this.#race(this.#scheduler.drained(), this.#config.shutdownGraceMs);
+      const graceOver = await this.#race(drained(), this.#config.shutdownGraceMs);
       if (graceOver) {
         logger.warn('grace period over: aborting running handlers; they are reported FAILED');
         this.#handlerStop.abort(new Error('shutdown grace period over'));
         // Reports of aborted handlers still get a short window to reach the service.
-        const flushOver = await this.#race(
-          this.#scheduler.drained(),
-          Math.max(5_000, this.#config.shutdownGraceMs / 2),
-        );
+        const flushOver = await this.#race(drained(), Math.max(5_000, this.#config.shutdownGraceMs / 2));
         if (flushOver) this.#reportStop.abort(new Error('shutdown flush window over'));
-        await this.#scheduler.drained();
+        await drained();
       }
     }
     this.#handlerStop.abort(new Error('worker stopped'));
     this.#reportStop.abort(new Error('worker stopped'));
+    // start() ends soon after the stop signal; its resources are released below only once it has.
+    await Promise.allSettled([this.#starting]);
     try {
       await this.#budget?.flush();
     } catch (error) {
@@ -329,7 +351,16 @@ export class Worker {
     await queue.addAll(
       pending.map((entry) => async () => {
         this.metrics.replayed.inc({ phase: entry.phase });
-        await this.#pipeline!.resume(entry, mode);
+        try {
+          await this.#pipeline!.resume(entry, mode);
+        } catch (error) {
+          // resume() settles every record itself; one that still fails must not keep the others from
+          // their replay, nor the daemon from starting. It stays in the journal for the next start.
+          this.#logger.error(
+            { err: error as Error, executionId: entry.executionId },
+            'could not replay a journal record; it stays in the journal',
+          );
+        }
       }),
     );
     this.#budget!.reportReserve = 2 * this.#config.concurrency;
@@ -388,6 +419,7 @@ export class Worker {
     // Outcome instants by execution id, for the report latency; removed once the report ends.
     const finishedAt = new Map<string, number>();
     return {
+      resumed: () => m.inFlight.inc(),
       claimed: (task, execution) => {
         m.inFlight.inc();
         const created = Date.parse(execution.createdAt);

@@ -86,8 +86,11 @@ export class Journal {
     return { pending: this.#entries.size, deadLettered: this.#deadLetterFiles.size };
   }
 
-  /** Durably records a claim (phase 'claimed'); call before the handler starts. Replaces any earlier record. */
-  recordClaim(claim: ClaimRecord): Promise<void> {
+  /**
+   * Durably records a claim (phase 'claimed'); call before the handler starts. Replaces any earlier record.
+   * With `outcome`, the record is written finished at once: for an execution that will not be run.
+   */
+  recordClaim(claim: ClaimRecord, outcome?: OutcomeRecord): Promise<void> {
     const entry: JournalEntry = {
       executionId: claim.executionId,
       taskId: claim.taskId,
@@ -95,7 +98,7 @@ export class Journal {
       input: claim.input,
       ...(claim.createdAt === undefined ? {} : { createdAt: claim.createdAt }),
       claimedAt: claim.claimedAt,
-      phase: 'claimed',
+      ...(outcome === undefined ? { phase: 'claimed' } : { phase: 'finished', outcome }),
       reportAttempts: 0,
       version: 1,
     };

@@ -2,11 +2,11 @@
 // accepted (or the daemon must stop); refused for good (400, 404...) goes to the dead-letter folder.
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
-import { ServiceError } from '../api/errors.ts';
+import { ReportValidationError, ResponseValidationError, ServiceError } from '../api/errors.ts';
 import type { JsonObject, ReportStatus } from '../api/types.ts';
 import type { Budget } from '../budget/budget.ts';
 import type { Clock } from '../clock/clock.ts';
-import { backoffMs, classifyFailure } from './retry-policy.ts';
+import { backoffMs, classifyFailure, type FailureAction } from './retry-policy.ts';
 
 export interface ReporterOptions {
   client: ServiceClient;
@@ -41,6 +41,7 @@ export class Reporter {
     executionId: string,
     report: { status: ReportStatus; output: JsonObject },
     signal?: AbortSignal,
+    hooks: { onRetry?: () => Promise<void> } = {},
   ): Promise<ReportResult> {
     const { client, budget, clock, logger } = this.#o;
     const random = this.#o.random ?? Math.random;
@@ -54,13 +55,22 @@ export class Reporter {
         return { delivered: true, attempts };
       } catch (error) {
         if (signal?.aborted) return { delivered: false, attempts, interrupted: true };
+        if (error instanceof ResponseValidationError) {
+          // Only a 2xx answer gets this far: the service took the report; its answer's shape is its problem.
+          logger.warn(
+            { executionId, err: error },
+            'report accepted, but the answer is not the documented shape',
+          );
+          return { delivered: true, attempts };
+        }
         this.#o.onAttemptFailed?.(executionId, error);
-        const action = classifyFailure(error, this.#o.rateLimitPauseMs);
+        const action = reportFailureAction(error, this.#o.rateLimitPauseMs);
         let waitMs: number;
         if (action.kind === 'permanent') {
           const e = error as Error;
-          // An earlier attempt may have been applied with its answer lost; a second PATCH is then refused.
-          if (attempts > 1 && (await this.#alreadyApplied(executionId, report.status, signal))) {
+          // An earlier attempt (of this run, or of one killed before it removed the record) may have been
+          // applied with its answer lost; a second PATCH may then be refused.
+          if (await this.#alreadyApplied(executionId, report.status, signal)) {
             logger.info({ executionId }, 'report had already been applied by an earlier attempt');
             return { delivered: true, attempts };
           }
@@ -97,6 +107,7 @@ export class Reporter {
             'report failed; retrying',
           );
         }
+        await hooks.onRetry?.();
         try {
           if (waitMs > 0) await clock.sleep(waitMs, signal);
         } catch {
@@ -114,4 +125,17 @@ export class Reporter {
       return false;
     }
   }
+}
+
+/**
+ * A report is given up only on the service's own refusal (or a report df-worker itself cannot send). Anything
+ * else failed before an answer came (the budget could not record the request, say): the service has not seen
+ * the report, so it is retried.
+ */
+function reportFailureAction(error: unknown, rateLimitPauseMs: number): FailureAction {
+  if (error instanceof ServiceError || error instanceof ReportValidationError) {
+    return classifyFailure(error, rateLimitPauseMs);
+  }
+  const action = classifyFailure(error, rateLimitPauseMs);
+  return action.kind === 'permanent' ? { kind: 'transient' } : action;
 }

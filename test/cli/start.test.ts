@@ -98,6 +98,22 @@ describe('df-worker start', () => {
     ]);
   });
 
+  it('exits 0 on SIGTERM while it still retries its first task list (the service answering 503)', async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.setFaults([{ operation: 'tasks.list', kind: 'status', status: 503 }]);
+    cli = runCli(['start'], env());
+    await waitFor(
+      () => cli!.logs().some((l) => l.msg === 'could not list the service tasks yet; retrying'),
+      'a failed task list',
+      15_000,
+    );
+    cli.child.kill('SIGTERM');
+    const { code } = await cli.exited;
+    expect(code).toBe(0);
+    expect(cli.stderr()).toBe('');
+    expect(cli.logs().at(-1)?.msg).toBe('df-worker stopped');
+  });
+
   it('refuses bad configuration, naming every bad setting and never printing the key', async () => {
     cli = runCli(['start'], {
       DF_API_KEY: KEY,

@@ -137,6 +137,23 @@ describe('Journal lifecycle', () => {
     expect((await after.pending()).map((entry) => entry.executionId)).toEqual(['late']);
   });
 
+  it('writes a claim that carries its outcome as finished in one record, so a replay never runs it', async () => {
+    const failed: OutcomeRecord = {
+      status: 'FAILED',
+      output: { error: 'unusable' },
+      attempts: 0,
+      finishedAt: '2026-01-01T10:00:00.000Z',
+    };
+    const before = await openJournal();
+    await before.recordClaim(claim('unusable'), failed);
+    expect((await readdir(journalDir)).filter((name) => !name.startsWith('.'))).toHaveLength(1);
+
+    const after = await openJournal();
+    expect(await after.pending()).toEqual([
+      { ...claim('unusable'), phase: 'finished', outcome: failed, reportAttempts: 0, version: 1 },
+    ]);
+  });
+
   it('keeps operations on one execution in call order even when the caller does not wait', async () => {
     const journal = await openJournal();
     const steps = [

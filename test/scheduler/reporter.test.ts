@@ -1,0 +1,74 @@
+// The Reporter gives a report up only on the service's own refusal: a failure before anything was sent is
+// retried, because the service has not seen the report.
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ServiceClient } from '../../src/api/client.ts';
+import { Budget } from '../../src/budget/budget.ts';
+import { fileBudgetStore } from '../../src/budget/store.ts';
+import { systemClock } from '../../src/clock/clock.ts';
+import { Emulator } from '../../src/emulator/index.ts';
+import { Reporter } from '../../src/scheduler/reporter.ts';
+
+const KEY = 'reporter-test-key';
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe('Reporter', () => {
+  it('retries a report whose budget usage could not be saved, instead of dead-lettering what was never sent', async () => {
+    const emulator = new Emulator({ apiKeys: [KEY] });
+    const url = await emulator.listen();
+    const stateDir = await mkdtemp(join(tmpdir(), 'df-worker-reporter-'));
+    const parked = `${stateDir}.away`;
+    cleanups.push(async () => {
+      await emulator.close();
+      await rm(parked, { recursive: true, force: true });
+      await rm(stateDir, { recursive: true, force: true });
+    });
+    // A lease of 1: every request first saves the month's usage to state/budget.json.
+    const budget = new Budget({
+      limits: { perSecond: 50, perMinute: 3_000, perMonth: 40_000 },
+      clock: systemClock,
+      store: fileBudgetStore(stateDir),
+      leaseSize: 1,
+    });
+    const client = new ServiceClient({ baseUrl: url, apiKey: KEY, gate: budget });
+    cleanups.push(() => client.close());
+    const queued = emulator.enqueueExecution(emulator.createTask({ key: 't' }).id, {});
+    const execution = await client.pollTask(queued.taskId);
+    expect(execution?.id).toBe(queued.id);
+
+    // The state folder goes away (a volume failing): saving the usage fails, so nothing can be sent.
+    await rename(stateDir, parked);
+    await writeFile(stateDir, 'not a folder\n');
+    const reporter = new Reporter({
+      client,
+      budget,
+      clock: systemClock,
+      logger: pino({ level: 'silent' }),
+      rateLimitPauseMs: 1_000,
+      retryBaseMs: 20,
+      retryMaxMs: 50,
+    });
+    const failures: unknown[] = [];
+    const reporting = reporter.report(queued.id, { status: 'COMPLETED', output: { ok: true } }, undefined, {
+      onRetry: () => Promise.resolve(void failures.push('retry')),
+    });
+    await expect.poll(() => failures.length).toBeGreaterThanOrEqual(2);
+    await rm(stateDir);
+    await rename(parked, stateDir);
+
+    const result = await reporting;
+    expect(result).toMatchObject({ delivered: true });
+    expect(result.attempts).toBeGreaterThanOrEqual(3);
+    const reports = emulator.requests().filter((r) => r.operation === 'executions.report');
+    expect(reports.map((r) => r.status)).toEqual([200]);
+    expect(emulator.executions()[0]!.reports).toEqual([
+      expect.objectContaining({ status: 'COMPLETED', output: { ok: true } }),
+    ]);
+  });
+});
