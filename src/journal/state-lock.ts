@@ -1,10 +1,12 @@
 // One worker per state folder: two daemons replaying one journal would run and report executions twice,
 // and each would count the month's budget alone. The lock is a file holding its owner and a heartbeat;
 // a lock left by a killed process is taken over once its owner is known dead or its heartbeat is stale.
-import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+// Workers that start together on a stale lock race for it: exactly one takes it over, the others refuse.
+import { createHash } from 'node:crypto';
+import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
-import { writeFileDurably } from './durable-file.ts';
+import { dirname, join } from 'node:path';
+import { errorCode, syncDirectory, temporaryFileName, writeFileDurably } from './durable-file.ts';
 import { JournalUnavailableError } from './errors.ts';
 
 export interface LockHolder {
@@ -35,6 +37,9 @@ export interface StateLockOptions {
   now?: () => number;
 }
 
+/** Each pass of acquire follows a change another worker made to the lock; this many means a storm of them. */
+const MAX_ATTEMPTS = 100;
+
 export class StateLock {
   readonly file: string;
   readonly #holder: LockHolder;
@@ -52,6 +57,8 @@ export class StateLock {
 
   static async acquire(stateDir: string, options: StateLockOptions = {}): Promise<StateLock> {
     const now = options.now ?? Date.now;
+    const staleAfterMs = options.staleAfterMs ?? 30_000;
+    const heartbeatMs = options.heartbeatMs ?? 10_000;
     const file = join(stateDir, 'df-worker.lock');
     try {
       await mkdir(stateDir, { recursive: true, mode: 0o700 });
@@ -67,24 +74,29 @@ export class StateLock {
     };
     const text = `${JSON.stringify(holder)}\n`;
     try {
-      const handle = await open(file, 'wx', 0o600);
-      try {
-        await handle.writeFile(text);
-        await handle.sync();
-      } finally {
-        await handle.close();
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        if (await createExclusively(file, text)) return new StateLock(file, holder, heartbeatMs, now);
+        const current = await readText(file);
+        // Gone between the two looks: its owner released it.
+        if (current === undefined) continue;
+        const owner = parseHolder(current);
+        if (owner && !isStale(owner, now(), staleAfterMs)) {
+          throw new StateFolderLockedError(stateDir, owner, now() - Date.parse(owner.heartbeatAt));
+        }
+        const outcome = await takeOver(file, current, text, now(), staleAfterMs);
+        if (outcome === 'taken') return new StateLock(file, holder, heartbeatMs, now);
+        if (outcome !== 'changed') {
+          throw new StateFolderLockedError(stateDir, outcome, now() - Date.parse(outcome.heartbeatAt));
+        }
       }
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
-        throw new JournalUnavailableError(stateDir, error as Error);
-      const current = await readHolder(file);
-      const staleAfterMs = options.staleAfterMs ?? 30_000;
-      if (current && !isStale(current, now(), staleAfterMs)) {
-        throw new StateFolderLockedError(stateDir, current, now() - Date.parse(current.heartbeatAt));
-      }
-      await writeFileDurably(file, text, { mode: 0o600 });
+      if (error instanceof StateFolderLockedError) throw error;
+      throw new JournalUnavailableError(stateDir, error as Error);
     }
-    return new StateLock(file, holder, options.heartbeatMs ?? 10_000, now);
+    throw new JournalUnavailableError(
+      stateDir,
+      new Error(`${file} kept changing while this worker tried to take it (other workers starting at once)`),
+    );
   }
 
   async release(): Promise<void> {
@@ -107,9 +119,120 @@ export class StateLock {
   }
 }
 
-async function readHolder(file: string): Promise<LockHolder | undefined> {
+/**
+ * The file a worker creates to claim the takeover of the stale lock whose content is `staleContent`.
+ * Generation 0 is tried first; a claim left by a worker that died mid-takeover is passed by the next one.
+ */
+export function takeoverClaimFile(lockFile: string, staleContent: string, generation = 0): string {
+  const digest = createHash('sha256').update(staleContent).digest('hex').slice(0, 16);
+  return `${lockFile}.takeover-${digest}.${generation}`;
+}
+
+/**
+ * Replaces the stale lock `staleText` with `ownText` unless another worker claimed that takeover first
+ * (its claimant is returned) or the lock changed meanwhile ('changed': look again).
+ *
+ * Overwriting after a check would let two workers that both judged the lock stale both take it. So
+ * the claim is a file named after the stale content, created exclusively: one worker gets it. Its
+ * holder then checks that the lock still holds that content; nobody else can change it meanwhile (a
+ * claim on the same content is needed, and the lock is never absent), so the atomic rename over it is safe.
+ */
+async function takeOver(
+  file: string,
+  staleText: string,
+  ownText: string,
+  nowMs: number,
+  staleAfterMs: number,
+): Promise<'taken' | 'changed' | LockHolder> {
+  for (let generation = 0; ; generation++) {
+    const claim = takeoverClaimFile(file, staleText, generation);
+    if (await createExclusively(claim, ownText)) {
+      try {
+        if ((await readText(file)) !== staleText) return 'changed';
+        await writeFileDurably(file, ownText, { mode: 0o600 });
+        return 'taken';
+      } finally {
+        // Once the lock no longer holds staleText it never will again: every claim on it is moot.
+        for (let passed = generation; passed >= 0; passed--) {
+          await unlink(takeoverClaimFile(file, staleText, passed)).catch(() => undefined);
+        }
+      }
+    }
+    const claimText = await readText(claim);
+    if (claimText === undefined) return 'changed';
+    const claimant = parseHolder(claimText);
+    if (claimant && !isStale(claimant, nowMs, staleAfterMs)) return claimant;
+    // Its claimant died mid-takeover. Removing its claim could remove a live one that replaced it,
+    // so the next generation takes its place.
+  }
+}
+
+/** Hard links not supported by the folder's file system (some network shares). */
+const UNSUPPORTED_LINK = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
+
+/**
+ * Creates `path` holding `text` unless it exists. The content is written before the name appears, so a
+ * reader never sees a half-written lock and judges it stale while its owner is still writing it.
+ */
+async function createExclusively(path: string, text: string): Promise<boolean> {
+  const temporary = join(dirname(path), temporaryFileName(path));
   try {
-    const value = JSON.parse(await readFile(file, 'utf8')) as Partial<LockHolder>;
+    await writeNewFile(temporary, text);
+    try {
+      await link(temporary, path);
+    } catch (error) {
+      if (errorCode(error) === 'EEXIST') return false;
+      if (!UNSUPPORTED_LINK.has(errorCode(error) ?? '')) throw error;
+      return await createInPlace(path, text);
+    }
+  } finally {
+    await unlink(temporary).catch(() => undefined);
+  }
+  await syncDirectory(dirname(path));
+  return true;
+}
+
+/** Fallback without hard links: the file is briefly empty, so a racing worker may judge it unreadable. */
+async function createInPlace(path: string, text: string): Promise<boolean> {
+  try {
+    await writeNewFile(path, text);
+  } catch (error) {
+    if (errorCode(error) === 'EEXIST') return false;
+    throw error;
+  }
+  await syncDirectory(dirname(path));
+  return true;
+}
+
+async function writeNewFile(path: string, text: string): Promise<void> {
+  const handle = await open(path, 'wx', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The file's content, or undefined when it does not exist. */
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** The holder named in `file`; undefined when it is missing or unreadable. */
+async function readHolder(file: string): Promise<LockHolder | undefined> {
+  return parseHolder((await readText(file).catch(() => undefined)) ?? '');
+}
+
+/** The holder named by a lock file's content; undefined when unreadable or half-written (treated as stale). */
+function parseHolder(text: string): LockHolder | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<LockHolder>;
     if (
       typeof value.pid === 'number' &&
       typeof value.hostname === 'string' &&
@@ -119,7 +242,7 @@ async function readHolder(file: string): Promise<LockHolder | undefined> {
       return value as LockHolder;
     }
   } catch {
-    // Unreadable or half-written: treated as stale below.
+    // Falls through to undefined.
   }
   return undefined;
 }

@@ -1,9 +1,12 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JournalUnavailableError } from '../../src/journal/errors.ts';
-import { StateFolderLockedError, StateLock } from '../../src/journal/state-lock.ts';
+import { StateFolderLockedError, StateLock, takeoverClaimFile } from '../../src/journal/state-lock.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -22,6 +25,48 @@ const holder = (over: Record<string, unknown>) =>
     heartbeatAt: new Date().toISOString(),
     ...over,
   });
+
+// A worker process reduced to its start: it loads the lock module, says 'ready', tries to acquire the
+// lock when told 'go', says what happened, and releases once its stdin closes. The go line lines the
+// contenders up, which process start-up times alone would not.
+const CONTENDER = `
+import { createInterface } from 'node:readline';
+const [moduleUrl, stateDir] = process.argv.slice(1);
+const { StateLock } = await import(moduleUrl);
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+process.stdout.write('ready\\n');
+await lines.next();
+let lock;
+try {
+  lock = await StateLock.acquire(stateDir);
+  process.stdout.write('acquired\\n');
+} catch (error) {
+  process.stdout.write('refused ' + error.name + '\\n');
+}
+await lines.next();
+await lock?.release();
+`;
+const STATE_LOCK_URL = new URL('../../src/journal/state-lock.ts', import.meta.url).href;
+
+interface Contender {
+  child: ChildProcessByStdio<Writable, Readable, null>;
+  nextLine: () => Promise<string>;
+  exited: Promise<unknown>;
+}
+
+function startContender(stateDir: string): Contender {
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '--eval', CONTENDER, STATE_LOCK_URL, stateDir],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  // A contender that dies early yields 'undefined', which fails the assertions instead of hanging.
+  return { child, exited, nextLine: async () => String((await lines.next()).value) };
+}
 
 describe('StateLock', () => {
   it('lets one worker hold the state folder and names the holder to a second one', async () => {
@@ -52,6 +97,55 @@ describe('StateLock', () => {
     await (await StateLock.acquire(dir)).release();
     await writeFile(lockFile(), '{"pid": 12');
     await (await StateLock.acquire(dir)).release();
+  });
+
+  it('lets exactly one of several workers starting together take over a stale lock', async () => {
+    const contenders = 4;
+    const stale = [
+      holder({ hostname: 'gone-pod', heartbeatAt: new Date(Date.now() - 120_000).toISOString() }),
+      holder({ pid: 999_999, hostname: hostname() }),
+    ];
+    for (let round = 0; round < 4; round++) {
+      await writeFile(lockFile(), stale[round % stale.length]!);
+      const workers = Array.from({ length: contenders }, () => startContender(dir));
+      try {
+        expect(await Promise.all(workers.map((w) => w.nextLine()))).toEqual(Array(contenders).fill('ready'));
+        for (const worker of workers) worker.child.stdin.write('go\n');
+        const outcomes = await Promise.all(workers.map((w) => w.nextLine()));
+        expect(outcomes.filter((o) => o === 'acquired')).toHaveLength(1);
+        expect(outcomes.filter((o) => o === 'refused StateFolderLockedError')).toHaveLength(contenders - 1);
+        const winner = workers[outcomes.indexOf('acquired')]!;
+        expect(JSON.parse(await readFile(lockFile(), 'utf8'))).toMatchObject({ pid: winner.child.pid });
+      } finally {
+        for (const worker of workers) worker.child.stdin.end();
+        await Promise.all(workers.map((w) => w.exited));
+      }
+      // The winner's release removed the lock; no takeover claim or temp file is left behind.
+      expect(await readdir(dir)).toEqual([]);
+    }
+  });
+
+  it('passes over a takeover claim left by a worker that died while taking over', async () => {
+    const stale = holder({ pid: 999_999, hostname: hostname() });
+    await writeFile(lockFile(), stale);
+    await writeFile(takeoverClaimFile(lockFile(), stale), holder({ pid: 999_998, hostname: hostname() }));
+    const lock = await StateLock.acquire(dir);
+    expect(JSON.parse(await readFile(lockFile(), 'utf8'))).toMatchObject({ pid: process.pid });
+    expect(await readdir(dir)).toEqual(['df-worker.lock']);
+    await lock.release();
+  });
+
+  it('refuses, naming it, while another live worker is taking over the same stale lock', async () => {
+    const stale = holder({ pid: 999_999, hostname: hostname() });
+    await writeFile(lockFile(), stale);
+    await writeFile(
+      takeoverClaimFile(lockFile(), stale),
+      holder({ pid: process.ppid, hostname: hostname() }),
+    );
+    const error = await StateLock.acquire(dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StateFolderLockedError);
+    expect((error as StateFolderLockedError).holder.pid).toBe(process.ppid);
+    expect(await readFile(lockFile(), 'utf8')).toBe(stale);
   });
 
   it('refreshes its heartbeat so that a live owner never looks stale', async () => {
