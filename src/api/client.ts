@@ -61,7 +61,11 @@ export interface ServiceClientOptions {
   bodyTimeoutMs?: number;
   /** Overall deadline of one request, gate wait excluded, ms. Default 30_000. */
   requestTimeoutMs?: number;
-  /** Pool size (parallel keep-alive connections). Default 4. */
+  /**
+   * Most parallel connections. Default: no limit. A request the budget let through must leave at once: one
+   * held in a queue for a busy connection would leave later in a burst with others the budget counted apart.
+   * The budget and the daemon's concurrency bound the connections in use.
+   */
   connections?: number;
   /** Budget gate awaited before every request. Default: none. */
   gate?: RequestGate;
@@ -121,7 +125,8 @@ export class ServiceClient {
         headersTimeoutMs: positive(options.headersTimeoutMs, 15_000, 'headersTimeoutMs'),
         bodyTimeoutMs: positive(options.bodyTimeoutMs, 15_000, 'bodyTimeoutMs'),
         requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
-        connections: positive(options.connections, 4, 'connections'),
+        connections:
+          options.connections === undefined ? null : positive(options.connections, 0, 'connections'),
       },
       (text) => this.#redact(text),
     );

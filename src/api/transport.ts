@@ -14,7 +14,8 @@ export interface TransportOptions {
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
   requestTimeoutMs: number;
-  connections: number;
+  /** Most parallel connections; null for no limit. */
+  connections: number | null;
 }
 
 export interface OutgoingRequest {

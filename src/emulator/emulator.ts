@@ -183,19 +183,18 @@ export class Emulator {
         errorAnswer(429, 'RATE_LIMIT', 'Rate limit exceeded (injected fault).', this.#clock.now(), headers),
       );
     }
+    // The key and the rate limit are checked on arrival, as a gateway does: a slow answer (latency fault)
+    // counts in the window the request arrived in.
+    const refused = this.#admit(apiKey, record);
+    if (refused) return finish(refused);
     if (fault?.kind === 'latency' && !(await this.#delay(fault.ms))) return finish(undefined);
 
-    const answer = await this.#answerService(request, url, route, apiKey, record);
+    const answer = await this.#answerService(request, url, route, record);
     finish(fault?.kind === 'dropAfterApply' ? undefined : answer);
   }
 
-  async #answerService(
-    request: IncomingMessage,
-    url: URL,
-    route: RouteMatch | undefined,
-    apiKey: string | undefined,
-    record: RequestRecord,
-  ): Promise<Answer> {
+  /** The 401 or 429 answer for a request the service does not let in; undefined when it may go on. */
+  #admit(apiKey: string | undefined, record: RequestRecord): Answer | undefined {
     const nowMs = this.#clock.now();
     if (!record.apiKeyValid) {
       const message =
@@ -210,6 +209,16 @@ export class Emulator {
         'retry-after': String(decision.retryAfterSeconds),
       });
     }
+    return undefined;
+  }
+
+  async #answerService(
+    request: IncomingMessage,
+    url: URL,
+    route: RouteMatch | undefined,
+    record: RequestRecord,
+  ): Promise<Answer> {
+    const nowMs = this.#clock.now();
     const body = await readBody(request, this.#maxUploadBytes);
     if (body.tooLarge) {
       return messageAnswer(
