@@ -1,6 +1,11 @@
 // `df-worker tasks sync`: the plan computed from the service's tasks and the handlers, and the command as a
-// real process against the emulator: dry run, real sync, unmanaged tasks, failed requests, 429 retries.
-import { readFile } from 'node:fs/promises';
+// real process against the emulator: dry run, real sync, unmanaged tasks, failed requests, 429 retries, and the
+// state lock it shares with the daemon.
+import { once } from 'node:events';
+import { readFile, stat } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/api/client.ts';
@@ -8,6 +13,7 @@ import type { Task } from '../../src/api/types.ts';
 import { describeEntry, planTaskSync, taskDifferences } from '../../src/cli/commands/tasks.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { defineTask, type TaskModule } from '../../src/handlers/define-task.ts';
+import { StateFolderLockedError, StateLock } from '../../src/journal/state-lock.ts';
 import { cli, tempDir } from './run-cli.ts';
 
 const API_KEY = 'cli-sync-key-0123456789';
@@ -187,10 +193,72 @@ describe('df-worker tasks sync against the emulator', () => {
     expect((await serviceTasks()).has('fresh')).toBe(true);
   });
 
+  it('refuses to run, dry run included, while another worker holds the state lock, and sends nothing', async () => {
+    const lock = await StateLock.acquire(stateDir);
+    const requestsBefore = emulator.requests().length;
+    try {
+      for (const args of [
+        ['tasks', 'sync'],
+        ['tasks', 'sync', '--dry-run'],
+      ]) {
+        const result = await cli(args, env);
+        expect(result).toMatchObject({ code: 1, stdout: '' });
+        expect(result.stderr).toContain(`another df-worker (pid ${process.pid} on ${hostname()}, heartbeat`);
+        expect(result.stderr).toContain(`uses the state folder ${stateDir}`);
+        expect(result.stderr).toContain('nothing was sent. Stop that worker and run the sync again');
+        expect(result.stderr).toContain('restart the daemon with DF_TASK_SYNC=true');
+      }
+      expect(emulator.requests().length).toBe(requestsBefore);
+      await expect(stat(path.join(stateDir, 'budget.json'))).rejects.toMatchObject({ code: 'ENOENT' });
+      expect(JSON.parse(await readFile(lock.file, 'utf8'))).toMatchObject({ pid: process.pid });
+    } finally {
+      await lock.release();
+    }
+
+    const result = await cli(['tasks', 'sync'], env);
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toContain('done: 1 created, 1 updated\n');
+    await expect(stat(lock.file)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('holds the state lock while it talks to the service and releases it when a request fails', async () => {
+    // A stand-in service that, on the task list, checks from outside that the CLI holds the lock, then fails.
+    let lockAttempt: unknown;
+    const service = createServer((request, response) => {
+      void StateLock.acquire(stateDir)
+        .then(
+          async (lock) => {
+            lockAttempt = lock;
+            await lock.release();
+          },
+          (error: unknown) => (lockAttempt = error),
+        )
+        .then(() => {
+          response.writeHead(500, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ status: 500, code: 'INTERNAL', message: 'stand-in failure' }));
+        });
+    });
+    service.listen(0, '127.0.0.1');
+    await once(service, 'listening');
+    try {
+      const { port } = service.address() as AddressInfo;
+      const result = await cli(['tasks', 'sync'], { ...env, DF_API_URL: `http://127.0.0.1:${port}` });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("could not list the service's tasks");
+      expect(lockAttempt).toBeInstanceOf(StateFolderLockedError);
+      expect((lockAttempt as StateFolderLockedError).holder.pid).not.toBe(process.pid);
+      await expect(stat(path.join(stateDir, 'df-worker.lock'))).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      service.closeAllConnections();
+      await new Promise((resolve) => service.close(resolve));
+    }
+  });
+
   it('prints its help', async () => {
     const result = await cli(['tasks', 'sync', '--help'], {});
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Usage: df-worker tasks sync \[--dry-run\]/);
     expect(result.stdout).toContain('(not managed here)');
+    expect(result.stdout).toContain("takes the state folder's lock");
   });
 });

@@ -1,6 +1,5 @@
 // `df-worker tasks sync`: makes the service's custom tasks match what the handlers declare (create the missing,
 // update the changed), within the key's request budget. Tasks no handler claims are never touched.
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ServiceClient } from '../../api/client.ts';
 import { ServiceClientError, ServiceError } from '../../api/errors.ts';
@@ -16,6 +15,8 @@ import { definitionOf, matchTasks } from '../../daemon/task-registry.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
+import { JournalUnavailableError } from '../../journal/errors.ts';
+import { StateFolderLockedError, StateLock } from '../../journal/state-lock.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
 
@@ -115,7 +116,10 @@ inputKeys, outputKeys):
     (not managed here) KEY   a task with no handler here: never changed or deleted
 Then creates and updates the tasks (unless --dry-run). Needs DF_API_URL and DF_API_KEY (or DF_API_KEY_FILE).
 Requests count against the same budget as the daemon (DF_BUDGET_*, state in DF_STATE_DIR) and are paced by it.
-Exits 1 when a handler fails to load (nothing is sent) or when a request failed (after trying the others).
+So it takes the state folder's lock for its run, as the daemon does: while a daemon uses the same DF_STATE_DIR
+(even --dry-run) it refuses and sends nothing; stop the daemon first, then start it again after the sync.
+Exits 1 when a handler fails to load or the state folder is locked or unusable (nothing is sent), or when a
+request failed (after trying the others).
 
 Options:
   --dry-run   show the changes without making them (one request: the task list)
@@ -171,7 +175,59 @@ async function loadAllHandlers(dir: string): Promise<ReadonlyMap<string, TaskMod
   }
 }
 
+/**
+ * Runs the sync holding the state lock, released at the end whatever happens; only after the budget is saved,
+ * so a daemon taking the folder next reads this run's requests in budget.json.
+ */
 async function sync(
+  config: WorkerConfig,
+  dir: string,
+  handlers: ReadonlyMap<string, TaskModule>,
+  dryRun: boolean,
+): Promise<number> {
+  const lock = await lockStateFolder(config.state.dir);
+  if (lock === undefined) return 1;
+  try {
+    return await syncWithBudget(config, dir, handlers, dryRun);
+  } finally {
+    await lock.release();
+  }
+}
+
+/**
+ * The state folder's lock, or undefined (reason printed). Without it a running daemon and this command would
+ * each count only their own requests in the same service windows and overwrite each other's month in budget.json.
+ */
+async function lockStateFolder(stateDir: string): Promise<StateLock | undefined> {
+  try {
+    return await StateLock.acquire(stateDir);
+  } catch (error) {
+    if (error instanceof StateFolderLockedError) {
+      process.stderr.write(
+        `df-worker tasks: ${error.message}\n` +
+          "df-worker tasks: the sync shares that worker's request budget, so it cannot run beside it; nothing " +
+          'was sent. Stop that worker and run the sync again, or restart the daemon with DF_TASK_SYNC=true to ' +
+          'have it create the missing tasks itself (it does not update changed ones)\n',
+      );
+      return undefined;
+    }
+    if (error instanceof JournalUnavailableError) {
+      process.stderr.write(`df-worker tasks: ${stateFolderUnusable(stateDir, error.cause)}\n`);
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+function stateFolderUnusable(stateDir: string, error: unknown): string {
+  const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  return (
+    `cannot use the state folder ${stateDir} for the budget (${reason}); ` +
+    'make it writable or set DF_STATE_DIR to a writable folder'
+  );
+}
+
+async function syncWithBudget(
   config: WorkerConfig,
   dir: string,
   handlers: ReadonlyMap<string, TaskModule>,
@@ -184,16 +240,10 @@ async function sync(
   const client = clientFromConfig(config, budget);
   const send: Send = (request) => retryRateLimited(budget, config.scheduler.rateLimitPauseMs, request);
   try {
-    // The budget file lives in the state folder, which a first run of the CLI may have to create.
     try {
-      await mkdir(config.state.dir, { recursive: true, mode: 0o700 });
       await budget.load();
     } catch (error) {
-      const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      process.stderr.write(
-        `df-worker tasks: cannot use the state folder ${config.state.dir} for the budget (${reason}); ` +
-          'make it writable or set DF_STATE_DIR to a writable folder\n',
-      );
+      process.stderr.write(`df-worker tasks: ${stateFolderUnusable(config.state.dir, error)}\n`);
       return 1;
     }
     if (budget.snapshot().month.remaining < 1) {
