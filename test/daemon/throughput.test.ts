@@ -21,7 +21,7 @@ describe('daemon throughput within the per-second budget', () => {
       settings: {
         'budget.perSecond': 5,
         'budget.perMinute': 1_000,
-        'budget.safetyMarginMs': 25,
+        'budget.safetyMarginMs': 50,
         concurrency: 4,
       },
       handlers: [
