@@ -136,8 +136,13 @@ export class Worker {
 
     this.#client = clientFromConfig(config, this.#budget, (e) => {
       this.metrics.observeResponse(e.operation, e.status, e.durationMs);
-      if (e.status === 429)
+      if (e.status === 429) {
+        // Every request pauses, whichever one met the 429 (a task list refresh or a check on a report
+        // too): the whole key is over a limit. Callers that retry pause the same way; the longest wins.
+        const retryAfterMs = e.error instanceof ServiceError ? e.error.retryAfterMs : undefined;
+        this.#budget?.pauseUntil(this.#clock.now() + (retryAfterMs ?? config.scheduler.rateLimitPauseMs));
         this.#logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
+      }
     });
     this.#registry = new TaskRegistry({
       handlers,

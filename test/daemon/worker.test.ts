@@ -153,6 +153,26 @@ describe('the service misbehaving', () => {
     expect(reported(harness, e.id)).toHaveLength(1);
   });
 
+  it('pauses every request after a 429 on a task list refresh too, not only on polls and reports', async () => {
+    harness = await startHarness({
+      settings: { 'scheduler.taskRefreshMs': 300, 'scheduler.minPollIntervalMs': 0 },
+      handlers: [{ key: 'echo', handle: (i) => i }],
+    });
+    const { emulator, worker } = harness;
+    emulator.setFaults([{ operation: 'tasks.list', kind: 'rateLimit', retryAfterSeconds: 1, count: 1 }]);
+    await waitFor(() => emulator.requests().some((r) => r.status === 429), 'the refused refresh');
+    // Work arrives during the pause: its poll waits for the pause to end.
+    emulator.enqueueExecution('echo', { n: 1 });
+    worker.wake();
+    await waitFor(
+      () => emulator.requests().some((r) => r.operation === 'tasks.poll' && r.status === 200),
+      'the poll',
+    );
+    const log = emulator.requests();
+    const limited = log.findIndex((r) => r.status === 429);
+    expect(log[limited + 1]!.at - log[limited]!.at).toBeGreaterThanOrEqual(950);
+  });
+
   it('retries a report answered 5xx until the service accepts it, reporting exactly once', async () => {
     harness = await startHarness({ handlers: [{ key: 'echo', handle: (i) => i }] });
     const { emulator } = harness;
