@@ -3,6 +3,9 @@
 // Pure and synchronous: the daemon's loop and the month simulation drive the very same decisions.
 import type { Budget } from '../budget/budget.ts';
 
+/** Back-off polls after a busy task's first empty poll (1, 2, 4, 8 s by default) before the idle pace. */
+const MAX_BACKOFF_POLLS = 4;
+
 export interface PollPlannerOptions {
   budget: Budget;
   /** Every task is polled at least this often while the month's budget allows it. Default 15 min. */
@@ -26,7 +29,9 @@ export interface PlannedTask {
   /** Empty polls since the last hit; drives the back-off towards the idle pace. */
   emptyStreak: number;
   errorStreak: number;
-  /** True from a hit until the back-off has reached the idle pace again. */
+  /** Polls in a row that found work. */
+  hitStreak: number;
+  /** True from a second hit in a row (a backlog) until the back-off has reached the idle pace again. */
   busy: boolean;
 }
 
@@ -63,6 +68,7 @@ export class PollPlanner {
           lastPolledAt: -Infinity,
           emptyStreak: 0,
           errorStreak: 0,
+          hitStreak: 0,
           busy: false,
         });
       }
@@ -103,7 +109,10 @@ export class PollPlanner {
     if (!t) return;
     t.emptyStreak = 0;
     t.errorStreak = 0;
-    t.busy = true;
+    t.hitStreak++;
+    // One hit alone may be a trickle (one item now and then): the re-poll below finds out. Two in a row
+    // are a backlog, after which more work is likely soon: worth the back-off polls of onEmpty.
+    if (t.hitStreak >= 2) t.busy = true;
     // A backlog is likely: go again at once, unless work has already run ahead of the month's even spend.
     t.nextDueAt = this.#budget.aheadOfPace(nowMs)
       ? nowMs + this.idleIntervalMs(nowMs)
@@ -114,13 +123,21 @@ export class PollPlanner {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
     t.errorStreak = 0;
+    t.hitStreak = 0;
     t.emptyStreak++;
     const idle = this.idleIntervalMs(nowMs);
     if (t.busy) {
       const step = this.#firstEmptyBackoffMs * 2 ** (t.emptyStreak - 1);
-      // Back-off polls are a bet that more work is coming; they are only worth the minute's budget while
-      // at least half of it is free, or they delay the pickup of work that does come.
-      if (step < idle && this.#budget.minuteHeadroom(nowMs) >= 0.5) {
+      // Back-off polls are a bet that more work is coming soon after a burst. A few of them only (work that
+      // comes later is found by the idle pace), and only while the month is not spent ahead of its pace and
+      // half the minute's budget is free: otherwise a steady trickle of work, each item followed by its own
+      // back-off polls, would spend the month early and leave later work waiting for hours.
+      if (
+        t.emptyStreak <= MAX_BACKOFF_POLLS &&
+        step < idle &&
+        !this.#budget.aheadOfPace(nowMs) &&
+        this.#budget.minuteHeadroom(nowMs) >= 0.5
+      ) {
         t.nextDueAt = nowMs + step;
         return;
       }

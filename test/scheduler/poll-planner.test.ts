@@ -15,22 +15,36 @@ function setup(taskCount = 2, start = Date.UTC(2026, 10, 1)) {
 }
 
 describe('PollPlanner', () => {
-  it('polls a task again at once after a hit, then backs off 1 s, 2 s, 4 s... up to the idle pace', () => {
+  it('polls a task again at once after a hit; after a backlog (two hits in a row) backs off 1, 2, 4, 8 s, then the idle pace', () => {
     const { planner, start } = setup(1);
+    planner.onHit('t0', start);
+    expect(planner.next()!.nextDueAt).toBe(start);
     planner.onHit('t0', start);
     expect(planner.next()!.nextDueAt).toBe(start);
     const gaps: number[] = [];
     let t = start;
-    for (let i = 0; i < 9; i++) {
+    for (let i = 0; i < 6; i++) {
       planner.onEmpty('t0', t);
       const next = planner.next()!.nextDueAt;
       gaps.push(next - t);
       t = next;
     }
-    expect(gaps.slice(0, 6)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000]);
+    expect(gaps.slice(0, 4)).toEqual([1_000, 2_000, 4_000, 8_000]);
     // Then the idle pace of one task: the month spread evenly (~72 s at 40,000/month with a 10% reserve).
-    expect(gaps[8]).toBeGreaterThan(60_000);
-    expect(gaps[8]).toBeLessThan(80_000);
+    for (const gap of gaps.slice(4)) {
+      expect(gap).toBeGreaterThan(60_000);
+      expect(gap).toBeLessThan(80_000);
+    }
+  });
+
+  it('goes back to the idle pace at once when the re-poll after a single hit finds nothing (a trickle of work)', () => {
+    const { planner, start } = setup(1);
+    planner.onHit('t0', start);
+    expect(planner.next()!.nextDueAt).toBe(start);
+    planner.onEmpty('t0', start + 100);
+    const gap = planner.next()!.nextDueAt - (start + 100);
+    expect(gap).toBeGreaterThan(60_000);
+    expect(gap).toBeLessThan(80_000);
   });
 
   it('does not let a busy task starve an idle one: the task due first is polled first', () => {
