@@ -114,9 +114,7 @@ export class PollPlanner {
     // are a backlog, after which more work is likely soon: worth the back-off polls of onEmpty.
     if (t.hitStreak >= 2) t.busy = true;
     // A backlog is likely: go again at once, unless work has already run ahead of the month's even spend.
-    t.nextDueAt = this.#budget.aheadOfPace(nowMs)
-      ? nowMs + this.idleIntervalMs(nowMs)
-      : nowMs + this.#minPollIntervalMs;
+    t.nextDueAt = this.#budget.aheadOfPace(nowMs) ? this.#idleDueAt(nowMs) : nowMs + this.#minPollIntervalMs;
   }
 
   onEmpty(taskId: string, nowMs: number): void {
@@ -143,7 +141,15 @@ export class PollPlanner {
       }
       t.busy = false;
     }
-    t.nextDueAt = nowMs + idle;
+    t.nextDueAt = this.#idleDueAt(nowMs, idle);
+  }
+
+  /**
+   * When a task idle from `nowMs` is due: one idle interval later, but no later than the month's end. Near
+   * the end of a spent month the interval can span days; a new month brings a new budget and a new pace.
+   */
+  #idleDueAt(nowMs: number, idle = this.idleIntervalMs(nowMs)): number {
+    return Math.min(nowMs + idle, Math.max(nowMs, this.#budget.snapshot(nowMs).month.endsAt));
   }
 
   /** After a 5xx or network error: exponential back-off with jitter, capped. */

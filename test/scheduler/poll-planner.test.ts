@@ -47,6 +47,22 @@ describe('PollPlanner', () => {
     expect(gap).toBeLessThan(80_000);
   });
 
+  it("never plans an idle poll past the month's end, when a new month brings a new budget", () => {
+    const start = Date.UTC(2026, 0, 1);
+    const clock = new ManualClock(start);
+    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
+    for (let i = 0; i < 39_999; i++) budget.recordSent(start + i * 50);
+    const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000 });
+    const tasks = Array.from({ length: 5 }, (_, i) => ({ id: `t${i}`, key: `k${i}` }));
+    const jan25 = Date.UTC(2026, 0, 25);
+    clock.set(jan25);
+    planner.setTasks(tasks, jan25);
+    for (const t of tasks) planner.onEmpty(t.id, jan25);
+    // What is left of January spreads over days, but February starts afresh.
+    expect(planner.idleIntervalMs(jan25)).toBeGreaterThan(7 * 86_400_000);
+    for (const t of planner.tasks) expect(t.nextDueAt).toBe(Date.UTC(2026, 1, 1));
+  });
+
   it('does not let a busy task starve an idle one: the task due first is polled first', () => {
     const { planner, start } = setup(2);
     const polled: string[] = [];
