@@ -2,7 +2,7 @@
 // windows, a calendar-month quota with pacing, and a priority gate so reports never wait behind polls.
 import type { Operation } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
-import { monthWindow, type MonthWindow } from './month.ts';
+import { calendarMonthWindow, monthWindow, parseMonthKey, type MonthWindow } from './month.ts';
 import { SlidingWindows } from './sliding-window.ts';
 import { memoryBudgetStore, type BudgetStore } from './store.ts';
 
@@ -39,7 +39,10 @@ export interface BudgetOptions {
 export type RequestClass = 'report' | 'control' | 'poll';
 
 export function classOf(operation: Operation): RequestClass {
-  if (operation === 'executions.report') return 'report';
+  // The reporter reads an execution back (executions.get) only to learn whether a report the service refused
+  // was in fact applied: that read finishes a report, so it needs the report reserve as much as the report
+  // does. As 'control' it would wait for the month's end once only the reserve is left, holding its slot.
+  if (operation === 'executions.report' || operation === 'executions.get') return 'report';
   if (operation === 'tasks.poll') return 'poll';
   return 'control';
 }
@@ -52,6 +55,14 @@ export class BudgetExhaustedError extends Error {
     this.name = 'BudgetExhaustedError';
   }
 }
+
+/**
+ * What `load()` found: `fresh` (nothing saved for this month), `restored` (this month's saved count),
+ * `estimated` (the saved state could not be read: an even spend of the month so far is assumed), or
+ * `clock-behind` (the saved count belongs to a LATER month than the clock's: the clock is behind, and
+ * requests keep counting into that later month until the clock reaches it).
+ */
+export type BudgetLoadResult = 'fresh' | 'restored' | 'estimated' | 'clock-behind';
 
 interface Waiter {
   cls: RequestClass;
@@ -81,7 +92,10 @@ export class Budget {
   readonly #store: BudgetStore;
   readonly #leaseSize: number;
   #reportReserve: number;
+  /** The month whose usage is counted: the clock's month, or a later one while the clock is behind it. */
   #month: MonthWindow;
+  /** The month the clock is in, kept so a clock behind `#month` does not recompute it on every call. */
+  #clockMonth: MonthWindow;
   #used = 0;
   /** Month usage already persisted: the store always holds at least the real count. */
   #persistedCeiling = 0;
@@ -107,14 +121,16 @@ export class Budget {
       options.safetyMarginMs ?? 200,
     );
     this.#month = monthWindow(this.#clock.now(), this.#timeZone);
+    this.#clockMonth = this.#month;
   }
 
   /**
    * Restores this month's usage from the store (a previous run's count carries over). When the saved state
    * cannot be read, usage is estimated as an even spend of the month so far, rather than assumed to be zero:
-   * an unknown count must not let the month be overspent.
+   * an unknown count must not let the month be overspent. A saved count of a later month than the clock's
+   * is kept and counted into (never overwritten with the earlier month's): see `BudgetLoadResult`.
    */
-  async load(): Promise<'restored' | 'fresh' | 'estimated'> {
+  async load(): Promise<BudgetLoadResult> {
     const now = this.#clock.now();
     this.#rollMonth(now);
     let saved;
@@ -130,6 +146,15 @@ export class Budget {
       this.#used = Math.max(this.#used, saved.used);
       this.#persistedCeiling = Math.max(this.#persistedCeiling, saved.used);
       return 'restored';
+    }
+    const savedMonth = saved && parseMonthKey(saved.monthKey);
+    // Month keys are `YYYY-MM`: as text they sort in time order.
+    if (saved && savedMonth && saved.monthKey > this.#month.key) {
+      // Requests counted before load() were made while the clock was behind: they add to that later month.
+      this.#month = calendarMonthWindow(savedMonth.year, savedMonth.month, this.#timeZone);
+      this.#used += saved.used;
+      this.#persistedCeiling = saved.used;
+      return 'clock-behind';
     }
     return 'fresh';
   }
@@ -165,21 +190,30 @@ export class Budget {
     const cls = classOf(operation);
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { cls, seq: this.#seq++, resolve, reject };
+      const onAbort = () => {
+        const i = this.#waiters.indexOf(waiter);
+        if (i >= 0) {
+          this.#waiters.splice(i, 1);
+          reject(signal?.reason as Error);
+          this.#interrupt?.abort();
+        }
+      };
+      // The daemon passes the same long-lived signal with every request: a settled waiter must let go of it.
+      const waiter: Waiter = {
+        cls,
+        seq: this.#seq++,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
       this.#waiters.push(waiter);
       this.#waiters.sort((a, b) => PRIORITY[a.cls] - PRIORITY[b.cls] || a.seq - b.seq);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          const i = this.#waiters.indexOf(waiter);
-          if (i >= 0) {
-            this.#waiters.splice(i, 1);
-            reject(signal.reason as Error);
-            this.#interrupt?.abort();
-          }
-        },
-        { once: true },
-      );
+      signal?.addEventListener('abort', onAbort, { once: true });
       if (this.#pumping) this.#interrupt?.abort();
       else void this.#pump();
     });
@@ -298,7 +332,10 @@ export class Budget {
       this.#persistedCeiling = ceiling;
     } catch (error) {
       // Unpersisted usage would be forgotten by a crash and the month overspent after restart: refuse.
-      this.#waiters.splice(this.#waiters.indexOf(head), 1);
+      // The head may have been aborted (and removed) while the write was under way: then nobody is refused.
+      const i = this.#waiters.indexOf(head);
+      if (i < 0) return;
+      this.#waiters.splice(i, 1);
       head.reject(
         new BudgetExhaustedError(
           `cannot record budget usage in the state folder (${(error as Error).message}); request not sent`,
@@ -307,9 +344,18 @@ export class Budget {
     }
   }
 
+  /**
+   * Starts a new count only when the clock enters a later month. A clock behind the counted month (stepped
+   * back, or behind at start) keeps counting into it: usage is never under-counted nor a later month's
+   * saved count overwritten with an earlier month's.
+   */
   #rollMonth(nowMs: number): void {
-    if (nowMs >= this.#month.endMs || nowMs < this.#month.startMs) {
-      this.#month = monthWindow(nowMs, this.#timeZone);
+    if (nowMs >= this.#month.startMs && nowMs < this.#month.endMs) return;
+    if (nowMs < this.#clockMonth.startMs || nowMs >= this.#clockMonth.endMs) {
+      this.#clockMonth = monthWindow(nowMs, this.#timeZone);
+    }
+    if (this.#clockMonth.key > this.#month.key) {
+      this.#month = this.#clockMonth;
       this.#used = 0;
       this.#persistedCeiling = 0;
     }

@@ -1,8 +1,9 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { Budget } from '../../src/budget/budget.ts';
+import { Budget, BudgetExhaustedError, classOf } from '../../src/budget/budget.ts';
 import { monthWindow } from '../../src/budget/month.ts';
 import { maxInWindow } from '../../src/budget/sliding-window.ts';
-import { memoryBudgetStore } from '../../src/budget/store.ts';
+import { memoryBudgetStore, type BudgetState, type BudgetStore } from '../../src/budget/store.ts';
 import { ManualClock, flushMicrotasks } from '../../src/clock/manual-clock.ts';
 
 const limits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
@@ -16,6 +17,34 @@ async function drain(
   for (let i = 0; i < maxSteps && !done(); i++) {
     await clock.advance(stepMs);
   }
+}
+
+/** A store whose saves wait until the test settles them, one by one, in order. */
+function heldStore(): {
+  store: BudgetStore;
+  saves: BudgetState[];
+  settleNext: (error?: Error) => Promise<void>;
+} {
+  const pending: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  const saves: BudgetState[] = [];
+  return {
+    saves,
+    store: {
+      load: () => Promise.resolve(undefined),
+      save: (state) =>
+        new Promise<void>((resolve, reject) => {
+          saves.push({ ...state });
+          pending.push({ resolve, reject });
+        }),
+    },
+    settleNext: async (error) => {
+      const next = pending.shift();
+      if (!next) throw new Error('no save is waiting');
+      if (error) next.reject(error);
+      else next.resolve();
+      await flushMicrotasks();
+    },
+  };
 }
 
 describe('Budget windows', () => {
@@ -76,6 +105,54 @@ describe('Budget windows', () => {
     await expect(aborted).rejects.toThrow('shutdown');
     await drain(clock, () => other, 1_000);
     expect(other).toBe(true);
+    expect(budget.monthUsed).toBe(1);
+  });
+
+  it('leaves no abort listener on a long-lived signal once its requests are granted or refused', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 3));
+    const budget = new Budget({
+      limits: { perSecond: 1000, perMinute: 100_000, perMonth: 1_000_000 },
+      clock,
+      leaseSize: 1_000,
+    });
+    const stop = new AbortController();
+    for (let i = 0; i < 500; i++) await budget.acquire('tasks.poll', stop.signal);
+    expect(budget.monthUsed).toBe(500);
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+
+    const failing = new Budget({
+      limits,
+      clock,
+      store: { load: () => Promise.resolve(undefined), save: () => Promise.reject(new Error('ENOSPC')) },
+    });
+    await expect(failing.acquire('executions.report', stop.signal)).rejects.toBeInstanceOf(
+      BudgetExhaustedError,
+    );
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('still serves the next request when a lease write fails after the request it was for was aborted', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 3));
+    const { store, saves, settleNext } = heldStore();
+    const budget = new Budget({ limits, clock, store, leaseSize: 20 });
+    const pollStop = new AbortController();
+    const poll = budget.acquire('tasks.poll', pollStop.signal);
+    await flushMicrotasks();
+    expect(saves).toHaveLength(1); // the poll's lease write is under way
+    let report = 'pending';
+    budget.acquire('executions.report').then(
+      () => (report = 'granted'),
+      (error: Error) => (report = `rejected: ${error.message}`),
+    );
+    pollStop.abort(new Error('worker stopping'));
+    await expect(poll).rejects.toThrow('worker stopping');
+    await settleNext(new Error('ENOSPC: no space left on device'));
+    // The report, not dropped from the queue, gets its own lease write.
+    expect(report).toBe('pending');
+    expect(saves).toHaveLength(2);
+    await settleNext();
+    expect(report).toBe('granted');
+    expect(budget.snapshot().waiting).toBe(0);
     expect(budget.monthUsed).toBe(1);
   });
 });
@@ -151,6 +228,79 @@ describe('Budget month', () => {
     expect(budget.monthUsed).toBe(0);
   });
 
+  it('keeps counting into a later month saved by a previous run while the clock is behind it', async () => {
+    const store = memoryBudgetStore({ monthKey: '2026-02', used: 39_990 });
+    const clock = new ManualClock(Date.parse('2026-01-31T23:59:00Z')); // three weeks behind at start
+    const budget = new Budget({ limits, clock, store, safetyMarginMs: 0 });
+    expect(await budget.load()).toBe('clock-behind');
+    expect(budget.snapshot().month).toMatchObject({ key: '2026-02', used: 39_990 });
+    await budget.acquire('tasks.list');
+    expect((await store.load())?.monthKey).toBe('2026-02');
+    expect((await store.load())?.used).toBeGreaterThanOrEqual(39_991);
+    clock.set(Date.parse('2026-02-20T10:00:00Z')); // the clock is corrected
+    expect(budget.snapshot().month).toMatchObject({ key: '2026-02', used: 39_991, remaining: 9 });
+    let granted = 0;
+    for (let i = 0; i < 20; i++) void budget.acquire('executions.report').then(() => granted++);
+    await drain(clock, () => granted === 9, 1_000, 60);
+    await clock.advance(60_000);
+    expect(granted).toBe(9);
+    expect(budget.monthUsed).toBe(40_000);
+  });
+
+  it('never resets the month usage when the clock steps back across a month boundary', async () => {
+    const clock = new ManualClock(Date.parse('2026-02-01T00:00:30Z'));
+    const store = memoryBudgetStore();
+    const budget = new Budget({ limits, clock, store, safetyMarginMs: 0 });
+    await budget.load();
+    for (let i = 0; i < 3; i++) await budget.acquire('tasks.poll');
+    clock.set(Date.parse('2026-01-31T23:59:00Z')); // stepped back into January
+    expect(budget.snapshot().month).toMatchObject({ key: '2026-02', used: 3 });
+    await budget.acquire('tasks.poll');
+    await budget.flush();
+    expect(await store.load()).toEqual({ monthKey: '2026-02', used: 4 });
+    clock.set(Date.parse('2026-02-01T00:01:00Z'));
+    expect(budget.snapshot().month).toMatchObject({ key: '2026-02', used: 4 });
+    clock.set(Date.parse('2026-03-01T00:00:00Z')); // a real new month still starts a fresh count
+    expect(budget.snapshot().month).toMatchObject({ key: '2026-03', used: 0 });
+  });
+
+  it('counts up to the last instant of a month whose first midnight does not exist, without rewriting the lease', async () => {
+    // America/Asuncion: daylight-saving time began at midnight on 2023-10-01, so September ran until 04:00Z.
+    const saves: BudgetState[] = [];
+    const inner = memoryBudgetStore({ monthKey: '2023-09', used: 40_000 });
+    const store: BudgetStore = { load: inner.load, save: (state) => (saves.push(state), inner.save(state)) };
+    const clock = new ManualClock(Date.parse('2023-10-01T03:10:00Z')); // 23:10 on September 30 there
+    const budget = new Budget({ limits, clock, store, timeZone: 'America/Asuncion', safetyMarginMs: 0 });
+    expect(await budget.load()).toBe('restored');
+    let sentAt = 0;
+    void budget.acquire('executions.report').then(() => (sentAt = clock.now()));
+    await clock.advance(30 * 60_000);
+    expect(budget.snapshot().month).toMatchObject({ key: '2023-09', used: 40_000, remaining: 0 });
+    expect(saves).toHaveLength(0);
+    await drain(clock, () => sentAt > 0, 60_000, 60);
+    expect(new Date(sentAt).toISOString()).toBe('2023-10-01T04:00:00.000Z');
+    expect(budget.snapshot().month).toMatchObject({ key: '2023-10', used: 1 });
+    expect(saves).toEqual([{ monthKey: '2023-10', used: 20 }]);
+  });
+
+  it('lets the read-back of a refused report (executions.get) use the report reserve', async () => {
+    expect(classOf('executions.get')).toBe('report');
+    const clock = new ManualClock(Date.UTC(2026, 10, 3));
+    const budget = new Budget({
+      limits,
+      clock,
+      reportReserve: 8,
+      store: memoryBudgetStore({ monthKey: '2026-11', used: 39_995 }),
+    });
+    await budget.load();
+    expect(budget.earliestSendAt('control')).toBe(monthWindow(clock.now()).endMs);
+    let granted = false;
+    void budget.acquire('executions.get').then(() => (granted = true));
+    await clock.advance(1_000);
+    expect(granted).toBe(true);
+    expect(budget.monthUsed).toBe(39_996);
+  });
+
   it('computes an idle pace that spreads what is left of the month over the time left', () => {
     const start = Date.UTC(2026, 10, 1);
     const clock = new ManualClock(start);
@@ -177,6 +327,25 @@ describe('monthWindow', () => {
     expect(new Date(march.startMs).toISOString()).toBe('2026-03-01T05:00:00.000Z');
     expect(new Date(march.endMs).toISOString()).toBe('2026-04-01T04:00:00.000Z');
   });
+
+  it('starts a month whose midnight does not exist at the first instant of the 1st that does', () => {
+    // America/Asuncion went from 2023-09-30 23:59:59 (UTC-4) to 2023-10-01 01:00 (UTC-3).
+    const lastHourOfSeptember = monthWindow(Date.parse('2023-10-01T03:10:00Z'), 'America/Asuncion');
+    expect(lastHourOfSeptember.key).toBe('2023-09');
+    expect(new Date(lastHourOfSeptember.endMs).toISOString()).toBe('2023-10-01T04:00:00.000Z');
+    const october = monthWindow(Date.parse('2023-10-01T04:00:00Z'), 'America/Asuncion');
+    expect(october.key).toBe('2023-10');
+    expect(new Date(october.startMs).toISOString()).toBe('2023-10-01T04:00:00.000Z');
+    // Every instant of those days lies in its own month's window.
+    for (
+      let t = Date.parse('2023-09-30T00:00:00Z');
+      t < Date.parse('2023-10-02T00:00:00Z');
+      t += 5 * 60_000
+    ) {
+      const window = monthWindow(t, 'America/Asuncion');
+      expect(window.startMs <= t && t < window.endMs).toBe(true);
+    }
+  });
 });
 
 describe('fileBudgetStore', () => {
@@ -200,6 +369,36 @@ describe('fileBudgetStore', () => {
       const third = new Budget({ limits, clock, store: fileBudgetStore(dir) });
       expect(await third.load()).toBe('estimated');
       expect(third.monthUsed).toBe(20_000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('estimates the month usage when budget.json is valid JSON of the wrong shape', async () => {
+    const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { BudgetStateError, fileBudgetStore } = await import('../../src/budget/store.ts');
+    const dir = await mkdtemp(join(tmpdir(), 'df-budget-'));
+    try {
+      const clock = new ManualClock(Date.UTC(2026, 10, 16)); // half of November gone
+      const shapes = [
+        '{"monthKey": "2026-11", "used": "30000"}',
+        '{"monthKey": "2026-11", "used": 30000.5}',
+        '{"monthKey": "2026-11", "used": -1}',
+        '{"monthKey": "November", "used": 30000}',
+        '{"version": 2, "state": {"monthKey": "2026-11", "used": 30000}}',
+        '{}',
+        'null',
+        '[]',
+      ];
+      for (const text of shapes) {
+        await writeFile(join(dir, 'budget.json'), text);
+        await expect(fileBudgetStore(dir).load(), text).rejects.toBeInstanceOf(BudgetStateError);
+        const budget = new Budget({ limits, clock, store: fileBudgetStore(dir) });
+        expect(await budget.load(), text).toBe('estimated');
+        expect(budget.monthUsed, text).toBe(20_000);
+      }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
