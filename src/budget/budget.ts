@@ -231,11 +231,13 @@ export class Budget {
 
   /**
    * Interval between idle polls, summed over all tasks, that makes what idle polling may use of the month
-   * last until the month's end. Idle polling may spend (1 - reserve) of what is left beyond the report reserve.
+   * last until the month's end. Idle polling may spend (1 - reserve) of what is left beyond the report reserve
+   * and beyond `workAhead`, the requests work is expected to need until the month's end.
    */
-  idlePaceMs(nowMs = this.#clock.now()): number {
+  idlePaceMs(nowMs = this.#clock.now(), workAhead = 0): number {
     this.#rollMonth(nowMs);
-    const spendable = (this.limits.perMonth - this.#used - this.#reportReserve) * (1 - this.#reserveFraction);
+    const spendable =
+      (this.limits.perMonth - this.#used - this.#reportReserve - workAhead) * (1 - this.#reserveFraction);
     const timeLeftMs = this.#month.endMs - nowMs;
     if (spendable < 1) return Math.max(1, timeLeftMs);
     const minimumMs = Math.max(1_000 / this.limits.perSecond, 60_000 / this.limits.perMinute);

@@ -130,6 +130,12 @@ export class Worker {
         { used: month.used, file: `${config.state.dir}/budget.json` },
         'the saved month budget usage could not be read; assuming an even spend of the month so far',
       );
+    } else if (restored === 'clock-behind') {
+      logger.warn(
+        { month: month.key, used: month.used, now: new Date(this.#clock.now()).toISOString() },
+        "the saved budget usage is of a later month than this machine's clock says: the clock is behind; " +
+          'requests count into that later month',
+      );
     } else {
       logger.info({ month: month.key, used: month.used, limit: month.limit }, 'month budget usage');
     }

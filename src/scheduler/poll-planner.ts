@@ -33,6 +33,8 @@ export interface PlannedTask {
   hitStreak: number;
   /** True from a second hit in a row (a backlog) until the back-off has reached the idle pace again. */
   busy: boolean;
+  /** True when the next poll comes from the idle pace, not from work (a re-poll, a back-off, a nudge). */
+  idleDue: boolean;
 }
 
 export class PollPlanner {
@@ -44,6 +46,7 @@ export class PollPlanner {
   readonly #errorBackoffBaseMs: number;
   readonly #random: () => number;
   readonly #tasks = new Map<string, PlannedTask>();
+  readonly #work: WorkRate;
 
   constructor(options: PollPlannerOptions) {
     this.#budget = options.budget;
@@ -53,6 +56,7 @@ export class PollPlanner {
     this.#errorBackoffMaxMs = options.errorBackoffMaxMs ?? 300_000;
     this.#errorBackoffBaseMs = options.errorBackoffBaseMs ?? 1_000;
     this.#random = options.random ?? Math.random;
+    this.#work = new WorkRate(this.#budget);
   }
 
   /** Replaces the set of polled tasks; new ones are due at once, known ones keep their state. */
@@ -70,6 +74,7 @@ export class PollPlanner {
           errorStreak: 0,
           hitStreak: 0,
           busy: false,
+          idleDue: true,
         });
       }
     }
@@ -94,9 +99,12 @@ export class PollPlanner {
     return best;
   }
 
-  /** How long one task waits between idle polls so that all of them together keep to the month's pace. */
+  /**
+   * How long one task waits between idle polls so that all of them together keep to the month's pace, with
+   * what the work of the last day (claims, reports, re-polls) will go on spending set aside first.
+   */
   idleIntervalMs(nowMs: number): number {
-    return this.#budget.idlePaceMs(nowMs) * Math.max(1, this.#tasks.size);
+    return this.#budget.idlePaceMs(nowMs, this.#work.projected(nowMs)) * Math.max(1, this.#tasks.size);
   }
 
   /** True when the month's pace forbids polling every task within the configured maximum interval. */
@@ -114,12 +122,14 @@ export class PollPlanner {
     // are a backlog, after which more work is likely soon: worth the back-off polls of onEmpty.
     if (t.hitStreak >= 2) t.busy = true;
     // A backlog is likely: go again at once, unless work has already run ahead of the month's even spend.
-    t.nextDueAt = this.#budget.aheadOfPace(nowMs) ? this.#idleDueAt(nowMs) : nowMs + this.#minPollIntervalMs;
+    t.idleDue = this.#budget.aheadOfPace(nowMs);
+    t.nextDueAt = t.idleDue ? this.#idleDueAt(nowMs) : nowMs + this.#minPollIntervalMs;
   }
 
   onEmpty(taskId: string, nowMs: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
+    if (t.idleDue) this.#work.idlePoll(nowMs);
     t.errorStreak = 0;
     t.hitStreak = 0;
     t.emptyStreak++;
@@ -137,11 +147,13 @@ export class PollPlanner {
         this.#budget.minuteHeadroom(nowMs) >= 0.5
       ) {
         t.nextDueAt = nowMs + step;
+        t.idleDue = false;
         return;
       }
       t.busy = false;
     }
     t.nextDueAt = this.#idleDueAt(nowMs, idle);
+    t.idleDue = true;
   }
 
   /**
@@ -156,6 +168,9 @@ export class PollPlanner {
   onError(taskId: string, nowMs: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
+    // A failed poll is no work found: it must not make the work look busier than it is.
+    this.#work.idlePoll(nowMs);
+    t.idleDue = true;
     t.errorStreak++;
     const cap = Math.min(this.#errorBackoffMaxMs, this.#errorBackoffBaseMs * 2 ** t.errorStreak);
     t.nextDueAt = nowMs + cap * (0.5 + this.#random() / 2);
@@ -173,6 +188,7 @@ export class PollPlanner {
     for (const t of this.#tasks.values()) {
       if (taskKey === undefined || t.key === taskKey) {
         t.nextDueAt = Math.min(t.nextDueAt, nowMs);
+        t.idleDue = false;
         woken++;
       }
     }
@@ -183,5 +199,55 @@ export class PollPlanner {
     const t = this.#tasks.get(taskId);
     if (t) t.lastPolledAt = nowMs;
     return t;
+  }
+}
+
+const HOUR_MS = 3_600_000;
+/** How far back the work rate is measured. */
+const WORK_WINDOW_MS = 24 * HOUR_MS;
+/** Idle polling keeps at least this share of what is left of the month, however busy the work. */
+const MIN_IDLE_SHARE = 0.2;
+
+/**
+ * What work (every request but idle polls that found nothing) spent over the last day, projected to the
+ * month's end. Without it, idle polling would be paced as if it had the month to itself: a steady trickle
+ * of work then spends the month early, and work arriving in its last days waits for hours.
+ */
+class WorkRate {
+  readonly #budget: Budget;
+  #idlePolls = 0;
+  /** Hourly samples of the month's usage and of the idle polls so far, oldest first. */
+  #samples: { at: number; used: number; idlePolls: number }[] = [];
+
+  constructor(budget: Budget) {
+    this.#budget = budget;
+  }
+
+  idlePoll(nowMs: number): void {
+    this.#sample(nowMs);
+    this.#idlePolls++;
+  }
+
+  /** Requests the work of the last day will spend from now to the month's end, at its rate. */
+  projected(nowMs: number): number {
+    const { used, remaining, endsAt } = this.#sample(nowMs);
+    const oldest = this.#samples[0]!;
+    const elapsedMs = nowMs - oldest.at;
+    // Less than an hour of history says little about a rate: idle polling keeps the whole month meanwhile.
+    if (elapsedMs < HOUR_MS) return 0;
+    const work = Math.max(0, used - oldest.used - (this.#idlePolls - oldest.idlePolls));
+    return Math.min((work / elapsedMs) * Math.max(0, endsAt - nowMs), remaining * (1 - MIN_IDLE_SHARE));
+  }
+
+  #sample(nowMs: number): { used: number; remaining: number; endsAt: number } {
+    const { month } = this.#budget.snapshot(nowMs);
+    const last = this.#samples.at(-1);
+    // A new month (its usage restarts) or a clock stepped back: the old samples no longer compare.
+    if (last && (month.used < last.used || nowMs < last.at)) this.#samples = [];
+    if (this.#samples.length === 0 || nowMs - this.#samples.at(-1)!.at >= HOUR_MS) {
+      this.#samples.push({ at: nowMs, used: month.used, idlePolls: this.#idlePolls });
+      while (this.#samples.length > 1 && nowMs - this.#samples[0]!.at > WORK_WINDOW_MS) this.#samples.shift();
+    }
+    return { used: month.used, remaining: month.remaining, endsAt: month.endsAt };
   }
 }
