@@ -25,8 +25,8 @@ export class SlidingWindows {
   }
 
   record(nowMs: number): void {
-    this.#sent.push(nowMs);
     this.#forget(nowMs);
+    this.#sent.push(nowMs);
   }
 
   /** The earliest instant >= now at which one more request fits in every window. */
@@ -57,6 +57,15 @@ export class SlidingWindows {
   }
 
   #forget(nowMs: number): void {
+    // The wall clock stepped back (NTP, a VM resumed): shift what was sent by the step, as if time had
+    // stood still, so the windows stay as full as they really are instead of blocking until the clock
+    // catches up (a step back of 15 min would hold every request, reports included, for 15 min).
+    // Out-of-order instants by less than a second are callers' rounding, not a step of the clock.
+    const newest = this.#sent.at(-1);
+    if (newest !== undefined && newest - nowMs > 1_000) {
+      const step = newest - nowMs;
+      this.#sent = this.#sent.map((at) => at - step);
+    }
     const horizon = nowMs - this.#longestMs;
     let drop = 0;
     while (drop < this.#sent.length && (this.#sent[drop] ?? 0) <= horizon) drop++;

@@ -71,6 +71,22 @@ describe('Budget windows', () => {
     expect(maxInWindow(sent, 1_200)).toBe(5);
   });
 
+  it('keeps serving after the wall clock steps back, with the windows as full as they really are', async () => {
+    const start = Date.UTC(2026, 10, 10, 12);
+    const clock = new ManualClock(start);
+    const budget = new Budget({ limits, clock, safetyMarginMs: 200 });
+    for (let i = 0; i < 5; i++) await budget.acquire('tasks.poll');
+    // NTP or a resumed VM steps the clock back 15 minutes.
+    clock.set(start - 15 * 60_000);
+    // The second's five requests still count: the next waits its 1.2 s, not the 15 minutes until the
+    // clock is back where the requests were recorded.
+    expect(budget.earliestSendAt('report', clock.now())).toBe(clock.now() + 1_200);
+    let reported = false;
+    void budget.acquire('executions.report').then(() => (reported = true));
+    await drain(clock, () => reported, 100, 20);
+    expect(reported).toBe(true);
+  });
+
   it('serves a waiting report before polls that queued earlier', async () => {
     const clock = new ManualClock(0);
     const budget = new Budget({ limits, clock, safetyMarginMs: 0 });
