@@ -75,7 +75,9 @@ export class Worker {
     this.#clock = options.clock ?? systemClock;
     this.#handlers = options.handlers;
     // /metrics may be scraped while the worker starts, before the budget exists.
-    this.metrics = options.metrics ?? new WorkerMetrics({ budget: () => this.#budget?.snapshot() });
+    this.metrics =
+      options.metrics ??
+      new WorkerMetrics({ budget: () => this.#budget?.snapshot(), ready: () => this.readiness().ready });
   }
 
   get state(): State {
@@ -210,10 +212,8 @@ export class Worker {
       failUnreadable: (task, executionId, problem) =>
         this.#pipeline!.failUnreadable(task, executionId, problem),
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
-      onAuthorizationChange: (ok) => this.metrics.ready.set(ok && this.readiness().ready ? 1 : 0),
     });
     this.#state = 'running';
-    this.metrics.ready.set(1);
     this.#loops = [
       this.#scheduler.run(this.#pollStop.signal),
       this.#refreshLoop(),
@@ -264,7 +264,6 @@ export class Worker {
   async #stop(): Promise<void> {
     const logger = this.#logger;
     this.#state = 'stopping';
-    this.metrics.ready.set(0);
     this.#pollStop.abort(new Error('worker stopping'));
     await Promise.allSettled(this.#loops);
     // Executions run either under the scheduler or, while start() is replaying the journal, under the replay.

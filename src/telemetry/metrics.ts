@@ -32,7 +32,14 @@ export class WorkerMetrics {
   readonly ready: Gauge;
   readonly tasksServed: Gauge;
 
-  constructor(options: { defaultMetrics?: boolean; budget?: () => BudgetSnapshot | undefined } = {}) {
+  constructor(
+    options: {
+      defaultMetrics?: boolean;
+      budget?: () => BudgetSnapshot | undefined;
+      /** Read at each scrape, so the gauge always agrees with /readyz. Without it, set by hand. */
+      ready?: () => boolean;
+    } = {},
+  ) {
     const registers = [this.registry];
     if (options.defaultMetrics ?? true)
       collectDefaultMetrics({ register: this.registry, prefix: 'dfworker_' });
@@ -199,10 +206,18 @@ export class WorkerMetrics {
         if (s) this.set(Math.max(0, (s.pausedUntil - Date.now()) / 1000));
       },
     });
+    const ready = options.ready;
     this.ready = new Gauge({
       name: 'dfworker_ready',
       help: '1 when the worker is ready (see /readyz).',
       registers,
+      ...(ready
+        ? {
+            collect() {
+              this.set(ready() ? 1 : 0);
+            },
+          }
+        : {}),
     });
     this.tasksServed = new Gauge({
       name: 'dfworker_tasks_served',

@@ -338,6 +338,8 @@ export interface UnwritableStateResult extends ScenarioResult {
   pollsWhileBlocked: number;
   /** From the repair until the daemon logged that it claims again. */
   resumedAfterMs: number;
+  /** The dfworker_ready gauge scraped while /readyz answered 503 (alerts use it). */
+  readyMetricWhileBroken: number;
   /** Execution ids of the records state/journal held once the daemon stopped after the recovery. */
   recordsAfterStop: string[];
   /**
@@ -374,6 +376,8 @@ export function unwritableStateFolder(): Promise<UnwritableStateResult> {
       readyWhileBroken = { status: answer.status, journalReason: body.checks.journal?.reason };
       return answer.status === 503;
     }, '/readyz to answer 503');
+    const metricsText = await (await fetch(`${daemon.healthUrl()}/metrics`)).text();
+    const readyMetricWhileBroken = Number(/^dfworker_ready (\d+)$/m.exec(metricsText)?.[1]);
     const blockedAt = Date.now();
     await rig.waitFor(
       () => claimedUnreported(rig).length === 0,
@@ -408,6 +412,7 @@ export function unwritableStateFolder(): Promise<UnwritableStateResult> {
     return {
       ...finalResult(rig),
       readyWhileBroken,
+      readyMetricWhileBroken,
       claimedWhileBroken,
       pollsWhileBlocked,
       resumedAfterMs,

@@ -11,6 +11,7 @@ describe('an unwritable journal folder', () => {
     expect(result.readyWhileBroken.journalReason).toMatch(
       /state folder \S+journal .*\b(ENOTDIR|EEXIST|ENOENT)\b/,
     );
+    expect(result.readyMetricWhileBroken).toBe(0);
     expect(result.pollsWhileBlocked).toBe(0);
     expect(result.claimedWhileBroken).toBeGreaterThanOrEqual(4);
     // The folder is tried again every JOURNAL_RECHECK_MS; the first try after the repair succeeds.
