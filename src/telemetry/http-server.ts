@@ -1,7 +1,7 @@
 // The worker's own HTTP endpoints: /metrics for Prometheus, /healthz (alive, event loop not stuck),
 // /readyz (can do its job), and POST /wake to poll now. Node's own http: four routes need no framework.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 
 const TICK_MS = 100;
@@ -118,9 +118,15 @@ export class WorkerHttpServer {
   #tokenMatches(header: string | undefined): boolean {
     const expected = this.#o.wakeToken ?? '';
     const given = header?.startsWith('Bearer ') ? header.slice(7) : '';
-    if (expected === '' || given.length !== expected.length) return false;
-    return timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+    if (expected === '') return false;
+    // Digests are of equal length whatever was sent (non-ASCII included), and comparing them does not
+    // tell the token's length through timing.
+    return timingSafeEqual(digest(given), digest(expected));
   }
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

@@ -90,6 +90,11 @@ describe('worker HTTP server', () => {
       (await fetch(`${url}/wake`, { method: 'POST', headers: { authorization: 'Bearer wrong-token!' } }))
         .status,
     ).toBe(401);
+    // As many characters as the token, but more bytes (é is two in UTF-8): refused, not a 500.
+    expect(
+      (await fetch(`${url}/wake`, { method: 'POST', headers: { authorization: 'Bearer é3cret-token' } }))
+        .status,
+    ).toBe(401);
     const auth = { authorization: 'Bearer s3cret-token' };
     const one = await fetch(`${url}/wake?task=enrich`, { method: 'POST', headers: auth });
     expect(one.status).toBe(202);
