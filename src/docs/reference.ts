@@ -15,12 +15,17 @@ export function configTable(): string {
   return ['| Variable | Setting | Meaning |', '|---|---|---|', ...rows].join('\n');
 }
 
-export async function metricsTable(): Promise<string> {
+export function metricsTable(): string {
   const metrics = new WorkerMetrics({ defaultMetrics: false });
-  const list = await metrics.registry.getMetricsAsJSON();
+  // The metric objects, not getMetricsAsJSON(): only the objects carry their label names.
+  const list = metrics.registry.getMetricsAsArray() as unknown as {
+    name: string;
+    type: string;
+    help: string;
+    labelNames: readonly string[];
+  }[];
   const rows = list.map((m) => {
-    const labels = (m as { labelNames?: string[] }).labelNames;
-    const names = labels && labels.length > 0 ? labels.map((l) => `\`${l}\``).join(', ') : '';
+    const names = m.labelNames.map((l) => `\`${l}\``).join(', ');
     return `| \`${m.name}\` | ${m.type} | ${names} | ${cell(m.help)} |`;
   });
   return ['| Metric | Type | Labels | Meaning |', '|---|---|---|---|', ...rows].join('\n');
@@ -34,10 +39,10 @@ export function replaceBetween(text: string, markers: readonly [string, string],
   return `${text.slice(0, start + markers[0].length)}\n${content}\n${text.slice(end)}`;
 }
 
-export async function renderReadme(readme: string): Promise<string> {
+export function renderReadme(readme: string): string {
   return replaceBetween(
     replaceBetween(readme, CONFIG_MARKERS, configTable()),
     METRICS_MARKERS,
-    await metricsTable(),
+    metricsTable(),
   );
 }

@@ -4,7 +4,7 @@ import { renderReadme } from './reference.ts';
 
 const file = new URL('../../README.md', import.meta.url);
 const before = await readFile(file, 'utf8');
-const after = await renderReadme(before);
+const after = renderReadme(before);
 if (after !== before) {
   await writeFile(file, after);
   process.stdout.write('README.md: generated tables updated\n');
