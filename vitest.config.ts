@@ -5,7 +5,7 @@ export default defineConfig({
   resolve: { conditions: ['df-worker-source'] },
   ssr: { resolve: { conditions: ['df-worker-source'] } },
   test: {
-    include: ['test/**/*.test.ts', 'handlers/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'handlers/**/*.test.{ts,mts,js,mjs}'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Tests start real servers and child processes; two cores are shared between forks.

@@ -19,7 +19,11 @@ export interface RunningDaemon {
 export function describeStartupFailure(error: unknown): string {
   if (error instanceof ConfigError) return error.message;
   if (error instanceof AggregateError) {
-    return [error.message, ...error.errors.map((e: unknown) => `  - ${(e as Error).message}`)].join('\n');
+    // HandlerLoadErrors already lists every file in its message; only what it does not say is added.
+    const missing = error.errors
+      .map((e: unknown) => (e instanceof Error ? e.message : String(e)))
+      .filter((message) => !error.message.includes(message));
+    return [error.message, ...missing.map((message) => `  - ${message}`)].join('\n');
   }
   return error instanceof Error ? error.message : String(error);
 }

@@ -142,7 +142,8 @@ async function loadHandlerFile(file: string): Promise<LoadedHandler> {
   if (exported === undefined) {
     throw new HandlerLoadError(
       file,
-      'has no default export; end the module with `export default defineTask({ key: ..., handle(input, ctx) {...} })`',
+      'has no default export; end the module with `export default defineTask({ key: ..., handle(input, ctx) {...} })` ' +
+        `(a helper module that is not a handler: name it _${path.basename(file)} or move it into a subfolder)`,
     );
   }
   let task: TaskModule;

@@ -141,6 +141,22 @@ describe('df-worker start', () => {
     expect(cli.stderr()).toMatch(/broken\.ts/);
   });
 
+  it('refuses a helper module at the top of the handlers folder once, saying how to keep it there', async () => {
+    await writeHandlers({
+      'slow.ts': SLOW_HANDLER,
+      'helpers.ts': `export const double = (n: number): number => n * 2;\n`,
+    });
+    cli = runCli(['start'], env());
+    const { code } = await cli.exited;
+    expect(code).toBe(1);
+    const stderr = cli.stderr();
+    expect(stderr).toMatch(/^df-worker: could not start: 1 handler module in ".*" failed to load/);
+    expect(stderr.split('helpers.ts: has no default export').length - 1).toBe(1);
+    expect(stderr).toContain(
+      '(a helper module that is not a handler: name it _helpers.ts or move it into a subfolder)',
+    );
+  });
+
   it('exits non-zero with a clear message when the service refuses the key at start', async () => {
     await writeHandlers({ 'slow.ts': SLOW_HANDLER });
     cli = runCli(['start'], env({ DF_API_KEY: 'wrong-key-123' }));
@@ -163,6 +179,7 @@ describe('df-worker start', () => {
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/dfworker_budget_limit_requests\{window="month"\} 40000/);
     expect(metrics).toMatch(/dfworker_tasks_served 1/);
+    expect(metrics).toMatch(/^dfworker_ready 1$/m);
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
   });

@@ -105,8 +105,27 @@ describe('loadHandlers', () => {
     expect(errors[0]!.file).toBe(path.join(dir, 'named.mjs'));
     expect(errors[0]!.message).toBe(
       `${path.join(dir, 'named.mjs')}: has no default export; end the module with ` +
-        '`export default defineTask({ key: ..., handle(input, ctx) {...} })`',
+        '`export default defineTask({ key: ..., handle(input, ctx) {...} })` ' +
+        '(a helper module that is not a handler: name it _named.mjs or move it into a subfolder)',
     );
+  });
+
+  it('tells how to keep a helper module next to the handlers, and skips it once renamed or moved', async () => {
+    const helper = 'export const greet = (name) => `hello ${name}`;\n';
+    const dir = await handlersDir({ 'ok.mjs': plainTask('ok'), 'helpers.mjs': helper });
+    const { errors } = await loadHandlers(dir);
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringContaining('name it _helpers.mjs or move it into a subfolder') as unknown,
+    ]);
+
+    const fixed = await handlersDir({
+      'ok.mjs': plainTask('ok'),
+      '_helpers.mjs': helper,
+      'lib/helpers.mjs': helper,
+    });
+    const result = await loadHandlers(fixed);
+    expect(result.errors).toEqual([]);
+    expect([...result.handlers.keys()]).toEqual(['ok']);
   });
 
   it('reports a default export that is not a task', async () => {

@@ -4,14 +4,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { maxInWindow } from '../../budget/sliding-window.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { loadHandlersOrThrow } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
-import { wantsHelp, type Command } from '../command.ts';
+import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { demoInput } from '../demo-feed.ts';
 import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
 import { EXIT_CONFIG } from './start.ts';
@@ -32,22 +31,26 @@ Options:
   --executions N    exit 0 once N executions are reported (default 0: run until Ctrl-C)
   --interval-ms MS  time between two new executions (default 3000: each costs two or three requests, and the
                     budget allows 50 a minute)
+  -h, --help        this help
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    const { values } = parseArgs({
+    const parsed = parseCommandArgs('demo', {
       args: argv,
       options: {
         executions: { type: 'string', default: '0' },
         'interval-ms': { type: 'string', default: '3000' },
       },
-      strict: true,
     });
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
+    for (const flag of ['executions', 'interval-ms'] as const) {
+      if (!/^\d+$/.test(values[flag])) {
+        return usageError('demo', `--${flag} must be a whole number >= 0, got "${values[flag]}"`);
+      }
+    }
     const wanted = Number(values.executions);
     const intervalMs = Number(values['interval-ms']);
-    if (!Number.isInteger(wanted) || wanted < 0) throw new Error(`--executions must be a whole number >= 0`);
-    if (!Number.isInteger(intervalMs) || intervalMs < 0)
-      throw new Error(`--interval-ms must be a whole number >= 0`);
 
     const stateDir = await mkdtemp(join(tmpdir(), 'df-worker-demo-'));
     const emulator = new Emulator({ apiKeys: [DEMO_KEY] });

@@ -1,7 +1,6 @@
 // `df-worker emulator`: the local stand-in for the service, for trying handlers without an account.
-import { parseArgs } from 'node:util';
 import { Emulator } from '../../emulator/index.ts';
-import { wantsHelp, type Command } from '../command.ts';
+import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 
 export const emulatorCommand: Command = {
   name: 'emulator',
@@ -16,13 +15,14 @@ Options:
   --port N         port to listen on (default 8080; 0 = any free port)
   --host H         address to bind (default 127.0.0.1)
   --key KEY        accepted API key, repeatable (default emulator-key)
-  --per-second N   burst limit per key (default 5)
-  --per-minute N   limit per key per minute (default 50)
-  --per-month N    limit per key per month (default 40000)
+  --per-second N   burst limit per key (default 5; 0 = no limit)
+  --per-minute N   limit per key per minute (default 50; 0 = no limit)
+  --per-month N    limit per key per month (default 40000; 0 = no limit)
+  -h, --help       this help
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    const { values } = parseArgs({
+    const parsed = parseCommandArgs('emulator', {
       args: argv,
       options: {
         port: { type: 'string', default: '8080' },
@@ -32,26 +32,28 @@ Options:
         'per-minute': { type: 'string' },
         'per-month': { type: 'string' },
       },
-      strict: true,
     });
-    const limit = (name: string, raw: string | undefined) => {
-      if (raw === undefined) return undefined;
-      const n = Number(raw);
-      if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got "${raw}"`);
-      return n;
-    };
-    const port = limit('port', values.port) ?? 8080;
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
+    if (!/^\d+$/.test(values.port) || Number(values.port) > 65_535) {
+      return usageError('emulator', `--port must be a whole number from 0 to 65535, got "${values.port}"`);
+    }
+    // 0 is meaningful for a limit: the emulator then does not enforce that window (see EmulatorLimits).
     const limits: Record<string, number> = {};
     for (const [flag, field] of [
       ['per-second', 'perSecond'],
       ['per-minute', 'perMinute'],
       ['per-month', 'perMonth'],
     ] as const) {
-      const v = limit(flag, values[flag]);
-      if (v !== undefined) limits[field] = v;
+      const raw = values[flag];
+      if (raw === undefined) continue;
+      if (!/^\d+$/.test(raw)) {
+        return usageError('emulator', `--${flag} must be a whole number >= 0 (0: no limit), got "${raw}"`);
+      }
+      limits[field] = Number(raw);
     }
     const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits });
-    const url = await emulator.listen(port, values.host);
+    const url = await emulator.listen(Number(values.port), values.host);
     process.stdout.write(`emulator listening on ${url} (admin: ${url}/__admin/)\n`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());

@@ -1,9 +1,8 @@
 // `df-worker start`: the daemon. Config from DF_* variables and DF_CONFIG; exits 0 after a drained stop.
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { createLogger } from '../../telemetry/logger.ts';
-import { wantsHelp, type Command } from '../command.ts';
+import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
 import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
 
 /** sysexits EX_CONFIG: the configuration is wrong; restarting will not help. */
@@ -24,7 +23,9 @@ Options:
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return 0;
-    const { values } = parseArgs({ args: argv, options: { config: { type: 'string' } }, strict: true });
+    const parsed = parseCommandArgs('start', { args: argv, options: { config: { type: 'string' } } });
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
     const env = values.config ? { ...process.env, DF_CONFIG: values.config } : process.env;
     let config;
     try {
