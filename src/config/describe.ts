@@ -1,5 +1,6 @@
 // Views of the schema and of a loaded configuration that are safe to print: the settings table for docs,
 // and a configuration with its secrets masked for `check` and startup logs.
+import { FORMAT } from './formats.ts';
 import { listSettings } from './schema.ts';
 import type { WorkerConfig } from './schema.ts';
 
@@ -29,17 +30,64 @@ const SENSITIVE_SETTINGS = listSettings()
   .filter(({ entry }) => entry.sensitive === true)
   .map(({ setting }) => setting.split('.'));
 
-/** A copy of `config` with every sensitive setting (api.key, http.wakeToken) replaced by '[redacted]'. */
+const URL_SETTINGS = listSettings()
+  .filter(({ entry }) => entry.format === FORMAT.httpUrl)
+  .map(({ setting }) => setting.split('.'));
+
+/**
+ * `text` with the parts of a URL that may hold a secret (user name and password, query, fragment) masked:
+ * `https://user:pw@host/?api_key=k` becomes `https://***@host/?***`. Text without a host (not a URL, or
+ * `user:pw@host`, which parses as a scheme and a path) is masked from its first `?` or `#` and up to its
+ * last `@`, since it may still be a mistyped URL with a secret in it.
+ */
+export function redactUrl(text: string): string {
+  const url = URL.parse(text);
+  if (url === null || url.host === '') return redactUrlText(text);
+  if (url.username !== '' || url.password !== '') {
+    url.username = '***';
+    url.password = '';
+  }
+  if (url.search !== '') url.search = '***';
+  if (url.hash !== '') url.hash = '***';
+  return url.href;
+}
+
+function redactUrlText(text: string): string {
+  const cut = text.search(/[?#]/);
+  const head = cut < 0 ? text : text.slice(0, cut);
+  const tail = cut < 0 ? '' : `${text[cut]}***`;
+  const at = head.lastIndexOf('@');
+  if (at < 0) return head + tail;
+  const authority = head.indexOf('//');
+  const start = authority >= 0 && authority < at ? authority + 2 : 0;
+  return `${head.slice(0, start)}***${head.slice(at)}${tail}`;
+}
+
+/** The object holding the last name of `path` under `root`, when every step on the way is an object. */
+function parentOf(root: Record<string, unknown>, path: string[]): Record<string, unknown> | undefined {
+  let node: Record<string, unknown> | undefined = root;
+  for (const name of path.slice(0, -1)) {
+    const child: unknown = node?.[name];
+    node = typeof child === 'object' && child !== null ? (child as Record<string, unknown>) : undefined;
+  }
+  return node;
+}
+
+/**
+ * A copy of `config` with every sensitive setting (api.key, http.wakeToken) replaced by '[redacted]' and the
+ * credentials, query and fragment of every URL setting (api.url) masked.
+ */
 export function redactedConfig(config: WorkerConfig): object {
   const copy = structuredClone(config) as unknown as Record<string, unknown>;
   for (const path of SENSITIVE_SETTINGS) {
-    let node: Record<string, unknown> | undefined = copy;
-    for (const name of path.slice(0, -1)) {
-      const child: unknown = node?.[name];
-      node = typeof child === 'object' && child !== null ? (child as Record<string, unknown>) : undefined;
-    }
+    const node = parentOf(copy, path);
     // Masked even when empty, so the output never tells whether a secret is set.
     if (node !== undefined) node[path.at(-1)!] = REDACTED;
+  }
+  for (const path of URL_SETTINGS) {
+    const node = parentOf(copy, path);
+    const value = node?.[path.at(-1)!];
+    if (node !== undefined && typeof value === 'string') node[path.at(-1)!] = redactUrl(value);
   }
   return copy;
 }

@@ -125,14 +125,21 @@ convict.addFormats({
     validate: (value: unknown) => {
       if (typeof value !== 'string') throw new Error('must be a string');
       if (value === '') return; // not set: whether it is required depends on the command
-      let protocol: string;
+      let url: URL;
       try {
-        protocol = new URL(value).protocol;
+        url = new URL(value);
       } catch {
         throw new Error('must be an absolute http:// or https:// URL');
       }
-      if (protocol !== 'http:' && protocol !== 'https:') {
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') {
         throw new Error('must be an http:// or https:// URL');
+      }
+      // The API client refuses these too, but only once `start` runs; a secret in a URL also ends up in
+      // logs and in `check --verbose`, so it is refused here where the setting is named.
+      if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+        throw new Error(
+          "must be the service's base URL without a user name, password, query or fragment (put the API key in DF_API_KEY or DF_API_KEY_FILE)",
+        );
       }
     },
   },

@@ -5,8 +5,10 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import convict from 'convict';
 import { checkRelations, checkServiceAccess, checkKey } from './checks.ts';
+import { redactUrl } from './describe.ts';
 import { ConfigError } from './errors.ts';
 import type { ConfigProblem } from './errors.ts';
+import { FORMAT } from './formats.ts';
 import { listSettings, schema } from './schema.ts';
 import type { Setting, WorkerConfig } from './schema.ts';
 
@@ -140,13 +142,29 @@ function validate(config: convict.Config<WorkerConfig>, values: object, sources:
   } catch (error) {
     return (error as Error).message
       .split('\n')
-      .filter((line) => line.trim() !== '')
+      .filter((line) => line.trim() !== '' && !isBelowSetting(line))
       .map((line) => toProblem(line, values, sources));
   }
 }
 
 const UNDECLARED = /^configuration param '(.+)' not declared in the schema$/;
 const MISSING = /^configuration param '(.+)' missing from config, did you override its parent\?$/;
+const VALUE_WAS = ': value was ';
+
+// A setting given an object (`{"api": {"key": {"a": "x"}}}`) also makes convict report each member of that
+// object as undeclared; the setting's own wrong-type problem says it all.
+function isBelowSetting(line: string): boolean {
+  const undeclared = UNDECLARED.exec(line)?.[1];
+  if (undeclared === undefined) return false;
+  const names = undeclared.split('.');
+  return names.some((_, index) => index > 0 && SETTINGS.has(names.slice(0, index).join('.')));
+}
+
+const EXPECTED_TYPE: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  boolean: 'true or false',
+};
 
 function toProblem(line: string, values: object, sources: Sources): ConfigProblem {
   const undeclared = UNDECLARED.exec(line)?.[1];
@@ -157,14 +175,7 @@ function toProblem(line: string, values: object, sources: Sources): ConfigProble
     };
   }
   const missing = MISSING.exec(line)?.[1];
-  if (missing !== undefined) {
-    const parent = missing.slice(0, missing.lastIndexOf('.'));
-    return {
-      setting: missing,
-      ...envOf(missing),
-      message: `is missing because '${parent}' was given a value that is not an object; give '${parent}' an object of settings`,
-    };
-  }
+  if (missing !== undefined) return missingProblem(missing, values, sources);
   const separator = line.indexOf(': ');
   const setting = separator < 0 ? '' : line.slice(0, separator);
   const entry = SETTINGS.get(setting);
@@ -172,10 +183,34 @@ function toProblem(line: string, values: object, sources: Sources): ConfigProble
   if (entry === undefined) return { setting: 'configuration', message: line };
   const value = valueAt(values, setting);
   let message = line.slice(separator + 2);
-  const convictSuffix = `: value was ${JSON.stringify(value)}`;
-  if (message.endsWith(convictSuffix)) message = message.slice(0, -convictSuffix.length);
-  if (entry.sensitive !== true) message += `, got ${formatValue(value)}`;
+  // Convict appends the raw value, which for a URL may hold a password: the value is re-quoted below.
+  const convictSuffix = message.indexOf(VALUE_WAS);
+  if (convictSuffix >= 0) message = message.slice(0, convictSuffix);
+  if (entry.sensitive !== true) {
+    const shown = entry.format === FORMAT.httpUrl && typeof value === 'string' ? redactUrl(value) : value;
+    message += `, got ${formatValue(shown)}`;
+  }
   return { setting, env: entry.env, message: message + describeSource(setting, entry, sources) };
+}
+
+/** Convict reports a setting "missing" when it or one of its parents was given the wrong kind of value. */
+function missingProblem(setting: string, values: object, sources: Sources): ConfigProblem {
+  const entry = SETTINGS.get(setting);
+  const value = valueAt(values, setting);
+  if (entry !== undefined && typeof value === 'object' && value !== null) {
+    const expected = EXPECTED_TYPE[typeof entry.default] ?? 'a single value';
+    return {
+      setting,
+      env: entry.env,
+      message: `must be ${expected}, got an object${describeSource(setting, entry, sources)}`,
+    };
+  }
+  const parent = setting.slice(0, Math.max(0, setting.lastIndexOf('.')));
+  const message =
+    parent === ''
+      ? 'is missing; give it a value'
+      : `is missing because '${parent}' was given a value that is not an object; give '${parent}' an object of settings`;
+  return { setting, ...envOf(setting), message };
 }
 
 function envOf(setting: string): { env?: string } {

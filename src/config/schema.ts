@@ -90,7 +90,7 @@ export const schema = {
       format: FORMAT.httpUrl,
       doc: withDefault(
         'Base URL of the Data Factory service. Required by `start`; `demo` uses its embedded emulator.',
-        'An http:// or https:// URL',
+        'An http:// or https:// URL, without a user name, password, query or fragment (the key goes in DF_API_KEY)',
         '',
       ),
     } satisfies Setting<string>,

@@ -206,9 +206,91 @@ describe('loadConfig validation', () => {
     expect(error.message).not.toContain(SECRET);
   });
 
+  it('reports a setting given an object as having the wrong type, not as missing', async () => {
+    const path = await writeJson('worker.json', { api: { key: { a: 'x' } }, concurrency: { max: 3 } });
+    const error = configError({ env: { DF_CONFIG: path } });
+    expect(error.problems.map((problem) => problem.setting)).toEqual(['concurrency', 'api.key']);
+    const lines = error.message.split('\n');
+    expect(lines).toContain(
+      `DF_API_KEY (api.key): must be a string, got an object (from the DF_CONFIG file ${path})`,
+    );
+    expect(lines).toContain(
+      `DF_CONCURRENCY (concurrency): must be a number, got an object (from the DF_CONFIG file ${path})`,
+    );
+    expect(error.message).not.toContain('missing');
+  });
+
+  it('still blames the parent when a group of settings is given something other than an object', async () => {
+    const path = await writeJson('worker.json', { log: 'debug' });
+    const error = configError({ env: { DF_CONFIG: path } });
+    expect(error.message).toContain(
+      "DF_LOG_LEVEL (log.level): is missing because 'log' was given a value that is not an object",
+    );
+  });
+
   it('names an unknown override', () => {
     const error = configError({ env: {}, overrides: { 'concurrency.max': 3, nope: 1 } });
     expect(error.problems.map((problem) => problem.setting).sort()).toEqual(['concurrency.max', 'nope']);
+  });
+});
+
+describe('loadConfig service URL', () => {
+  const URL_WITH_SECRETS = 'https://user:s3cr3tPW@api.example.com/?api_key=SECRETKEY';
+
+  it('refuses a DF_API_URL carrying credentials or a query, pointing at DF_API_KEY and masking both', () => {
+    for (const require of ['none', 'service'] as const) {
+      const error = configError({ env: { DF_API_URL: URL_WITH_SECRETS, DF_API_KEY: SECRET }, require });
+      expect(error.problems).toEqual([expect.objectContaining({ setting: 'api.url', env: 'DF_API_URL' })]);
+      expect(error.message).toContain(
+        'DF_API_URL (api.url): must be the service\'s base URL without a user name, password, query or fragment (put the API key in DF_API_KEY or DF_API_KEY_FILE), got "https://***@api.example.com/?***"',
+      );
+      for (const secret of ['s3cr3tPW', 'SECRETKEY', 'user:', SECRET]) {
+        expect(JSON.stringify(error.problems)).not.toContain(secret);
+      }
+    }
+  });
+
+  it('refuses a DF_API_URL with a bare user name or a fragment', () => {
+    for (const [url, shown] of [
+      ['http://token@127.0.0.1:8080/v1', 'http://***@127.0.0.1:8080/v1'],
+      ['https://api.example.com/v1#key=abc', 'https://api.example.com/v1#***'],
+    ]) {
+      const error = configError({ env: { DF_API_URL: url } });
+      expect(error.problems.map((problem) => problem.env)).toEqual(['DF_API_URL']);
+      expect(error.message).toContain(`got "${shown}"`);
+    }
+  });
+
+  it('masks the credentials of a URL from the DF_CONFIG file in the error', async () => {
+    const path = await writeJson('worker.json', { api: { url: URL_WITH_SECRETS } });
+    const error = configError({ env: { DF_CONFIG: path } });
+    expect(error.message).toContain(
+      `got "https://***@api.example.com/?***" (from the DF_CONFIG file ${path})`,
+    );
+    expect(error.message).not.toContain('s3cr3tPW');
+  });
+
+  it('masks the password and query of a URL it refuses for its scheme or shape', () => {
+    const wrongScheme = configError({ env: { DF_API_URL: 'ftp://user:PASSW0RD@h/' } });
+    expect(wrongScheme.message).toContain('must be an http:// or https:// URL, got "ftp://***@h/"');
+    // Parses as the scheme `user:` with an opaque path, so the password sits in the "path".
+    const schemeless = configError({
+      env: { DF_API_URL: 'user:PASSW0RD@api.example.com/?api_key=SECRETKEY' },
+    });
+    expect(schemeless.message).toContain(
+      'must be an http:// or https:// URL, got "***@api.example.com/?***"',
+    );
+    const unparsable = configError({ env: { DF_API_URL: '//user:PASSW0RD@h?api_key=SECRETKEY' } });
+    expect(unparsable.message).toContain('must be an absolute http:// or https:// URL, got "//***@h?***"');
+    for (const error of [wrongScheme, schemeless, unparsable]) {
+      expect(error.message).not.toContain('PASSW0RD');
+      expect(error.message).not.toContain('SECRETKEY');
+    }
+  });
+
+  it('accepts a base URL with a path and a port', () => {
+    const config = loadConfig({ cwd: dir, env: { DF_API_URL: 'https://api.example.com:8443/df/' } });
+    expect(config.api.url).toBe('https://api.example.com:8443/df/');
   });
 });
 
@@ -218,6 +300,42 @@ describe('loadConfig API key', () => {
     const config = loadConfig({ cwd: dir, env: { DF_API_KEY_FILE: 'key.txt' } });
     expect(config.api.key).toBe(SECRET);
     expect(config.api.keyFile).toBe(join(dir, 'key.txt'));
+  });
+
+  it('accepts a key file ending in a Windows line break', async () => {
+    await writeFile(join(dir, 'key.txt'), `${SECRET}\r\n`);
+    const config = loadConfig({
+      cwd: dir,
+      env: { DF_API_KEY_FILE: 'key.txt' },
+      require: 'service',
+      overrides: { 'api.url': 'http://127.0.0.1:9' },
+    });
+    expect(config.api.key).toBe(SECRET);
+  });
+
+  it('rejects a key file whose key ends in a zero-width space, giving the position but not the key', async () => {
+    await writeFile(join(dir, 'key.txt'), `${SECRET}\u200B\n`);
+    const error = configError({ env: { DF_API_KEY_FILE: 'key.txt' } });
+    expect(error.problems).toEqual([
+      expect.objectContaining({ setting: 'api.keyFile', env: 'DF_API_KEY_FILE' }),
+    ]);
+    expect(error.message).toContain(
+      `the key file ${join(dir, 'key.txt')} contains a character that is not visible ASCII (U+200B) at position ${SECRET.length + 1}`,
+    );
+    expect(error.message).toContain('zero-width space or a smart quote');
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it('rejects a DF_API_KEY with a smart quote or a letter outside ASCII', () => {
+    for (const [key, codePoint] of [
+      [`\u2018${SECRET}\u2019`, 'U+2018'],
+      [`${SECRET.slice(0, 4)}é${SECRET.slice(4)}`, 'U+00E9'],
+    ] as const) {
+      const error = configError({ env: { DF_API_KEY: key } });
+      expect(error.problems.map((problem) => problem.env)).toEqual(['DF_API_KEY']);
+      expect(error.message).toContain(`not visible ASCII (${codePoint})`);
+      expect(error.message).not.toContain(SECRET.slice(4));
+    }
   });
 
   it('names DF_API_KEY_FILE and the path when the key file cannot be read', () => {
