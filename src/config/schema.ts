@@ -231,7 +231,7 @@ export const schema = {
       env: 'DF_TASK_REFRESH_MS',
       default: 3_600_000,
       min: 1,
-      doc: 'How often the list of tasks is fetched again from the service, in milliseconds.',
+      doc: 'How often the list of tasks is fetched again from the service, in milliseconds. Each refresh is a request (per 1,000 tasks) against the same budget; a start warns when refreshes would take over a tenth of the month.',
     }),
     errorBackoffMaxMs: milliseconds({
       env: 'DF_ERROR_BACKOFF_MAX_MS',

@@ -214,6 +214,15 @@ export class Worker {
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
     });
     this.#state = 'running';
+    const refreshesPerMonth = (30 * 86_400_000) / config.scheduler.taskRefreshMs;
+    if (refreshesPerMonth > config.budget.perMonth / 10) {
+      // Each refresh lists the tasks (a request per page of 1,000) against the same monthly budget.
+      logger.warn(
+        { taskRefreshMs: config.scheduler.taskRefreshMs, refreshesPerMonth: Math.round(refreshesPerMonth) },
+        "DF_TASK_REFRESH_MS makes task list refreshes take more than a tenth of the month's budget; " +
+          'polls get less of it (the default, 1 hour, takes 720 requests a month)',
+      );
+    }
     this.#loops = [
       this.#scheduler.run(this.#pollStop.signal),
       this.#refreshLoop(),

@@ -66,6 +66,16 @@ describe('tasks served by the daemon', () => {
       () => harness!.emulator.executions().find((x) => x.id === e.id)!.reports.length > 0,
       'report',
     );
+    // 200 ms between refreshes would spend the month on task lists: the start says so.
+    expect(harness.logs.find((l) => String(l.msg).startsWith('DF_TASK_REFRESH_MS makes'))).toMatchObject({
+      level: 40,
+      refreshesPerMonth: 12_960_000,
+    });
+  });
+
+  it('does not warn about the task refresh at its default of one hour', async () => {
+    harness = await startHarness({ handlers: [{ key: 'late', handle: () => ({ ok: true }) }] });
+    expect(harness.logs.some((l) => String(l.msg).startsWith('DF_TASK_REFRESH_MS makes'))).toBe(false);
   });
 
   it('claims an execution only while a handler slot is free (concurrency 1)', async () => {
