@@ -27,7 +27,7 @@ describe('requests the budget lets through', () => {
     const budget = new Budget({
       limits: { perSecond: 5, perMinute: 1_000, perMonth: 40_000 },
       clock: systemClock,
-      safetyMarginMs: 50,
+      safetyMarginMs: 200,
     });
     const client = new ServiceClient({ baseUrl: url, apiKey: KEY, gate: budget });
     closers.push(() => client.close());
