@@ -71,10 +71,20 @@ interface Waiter {
   reject: (error: Error) => void;
 }
 
+/** The calendar month being counted and what it has used. */
+export interface MonthUsage {
+  key: string;
+  used: number;
+  limit: number;
+  remaining: number;
+  startsAt: number;
+  endsAt: number;
+}
+
 export interface BudgetSnapshot {
   second: { used: number; limit: number };
   minute: { used: number; limit: number };
-  month: { key: string; used: number; limit: number; remaining: number; endsAt: number; startsAt: number };
+  month: MonthUsage;
   /** Interval between idle polls (across all tasks) that spends the month evenly; Infinity when nothing is left. */
   idlePaceMs: number;
   /** True while work-driven polling has run further ahead of an even spend than the reserve allows. */
@@ -266,19 +276,25 @@ export class Budget {
     return this.#used;
   }
 
+  /** The month being counted at `nowMs`, without the windows and pacing figures of snapshot(). */
+  month(nowMs = this.#clock.now()): MonthUsage {
+    this.#rollMonth(nowMs);
+    return {
+      key: this.#month.key,
+      used: this.#used,
+      limit: this.limits.perMonth,
+      remaining: Math.max(0, this.limits.perMonth - this.#used),
+      startsAt: this.#month.startMs,
+      endsAt: this.#month.endMs,
+    };
+  }
+
   snapshot(nowMs = this.#clock.now()): BudgetSnapshot {
     this.#rollMonth(nowMs);
     return {
       second: { used: this.#windows.usedIn(1_000, nowMs), limit: this.limits.perSecond },
       minute: { used: this.#windows.usedIn(60_000, nowMs), limit: this.limits.perMinute },
-      month: {
-        key: this.#month.key,
-        used: this.#used,
-        limit: this.limits.perMonth,
-        remaining: Math.max(0, this.limits.perMonth - this.#used),
-        startsAt: this.#month.startMs,
-        endsAt: this.#month.endMs,
-      },
+      month: this.month(nowMs),
       idlePaceMs: this.idlePaceMs(nowMs),
       aheadOfPace: this.aheadOfPace(nowMs),
       pausedUntil: this.#pausedUntil,
