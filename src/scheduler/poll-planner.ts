@@ -35,6 +35,9 @@ export interface PlannedTask {
   busy: boolean;
   /** True when the next poll comes from the idle pace, not from work (a re-poll, a back-off, a nudge). */
   idleDue: boolean;
+  /** Order of the last poll sent and of the last wake: a wake after the poll was sent is still owed. */
+  sentSeq: number;
+  wokenSeq: number;
 }
 
 export class PollPlanner {
@@ -47,6 +50,8 @@ export class PollPlanner {
   readonly #random: () => number;
   readonly #tasks = new Map<string, PlannedTask>();
   readonly #work: WorkRate;
+  /** Orders sends and wakes (see PlannedTask.sentSeq). */
+  #seq = 0;
 
   constructor(options: PollPlannerOptions) {
     this.#budget = options.budget;
@@ -75,6 +80,8 @@ export class PollPlanner {
           hitStreak: 0,
           busy: false,
           idleDue: true,
+          sentSeq: 0,
+          wokenSeq: 0,
         });
       }
     }
@@ -124,11 +131,17 @@ export class PollPlanner {
     // A backlog is likely: go again at once, unless work has already run ahead of the month's even spend.
     t.idleDue = this.#budget.aheadOfPace(nowMs);
     t.nextDueAt = t.idleDue ? this.#idleDueAt(nowMs) : nowMs + this.#minPollIntervalMs;
+    this.#honourWake(t, nowMs);
   }
 
   onEmpty(taskId: string, nowMs: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
+    this.#planAfterEmpty(t, nowMs);
+    this.#honourWake(t, nowMs);
+  }
+
+  #planAfterEmpty(t: PlannedTask, nowMs: number): void {
     if (t.idleDue) this.#work.idlePoll(nowMs);
     t.errorStreak = 0;
     t.hitStreak = 0;
@@ -161,7 +174,7 @@ export class PollPlanner {
    * the end of a spent month the interval can span days; a new month brings a new budget and a new pace.
    */
   #idleDueAt(nowMs: number, idle = this.idleIntervalMs(nowMs)): number {
-    return Math.min(nowMs + idle, Math.max(nowMs, this.#budget.snapshot(nowMs).month.endsAt));
+    return Math.min(nowMs + idle, Math.max(nowMs, this.#budget.month(nowMs).endsAt));
   }
 
   /** After a 5xx or network error: exponential back-off with jitter, capped. */
@@ -174,6 +187,13 @@ export class PollPlanner {
     t.errorStreak++;
     const cap = Math.min(this.#errorBackoffMaxMs, this.#errorBackoffBaseMs * 2 ** t.errorStreak);
     t.nextDueAt = nowMs + cap * (0.5 + this.#random() / 2);
+    this.#honourWake(t, nowMs);
+  }
+
+  /** Call as a poll of the task is sent: a wake() after this is not answered by that poll. */
+  sending(taskId: string): void {
+    const t = this.#tasks.get(taskId);
+    if (t) t.sentSeq = ++this.#seq;
   }
 
   /** Delays a task without counting a poll (the request was not sent, e.g. budget or backpressure). */
@@ -189,10 +209,22 @@ export class PollPlanner {
       if (taskKey === undefined || t.key === taskKey) {
         t.nextDueAt = Math.min(t.nextDueAt, nowMs);
         t.idleDue = false;
+        t.wokenSeq = ++this.#seq;
         woken++;
       }
     }
     return woken;
+  }
+
+  /**
+   * A wake that came while the task's poll was in flight asked for a poll after it: planning from that
+   * poll's answer alone would put it off by an idle interval and lose the nudge.
+   */
+  #honourWake(t: PlannedTask, nowMs: number): void {
+    if (t.wokenSeq > t.sentSeq) {
+      t.nextDueAt = Math.min(t.nextDueAt, nowMs);
+      t.idleDue = false;
+    }
   }
 
   #polled(taskId: string, nowMs: number): PlannedTask | undefined {
@@ -240,7 +272,7 @@ class WorkRate {
   }
 
   #sample(nowMs: number): { used: number; remaining: number; endsAt: number } {
-    const { month } = this.#budget.snapshot(nowMs);
+    const month = this.#budget.month(nowMs);
     const last = this.#samples.at(-1);
     // A new month (its usage restarts) or a clock stepped back: the old samples no longer compare.
     if (last && (month.used < last.used || nowMs < last.at)) this.#samples = [];

@@ -108,6 +108,7 @@ export class Scheduler {
   async #pollOnce(task: PolledTask, signal: AbortSignal): Promise<void> {
     const { client, planner, clock, logger, budget } = this.#o;
     const started = clock.now();
+    planner.sending(task.taskId);
     let execution: TaskExecution | null;
     try {
       execution = await client.pollTask(task.taskId, signal);

@@ -63,6 +63,18 @@ describe('PollPlanner', () => {
     for (const t of planner.tasks) expect(t.nextDueAt).toBe(Date.UTC(2026, 1, 1));
   });
 
+  it('keeps a wake that arrives while the poll is in flight: the task is due again at once, not at the idle pace', () => {
+    const { planner, start } = setup(1);
+    planner.sending('t0');
+    planner.wake(start + 5); // work was queued and the worker nudged while the poll was on the wire
+    planner.onEmpty('t0', start + 10); // that poll had been answered before the work arrived
+    expect(planner.next()!.nextDueAt).toBe(start + 10);
+    // A wake before the poll was sent was answered by it: the idle pace follows.
+    planner.sending('t0');
+    planner.onEmpty('t0', start + 20);
+    expect(planner.next()!.nextDueAt - (start + 20)).toBeGreaterThan(60_000);
+  });
+
   it('does not let a busy task starve an idle one: the task due first is polled first', () => {
     const { planner, start } = setup(2);
     const polled: string[] = [];
