@@ -7,6 +7,9 @@ import { Worker, type WorkerOptions } from '../daemon/worker.ts';
 import { failCurrentAttempt } from '../runner/attempt-scope.ts';
 import { WorkerHttpServer } from '../telemetry/http-server.ts';
 
+/** sysexits EX_SOFTWARE: the daemon met an error of its own and exited rather than go on in doubt. */
+export const EXIT_INTERNAL_ERROR = 70;
+
 export interface RunningDaemon {
   worker: Worker;
   http: WorkerHttpServer | undefined;
@@ -80,18 +83,19 @@ export async function runDaemon(
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
-    // A handler's stray promise must not take the daemon down; the execution itself is bounded by its timeout.
-    process.on('unhandledRejection', (reason) => {
-      if (failCurrentAttempt(reason)) return; // the attempt that leaked it fails, and is retried or reported
-      logger.error(
-        { err: reason instanceof Error ? reason : new Error(String(reason)) },
-        'unhandled rejection (a handler left a promise unawaited?)',
-      );
-    });
-    process.on('uncaughtException', (error) => {
+    // Handler code runs in workers of its own (or, with DF_HANDLER_ISOLATION=none, in an attempt scope that
+    // takes its stray failures): an error that still reaches the process is the daemon's own, and its state
+    // cannot be trusted after it. Exit at once; the journal makes the restart safe.
+    const fatal = (error: unknown, origin: string) => {
       if (failCurrentAttempt(error)) return;
-      logger.error({ err: error }, 'uncaught exception (a handler threw from a callback?); continuing');
-    });
+      logger.fatal(
+        { err: error instanceof Error ? error : new Error(String(error)), origin },
+        `${origin} outside handler code: exiting (the journal replays on restart)`,
+      );
+      process.exit(EXIT_INTERNAL_ERROR);
+    };
+    process.on('unhandledRejection', (reason) => fatal(reason, 'unhandled rejection'));
+    process.on('uncaughtException', (error) => fatal(error, 'uncaught exception'));
   }
 
   try {

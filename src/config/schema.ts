@@ -155,6 +155,19 @@ export const schema = {
       min: 1,
       doc: 'Time a handler that declares no timeoutMs may run on one execution before it is aborted and the attempt fails, in milliseconds; a handler that declares timeoutMs gets its own limit instead, shorter or longer.',
     }),
+    isolation: oneOf({
+      env: 'DF_HANDLER_ISOLATION',
+      default: 'thread',
+      values: ['thread', 'process', 'none'],
+      doc: "Where handler attempts run: thread (a pool of worker threads: a handler that blocks, leaks, exits or overruns its timeout fails only its attempt), process (a pool of child processes: also contains native code and process-wide state, at about 40 MB more per worker), or none (on the daemon's own event loop, as a debugging aid: no protection at all).",
+    }),
+    memoryMb: integer({
+      env: 'DF_HANDLER_MEMORY_MB',
+      default: 512,
+      min: 16,
+      max: 65_536,
+      doc: 'Heap limit of each handler worker, in MB (with DF_HANDLER_ISOLATION thread or process): a handler that exceeds it fails its attempt and its worker is replaced. Up to DF_CONCURRENCY workers run at once.',
+    }),
   },
   state: {
     dir: string({
@@ -265,6 +278,13 @@ export const schema = {
       default: 'rerun',
       values: ['rerun', 'fail'],
       doc: 'What to do at start with executions claimed but not reported before a crash: run them again, or report them as failed.',
+    }),
+    maxCrashesPerExecution: integer({
+      env: 'DF_MAX_CRASHES_PER_EXECUTION',
+      default: 3,
+      min: 1,
+      max: 1_000,
+      doc: 'Runs of one execution that may end with the daemon or its handler worker dying (killed, out of memory, process.exit) before it is reported FAILED as a poison execution and never run again.',
     }),
     recheckMs: milliseconds({
       env: 'DF_JOURNAL_RECHECK_MS',

@@ -5,7 +5,9 @@ import type { Logger } from 'pino';
 import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
+import type { AttemptHost } from '../runner/attempt-host.ts';
 import { truncateMessage } from '../runner/errors.ts';
+import type { Redact } from '../runner/redact.ts';
 import { runExecution, type ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../scheduler/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
@@ -32,6 +34,12 @@ export interface ExecutionPipelineOptions {
   defaultTimeoutMs: number;
   /** Back-off between handler attempts. */
   backoff?: { baseMs: number; maxMs: number };
+  /** Where handler attempts run (DF_HANDLER_ISOLATION). Default: inline. */
+  host?: AttemptHost;
+  /** Cleans the daemon's secrets out of what handlers return, throw and log. */
+  redact?: Redact;
+  /** Runs of one execution that may die with the daemon or its worker before it is failed as poison. */
+  maxCrashesPerExecution?: number;
   lookup: (taskId: string) => RegisteredTask | undefined;
   /** Aborted when the shutdown grace period ends: running handlers are stopped and reported FAILED. */
   handlerSignal: AbortSignal;
@@ -160,16 +168,41 @@ export class ExecutionPipeline {
         'execution was running when the worker stopped; reporting it FAILED (DF_JOURNAL_REPLAY=fail)',
       );
     } else {
-      logger.warn('execution was running when the worker stopped; running it again');
-      const execution: TaskExecution = {
-        object: 'task_execution',
-        id: entry.executionId,
-        taskId: entry.taskId,
-        createdAt: entry.createdAt ?? entry.claimedAt,
-        status: 'IN_PROGRESS',
-        input: entry.input,
-      };
-      outcome = await this.#run(this.#o.lookup(entry.taskId), execution, logger);
+      // Every start this record counts ended with the daemon dying: the poison execution guard.
+      const prior = entry.starts ?? 1;
+      const limit = this.#o.maxCrashesPerExecution ?? Infinity;
+      if (prior >= limit) {
+        const message =
+          `df-worker died ${prior} times while running this execution (the handler may crash it: out of ` +
+          `memory, process.exit, a native fault); it is not run again (DF_MAX_CRASHES_PER_EXECUTION=${limit})`;
+        logger.error({ starts: prior }, 'poison execution: reporting it FAILED without running it again');
+        outcome = {
+          status: 'FAILED',
+          output: { error: message, errorName: 'PoisonExecution' },
+          attempts: 0,
+          durationMs: 0,
+          failure: { kind: 'crashed', message },
+        };
+      } else {
+        logger.warn({ starts: prior }, 'execution was running when the worker stopped; running it again');
+        try {
+          await this.#o.journal.recordStart(entry.executionId);
+        } catch (error) {
+          logger.error(
+            { err: error as Error },
+            'could not count the start in the journal; running it anyway',
+          );
+        }
+        const execution: TaskExecution = {
+          object: 'task_execution',
+          id: entry.executionId,
+          taskId: entry.taskId,
+          createdAt: entry.createdAt ?? entry.claimedAt,
+          status: 'IN_PROGRESS',
+          input: entry.input,
+        };
+        outcome = await this.#run(this.#o.lookup(entry.taskId), execution, logger, prior);
+      }
     }
     await this.finish(entry.taskKey, entry.executionId, outcome, logger);
   }
@@ -179,9 +212,10 @@ export class ExecutionPipeline {
     registered: RegisteredTask | undefined,
     execution: TaskExecution,
     logger: Logger,
+    priorCrashes = 0,
   ): Promise<ExecutionOutcome> {
     try {
-      return await this.#runHandler(registered, execution, logger);
+      return await this.#runHandler(registered, execution, logger, priorCrashes);
     } catch (error) {
       // runExecution settles every handler failure itself; reaching here is a df-worker bug, and the
       // execution must still be reported.
@@ -201,6 +235,7 @@ export class ExecutionPipeline {
     registered: RegisteredTask | undefined,
     execution: TaskExecution,
     logger: Logger,
+    priorCrashes: number,
   ): Promise<ExecutionOutcome> {
     if (!registered) {
       logger.error({ taskId: execution.taskId }, 'no handler serves this task; reporting it FAILED');
@@ -222,6 +257,11 @@ export class ExecutionPipeline {
       shutdownSignal: this.#o.handlerSignal,
       defaultTimeoutMs: this.#o.defaultTimeoutMs,
       ...(this.#o.backoff ? { backoff: this.#o.backoff } : {}),
+      ...(this.#o.host ? { host: this.#o.host } : {}),
+      ...(this.#o.redact ? { redact: this.#o.redact } : {}),
+      ...(this.#o.maxCrashesPerExecution === undefined
+        ? {}
+        : { crashes: { limit: this.#o.maxCrashesPerExecution, prior: priorCrashes } }),
     });
     return outcome;
   }

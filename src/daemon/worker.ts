@@ -1,7 +1,6 @@
 // The daemon: wires handlers, journal, budget, client, scheduler and pipeline together, with an explicit
 // lifecycle: start() (fails fast on bad handlers, an unusable state folder or a refused key), stop() (drains).
 import type { Logger } from 'pino';
-import PQueue from 'p-queue';
 import type { ServiceClient } from '../api/client.ts';
 import { ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
@@ -11,6 +10,7 @@ import type { TaskModule } from '../handlers/define-task.ts';
 import { loadHandlersOrThrow } from '../handlers/loader.ts';
 import { Journal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
+import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
 import { backoffMs, classifyFailure } from '../scheduler/retry-policy.ts';
@@ -66,8 +66,8 @@ export class Worker {
   #serviceAnswered = false;
   #stopping: Promise<void> | undefined;
   #starting: Promise<void> | undefined;
-  /** The journal replay of start(), which stop() drains like running executions. */
-  #replaying: Promise<void> | undefined;
+  /** Where handler attempts run; its workers are terminated once every execution has ended. */
+  #sandbox: Sandbox | undefined;
 
   constructor(options: WorkerOptions) {
     this.#config = options.config;
@@ -169,6 +169,7 @@ export class Worker {
       retryBaseMs: config.scheduler.retryBaseMs,
       retryMaxMs: config.scheduler.errorBackoffMaxMs,
     });
+    this.#sandbox = sandboxFromConfig(config, logger, { observer: this.metrics.handlerWorkerObserver() });
     this.#pipeline = new ExecutionPipeline({
       journal: this.#journal,
       reporter,
@@ -180,10 +181,10 @@ export class Worker {
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
       observer: this.#pipelineObserver(),
+      host: this.#sandbox.host,
+      redact: this.#sandbox.redact,
+      maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
     });
-
-    this.#replaying = this.#replay(pending);
-    await this.#replaying;
     if (this.#stopRequested) return;
 
     this.#planner = new PollPlanner({
@@ -213,6 +214,9 @@ export class Worker {
         this.#pipeline!.failUnreadable(task, executionId, problem),
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
     });
+    // The replay takes slots beside polling, never ahead of all of it: a poison execution left by a crash
+    // must not keep other tasks from being polled.
+    this.#replay(pending, this.#scheduler);
     this.#state = 'running';
     const refreshesPerMonth = (30 * 86_400_000) / config.scheduler.taskRefreshMs;
     if (refreshesPerMonth > config.budget.perMonth / 10) {
@@ -275,11 +279,10 @@ export class Worker {
     this.#state = 'stopping';
     this.#pollStop.abort(new Error('worker stopping'));
     await Promise.allSettled(this.#loops);
-    // Executions run either under the scheduler or, while start() is replaying the journal, under the replay.
-    const drained = () => this.#scheduler?.drained() ?? this.#replaying ?? Promise.resolve();
-    if (this.#scheduler || this.#replaying) {
+    const drained = () => this.#scheduler?.drained() ?? Promise.resolve();
+    if (this.#scheduler) {
       logger.info(
-        { inFlight: this.#scheduler?.inFlight ?? 'replay', graceMs: this.#config.shutdownGraceMs },
+        { inFlight: this.#scheduler.inFlight, graceMs: this.#config.shutdownGraceMs },
         'stopping: waiting for running executions',
       );
       const graceOver = await this.#race(drained(), this.#config.shutdownGraceMs);
@@ -294,6 +297,7 @@ export class Worker {
     }
     this.#handlerStop.abort(new Error('worker stopped'));
     this.#reportStop.abort(new Error('worker stopped'));
+    await this.#sandbox?.close();
     // start() ends soon after the stop signal; its resources are released below only once it has.
     await Promise.allSettled([this.#starting]);
     try {
@@ -362,27 +366,28 @@ export class Worker {
     }
   }
 
-  async #replay(pending: Awaited<ReturnType<Journal['pending']>>): Promise<void> {
+  #replay(pending: Awaited<ReturnType<Journal['pending']>>, scheduler: Scheduler): void {
     if (pending.length === 0) return;
     const mode = this.#config.journal.replay;
-    this.#logger.warn({ count: pending.length, mode }, 'replaying the journal before polling');
-    const queue = new PQueue({ concurrency: this.#config.concurrency });
-    await queue.addAll(
-      pending.map((entry) => async () => {
+    this.#logger.warn({ count: pending.length, mode }, 'replaying the journal beside polling');
+    let left = pending.length;
+    for (const entry of pending) {
+      scheduler.enqueue(async () => {
         this.metrics.replayed.inc({ phase: entry.phase });
         try {
           await this.#pipeline!.resume(entry, mode);
         } catch (error) {
           // resume() settles every record itself; one that still fails must not keep the others from
-          // their replay, nor the daemon from starting. It stays in the journal for the next start.
+          // their replay. It stays in the journal for the next start.
           this.#logger.error(
             { err: error as Error, executionId: entry.executionId },
             'could not replay a journal record; it stays in the journal',
           );
         }
-      }),
-    );
-    this.#budget!.reportReserve = 2 * this.#config.concurrency;
+        // The report reserve held room for the replayed executions' reports until the last one ended.
+        if (--left === 0) this.#budget!.reportReserve = 2 * this.#config.concurrency;
+      });
+    }
   }
 
   #planTasks(): void {

@@ -100,9 +100,18 @@ export class Journal {
       claimedAt: claim.claimedAt,
       ...(outcome === undefined ? { phase: 'claimed' } : { phase: 'finished', outcome }),
       reportAttempts: 0,
+      starts: outcome === undefined ? 1 : 0,
       version: 1,
     };
     return this.#inOrder(claim.executionId, () => this.#save(entry, 'record the claim'));
+  }
+
+  /** Durably counts one more run of the handler begun for a claimed execution (a replay's rerun). */
+  recordStart(executionId: string): Promise<void> {
+    return this.#inOrder(executionId, async () => {
+      const entry = this.#existing(executionId, 'count a start');
+      await this.#save({ ...entry, starts: (entry.starts ?? 1) + 1 }, 'count a start');
+    });
   }
 
   /** Durably records the outcome (phase 'finished'); call before reporting it. */

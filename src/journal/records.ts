@@ -31,6 +31,11 @@ export interface JournalEntry extends ClaimRecord {
   outcome?: OutcomeRecord;
   /** Reports (PATCH) sent for this outcome so far. */
   reportAttempts: number;
+  /**
+   * Runs of the handler begun for this execution (absent in records of older versions: 1). A record still
+   * claimed at start means every one of them ended with the daemon dying: the poison execution guard.
+   */
+  starts?: number;
   version: 1;
 }
 
@@ -62,6 +67,7 @@ export function checkJournalEntry(value: unknown): Checked<JournalEntry> {
     string(value, 'claimedAt') ??
     (PHASES.has(value.phase) ? undefined : `unknown phase ${JSON.stringify(value.phase) ?? 'undefined'}`) ??
     count(value, 'reportAttempts') ??
+    (value.starts === undefined ? undefined : count(value, 'starts')) ??
     checkOutcome(value);
   return problem === undefined ? { ok: true, value: value as unknown as JournalEntry } : fail(problem);
 }

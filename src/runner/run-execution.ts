@@ -3,20 +3,16 @@
 import type { Logger } from 'pino';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
-import {
-  isNonRetryableError,
-  type TaskContext,
-  type TaskModule,
-  type TaskSummary,
-} from '../handlers/define-task.ts';
+import { isNonRetryableError, type TaskModule, type TaskSummary } from '../handlers/define-task.ts';
+import { inlineHost, type AttemptHost, type HostResult } from './attempt-host.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
-import { runInAttemptScope } from './attempt-scope.ts';
-import { HandlerTimeoutError, summariseError } from './errors.ts';
+import { HandlerTimeoutError, summariseError, truncateMessage } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
-import { checkOutput } from './output.ts';
+import { checkOutput, type OutputCheck } from './output.ts';
+import { redactDeep, type Redact } from './redact.ts';
 
 export interface RunExecutionArgs {
-  handler: TaskModule;
+  handler: TaskModule & { readonly file?: string };
   /** The service's task: its inputKeys, outputKeys and retryCount win over the handler's declarations. */
   task: TaskSummary;
   execution: TaskExecution;
@@ -28,9 +24,18 @@ export interface RunExecutionArgs {
   defaultTimeoutMs: number;
   /** Delay between attempts. Default { baseMs: 1000, maxMs: 30000 }. */
   backoff?: BackoffOptions;
+  /** Where attempts run. Default: inline, on this event loop. */
+  host?: AttemptHost;
+  /** Applied to every message, stack and output value that came from handler code. Default: none. */
+  redact?: Redact;
+  /**
+   * Poison execution guard: `prior` runs of this execution already ended with the daemon dying; once runs
+   * that died (those and handler workers that died in this run) reach `limit`, it is not tried again.
+   */
+  crashes?: { limit: number; prior: number };
 }
 
-export type FailureKind = 'input' | 'output' | 'handler' | 'timeout' | 'aborted';
+export type FailureKind = 'input' | 'output' | 'handler' | 'timeout' | 'aborted' | 'crashed';
 
 export interface ExecutionOutcome {
   status: 'COMPLETED' | 'FAILED';
@@ -46,8 +51,7 @@ export interface ExecutionOutcome {
 export const SHUTDOWN_MESSAGE = 'worker shut down before the handler finished';
 
 type AttemptResult =
-  | { kind: 'returned'; value: unknown }
-  | { kind: 'threw'; error: unknown }
+  | Exclude<HostResult, { kind: 'stopped' }>
   | { kind: 'timeout'; error: HandlerTimeoutError }
   | { kind: 'aborted' };
 
@@ -82,26 +86,58 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
   }
 
   const maxAttempts = sanitiseRetryCount(task.retryCount) + 1;
+  const redact = args.redact ?? ((text: string) => text);
+  let crashes = 0;
   for (let attempt = 1; ; attempt++) {
     if (shutdownSignal?.aborted) return aborted(attempt - 1);
     const logger = args.logger.child({ taskKey: task.key, executionId: execution.id, attempt });
     logger.debug('attempt started');
     const result = await runAttempt(args, input, job, attempt, logger);
 
-    if (result.kind === 'returned') {
-      const { status, output, failure } = settleOutput(result.value, task, logger);
+    if (result.kind === 'returned' || result.kind === 'unusable') {
+      const check =
+        result.kind === 'returned'
+          ? checkOutput(result.value, task.outputKeys)
+          : ({ ok: false, ...result } satisfies OutputCheck);
+      const { status, output, failure } = settleOutput(check, logger, redact);
       return finish(status, output, attempt, failure);
     }
     // A handler that honours ctx.signal rejects on shutdown; that is the shutdown, not a handler failure.
     if (result.kind === 'aborted' || shutdownSignal?.aborted) return aborted(attempt);
 
-    const { message, errorName } = summariseError(result.error);
-    const kind = result.kind === 'timeout' ? 'timeout' : 'handler';
-    if (isNonRetryableError(result.error) || attempt >= maxAttempts) {
+    if (result.kind === 'crashed') {
+      crashes++;
+      const died = (args.crashes?.prior ?? 0) + crashes;
+      if (args.crashes !== undefined && died >= args.crashes.limit) {
+        const message = truncateMessage(
+          redact(
+            `${result.message}; this execution's runs have died ${died} times, so it is not run again ` +
+              `(DF_MAX_CRASHES_PER_EXECUTION=${args.crashes.limit})`,
+          ),
+        );
+        logger.error({ crashes: died }, 'poison execution: not running it again');
+        return finish(
+          'FAILED',
+          { error: message, errorName: 'PoisonExecution', attempts: attempt },
+          attempt,
+          {
+            kind: 'crashed',
+            message,
+          },
+        );
+      }
+    }
+    const error = result.kind === 'crashed' ? new HandlerCrashError(result.message) : result.error;
+    const summary = summariseError(error);
+    const message = truncateMessage(redact(summary.message));
+    const errorName = summary.errorName;
+    const kind = result.kind === 'timeout' ? 'timeout' : result.kind === 'crashed' ? 'crashed' : 'handler';
+    if (isNonRetryableError(error) || attempt >= maxAttempts) {
       warnAttemptFailed(
         logger,
-        result.error,
+        error,
         message,
+        args.redact,
         { errorName, attempts: attempt },
         'attempt failed; not retrying',
       );
@@ -110,8 +146,9 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     const delayMs = backoffDelayMs(attempt, args.backoff ?? DEFAULT_BACKOFF);
     warnAttemptFailed(
       logger,
-      result.error,
+      error,
       message,
+      args.redact,
       { errorName, retryInMs: delayMs },
       'attempt failed; retrying',
     );
@@ -123,27 +160,50 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
   }
 }
 
+/** What ran the handler died during the attempt (see HostResult 'crashed'). */
+export class HandlerCrashError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HandlerCrashError';
+  }
+}
+
 /**
- * Logs a failed attempt with the thrown value under `err` when it is a real Error. pino's serializer reads its
- * message, stack, cause and every enumerable member, and throws with them (a throwing getter, a frozen error), so
- * any other value, or an Error it cannot serialise, is logged as the summary that will be reported instead.
+ * Logs a failed attempt with the thrown value under `err` when it is a real Error (with `redact`, a copy of
+ * its message and stack only, redacted: its other members may hold anything). pino's serializer reads its message, stack, cause and every enumerable member, and throws with
+ * them (a throwing getter, a frozen error), so any other value, or an Error that cannot be read, is logged as
+ * the summary that will be reported instead.
  */
 function warnAttemptFailed(
   logger: Logger,
   error: unknown,
   message: string,
+  redact: Redact | undefined,
   fields: Record<string, unknown>,
   msg: string,
 ): void {
   if (isRealError(error)) {
     try {
-      logger.warn({ err: error, ...fields }, msg);
+      logger.warn(
+        { err: redact === undefined ? error : redactedCopy(error as Error, redact), ...fields },
+        msg,
+      );
       return;
     } catch {
       // Falls through to the summary.
     }
   }
   logger.warn({ error: message, ...fields }, msg);
+}
+
+/** An error of the same class holding only the redacted message and stack. */
+function redactedCopy(error: Error, redact: Redact): Error {
+  const copy = Object.create(Object.getPrototypeOf(error) as object) as Error;
+  const stack = error.stack;
+  Object.defineProperty(copy, 'message', { value: redact(String(error.message)), enumerable: false });
+  if (typeof stack === 'string')
+    Object.defineProperty(copy, 'stack', { value: redact(stack), enumerable: false });
+  return copy;
 }
 
 function isRealError(value: unknown): boolean {
@@ -154,21 +214,18 @@ function isRealError(value: unknown): boolean {
   }
 }
 
-/** Turns what the handler returned into COMPLETED, or into FAILED kind 'output' (a handler bug: never retried). */
+/** Turns a checked handler result into COMPLETED, or into FAILED kind 'output' (a handler bug: never retried). */
 function settleOutput(
-  value: unknown,
-  task: TaskSummary,
+  checked: OutputCheck,
   logger: Logger,
+  redact: Redact,
 ): Pick<ExecutionOutcome, 'status' | 'output' | 'failure'> {
-  const checked = checkOutput(value, task.outputKeys);
   if (!checked.ok) {
-    logger.warn(
-      { reason: checked.message },
-      'handler returned an unusable output; not retrying (a handler bug)',
-    );
-    const output: JsonObject = { error: checked.message };
+    const message = redact(checked.message);
+    logger.warn({ reason: message }, 'handler returned an unusable output; not retrying (a handler bug)');
+    const output: JsonObject = { error: message };
     if (checked.missingOutputKeys !== undefined) output.missingOutputKeys = checked.missingOutputKeys;
-    return { status: 'FAILED', output, failure: { kind: 'output', message: checked.message } };
+    return { status: 'FAILED', output, failure: { kind: 'output', message } };
   }
   // Undeclared keys are reported anyway (the service stores whatever output it gets); one warning per execution
   // nudges the author to declare them so job designers can see and map them.
@@ -179,10 +236,10 @@ function settleOutput(
     );
   }
   logger.debug('attempt completed');
-  return { status: 'COMPLETED', output: checked.output };
+  return { status: 'COMPLETED', output: redactDeep(checked.output, redact) };
 }
 
-/** One call of the handler, raced against its deadline and the shutdown signal. */
+/** One call of the handler on its host, raced against its deadline and the shutdown signal. */
 async function runAttempt(
   args: RunExecutionArgs,
   input: JsonObject,
@@ -204,35 +261,27 @@ async function runAttempt(
     () => attemptController.abort(timeoutError),
     () => undefined, // the attempt ended first and cancelled the timer
   );
-
-  let onAbort: (() => void) | undefined;
-  // Resolves when the deadline passes or the worker shuts down, so a handler that ignores ctx.signal still loses.
-  const stopped = new Promise<AttemptResult>((resolve) => {
-    onAbort = () =>
-      resolve(shutdownSignal?.aborted ? { kind: 'aborted' } : { kind: 'timeout', error: timeoutError });
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-
-  const ctx: TaskContext = { execution: args.execution, task, attempt, job, logger, signal };
-  // Wrapping the call turns a synchronous throw into a rejection like any other; each attempt gets its own deep copy
-  // of the input (JSON from the wire) so one that mutated it, nested values included, does not change what the
-  // retry sees.
-  // A rejection the handler leaked (never awaited) fails this attempt too: see attempt-scope.ts.
-  let failLeaked!: (result: AttemptResult) => void;
-  const leaked = new Promise<AttemptResult>((resolve) => (failLeaked = resolve));
-  const running = runInAttemptScope(
-    (error) => failLeaked({ kind: 'threw', error }),
-    () => new Promise<unknown>((resolve) => resolve(handler.handle(structuredClone(input), ctx))),
-  ).then(
-    (value): AttemptResult => ({ kind: 'returned', value }),
-    (error: unknown): AttemptResult => ({ kind: 'threw', error }),
-  );
   try {
-    return await Promise.race([running, stopped, leaked]);
+    // Each attempt gets its own deep copy of the input (JSON from the wire), so one that mutated it, nested
+    // values included, does not change what the retry sees.
+    const result = await (args.host ?? inlineHost).run(
+      {
+        handler,
+        task,
+        execution: args.execution,
+        input: structuredClone(input),
+        job,
+        attempt,
+        logger,
+        timeoutMs,
+        redact: args.redact ?? ((text: string) => text),
+      },
+      signal,
+    );
+    if (result.kind !== 'stopped') return result;
+    return shutdownSignal?.aborted ? { kind: 'aborted' } : { kind: 'timeout', error: timeoutError };
   } finally {
     timer.abort();
-    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
   }
 }
 

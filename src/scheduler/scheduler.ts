@@ -44,6 +44,8 @@ export interface SchedulerOptions {
 export class Scheduler {
   readonly #o: SchedulerOptions;
   readonly #running = new Set<Promise<void>>();
+  /** Work waiting for a free slot (a journal replay), started before any poll. */
+  readonly #backlog: Array<() => Promise<void>> = [];
   #nudge = new AbortController();
   #unauthorized = false;
   #blockedReason: string | undefined;
@@ -67,9 +69,25 @@ export class Scheduler {
     return woken;
   }
 
-  /** Resolves once every dispatched execution has ended (reported, or left in the journal). */
+  /**
+   * Runs `work` (an execution owed from before, such as a journal replay) in the next free slot, ahead of
+   * polls: it counts against the concurrency like a polled execution, and polling goes on in the other slots.
+   * `work` must not reject. Work still waiting when the loop stops is started by `drained()`.
+   */
+  enqueue(work: () => Promise<void>): void {
+    this.#backlog.push(work);
+    this.#nudge.abort();
+  }
+
+  /** Resolves once every dispatched and enqueued execution has ended (reported, or left in the journal). */
   async drained(): Promise<void> {
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+    for (;;) {
+      while (this.#backlog.length > 0 && this.#running.size < this.#o.concurrency) {
+        this.#track(this.#backlog.shift()!());
+      }
+      if (this.#running.size === 0) return;
+      await Promise.race([...this.#running].map((running) => running.catch(() => undefined)));
+    }
   }
 
   /** Loops until `signal` aborts; does not wait for executions already dispatched (see `drained`). */
@@ -79,6 +97,11 @@ export class Scheduler {
     while (!signal.aborted) {
       if (this.#running.size >= this.#o.concurrency) {
         await this.#waitForNudge(Infinity);
+        continue;
+      }
+      const owed = this.#backlog.shift();
+      if (owed) {
+        this.#track(owed());
         continue;
       }
       const blocked = this.#o.claimBlocker?.();

@@ -31,6 +31,8 @@ export class WorkerMetrics {
   readonly pausedSeconds: Gauge;
   readonly ready: Gauge;
   readonly tasksServed: Gauge;
+  readonly handlerWorkers: Gauge;
+  readonly handlerWorkerExits: Counter<'reason'>;
 
   constructor(
     options: {
@@ -224,6 +226,31 @@ export class WorkerMetrics {
       help: 'Service tasks matched to a handler and polled.',
       registers,
     });
+    this.handlerWorkers = new Gauge({
+      name: 'dfworker_handler_workers',
+      help: 'Handler workers (threads or processes) alive, busy or idle (DF_HANDLER_ISOLATION).',
+      registers,
+    });
+    this.handlerWorkerExits = new Counter({
+      name: 'dfworker_handler_worker_exits_total',
+      help: 'Handler workers gone, by reason: timeout (terminated past its deadline), out-of-memory, exit (process.exit), crash, terminated (shutdown), idle.',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of ['timeout', 'out-of-memory', 'exit', 'crash']) {
+      this.handlerWorkerExits.inc({ reason }, 0);
+    }
+  }
+
+  /** What the handler pool reports of its workers. */
+  handlerWorkerObserver(): { workerStarted(): void; workerGone(reason: string): void } {
+    return {
+      workerStarted: () => this.handlerWorkers.inc(),
+      workerGone: (reason) => {
+        this.handlerWorkers.dec();
+        this.handlerWorkerExits.inc({ reason });
+      },
+    };
   }
 
   observeResponse(operation: Operation, status: number, durationMs: number): void {

@@ -110,6 +110,8 @@ describe('reports', () => {
     expect(patched.status).toBe(200);
     emulator.setFaults([{ operation: 'executions.report', kind: 'status', status: 400, count: 1 }]);
     await worker.start();
+    // The replay runs beside polling once start() resolved.
+    await waitFor(() => harness!.logs.some((l) => l.msg === 'execution reported'), 'the replayed report');
     expect(await journalFiles(harness)).toEqual([]);
     expect(await deadLetters(harness)).toEqual([]);
     expect(emulator.requests().filter((r) => r.operation === 'executions.get')).toHaveLength(1);
@@ -136,7 +138,11 @@ describe('reports', () => {
     const finished = await leftByEarlierRun(harness, 'echo', { n: 1 }, { n: 1 });
     const running = await leftByEarlierRun(harness, 'echo', { n: 2 });
     await harness.worker.start();
-    // start() replays the journal before it resolves.
+    // The replay runs beside polling once start() resolved.
+    await waitFor(
+      () => harness!.logs.filter((l) => l.msg === 'execution reported').length === 2,
+      'both replayed reports',
+    );
     expect(reported(harness, finished.id)).toHaveLength(1);
     expect(reported(harness, running.id)).toHaveLength(1);
     expect(await journalFiles(harness)).toEqual([]);

@@ -129,9 +129,16 @@ describe('Journal lifecycle', () => {
         phase: 'finished',
         outcome: completed,
         reportAttempts: 2,
+        starts: 1,
         version: 1,
       },
-      { ...claim('late', '2026-01-01T10:05:00.000Z'), phase: 'claimed', reportAttempts: 0, version: 1 },
+      {
+        ...claim('late', '2026-01-01T10:05:00.000Z'),
+        phase: 'claimed',
+        reportAttempts: 0,
+        starts: 1,
+        version: 1,
+      },
     ]);
     await after.complete('early');
     expect((await after.pending()).map((entry) => entry.executionId)).toEqual(['late']);
@@ -150,7 +157,8 @@ describe('Journal lifecycle', () => {
 
     const after = await openJournal();
     expect(await after.pending()).toEqual([
-      { ...claim('unusable'), phase: 'finished', outcome: failed, reportAttempts: 0, version: 1 },
+      // Never run: no start counted.
+      { ...claim('unusable'), phase: 'finished', outcome: failed, reportAttempts: 0, starts: 0, version: 1 },
     ]);
   });
 
@@ -281,7 +289,14 @@ describe('Journal dead letters', () => {
     expect(await readdir(deadLetterDir)).toEqual([`${fileNameForExecution('a/b')}.json`]);
     expect(journal.counts).toEqual({ pending: 0, deadLettered: 1 });
     const expected = {
-      entry: { ...claim('a/b'), phase: 'finished', outcome: completed, reportAttempts: 1, version: 1 },
+      entry: {
+        ...claim('a/b'),
+        phase: 'finished',
+        outcome: completed,
+        reportAttempts: 1,
+        starts: 1,
+        version: 1,
+      },
       deadAt: '2026-01-01T10:01:00.000Z',
       answer,
     };

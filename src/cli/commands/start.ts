@@ -40,7 +40,9 @@ Options:
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
     try {
       const daemon = await runDaemon(config, logger);
-      return await daemon.exited;
+      // The daemon has drained; whatever still holds the event loop is handler code left running (with
+      // DF_HANDLER_ISOLATION=none, one that ignores ctx.signal): it must not keep a stopped daemon alive.
+      process.exit(await daemon.exited);
     } catch (error) {
       const message = describeStartupFailure(error);
       logger.fatal({ err: error as Error }, `df-worker could not start: ${message}`);

@@ -1,0 +1,317 @@
+// Runs handler attempts in a pool of workers (threads or child processes), one attempt per worker at a time,
+// so the daemon's event loop (budget, polls, reports, health, metrics) never waits on handler code. A worker
+// whose handler overruns its deadline without yielding, exhausts its heap, calls process.exit or crashes is
+// terminated or replaced; only that attempt fails.
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import { inlineHost, type AttemptHost, type AttemptSpec, type HostResult } from '../runner/attempt-host.ts';
+import { HandlerTimeoutError } from '../runner/errors.ts';
+import { NonRetryableError } from '../handlers/define-task.ts';
+import { redactDeep, type Redact } from '../runner/redact.ts';
+import { ATTEMPT_BINDING, type FromWorker, type SerializedError, type WorkerOutcome } from './protocol.ts';
+import { openChannel, type Isolation, type WorkerChannel, type WorkerDeath } from './worker-channel.ts';
+
+export interface HandlerPoolOptions {
+  isolation: Isolation;
+  /** Heap limit of each worker, in MB (DF_HANDLER_MEMORY_MB). */
+  memoryMb: number;
+  /** The workers' environment: already without the daemon's secrets. */
+  env: Record<string, string>;
+  /** Receives what happens outside any attempt (late errors, workers lost while idle). */
+  logger: Logger;
+  redact: Redact;
+  /** Workers kept alive between attempts (the daemon's concurrency). */
+  maxIdle: number;
+  /** How long an aborted attempt's `ctx.signal` has to stop the handler before its worker is terminated. */
+  abortSettleMs?: number;
+  observer?: PoolObserver;
+}
+
+export interface PoolObserver {
+  /** A worker was started (`spawned`) or went away; `reason` says why for the latter. */
+  workerStarted?(): void;
+  workerGone?(reason: WorkerGoneReason): void;
+}
+
+export type WorkerGoneReason = 'terminated' | 'timeout' | 'out-of-memory' | 'exit' | 'crash' | 'idle';
+
+interface PoolWorker {
+  channel: WorkerChannel;
+  /** The attempt running on it. */
+  current: Running | undefined;
+  lastExecutionId: string | undefined;
+  exitCode: number | undefined;
+  gone: boolean;
+}
+
+interface Running {
+  attemptId: number;
+  spec: AttemptSpec;
+  finish(result: HostResult): void;
+  /** Why ctx.signal was aborted, once it was. */
+  aborted?: 'timeout' | 'shutdown';
+  /** The attempt is being ended (its worker may be terminating). */
+  ending?: boolean;
+}
+
+export const DEFAULT_ABORT_SETTLE_MS = 1_000;
+
+export class HandlerPool implements AttemptHost {
+  readonly #o: HandlerPoolOptions;
+  readonly #idle: PoolWorker[] = [];
+  readonly #workers = new Set<PoolWorker>();
+  #nextAttemptId = 1;
+  #closed = false;
+
+  constructor(options: HandlerPoolOptions) {
+    this.#o = options;
+  }
+
+  /** Workers alive, and how many of them run an attempt. */
+  get workers(): { total: number; busy: number } {
+    let busy = 0;
+    for (const worker of this.#workers) if (worker.current) busy++;
+    return { total: this.#workers.size, busy };
+  }
+
+  run(spec: AttemptSpec, signal: AbortSignal): Promise<HostResult> {
+    if (this.#closed) return Promise.resolve({ kind: 'stopped' });
+    const file = spec.handler.file;
+    // A handler given as an object (embedding, tests) has no module a worker could import: it runs inline.
+    if (file === undefined) return inlineHost.run(spec, signal);
+    const worker = this.#idle.pop() ?? this.#spawn();
+    const attemptId = this.#nextAttemptId++;
+    return new Promise<HostResult>((resolve) => {
+      let settleTimer: NodeJS.Timeout | undefined;
+      const onAbort = () => this.#abort(worker, attemptId, signal, (timer) => (settleTimer = timer));
+      const finish = (result: HostResult) => {
+        if (worker.current?.attemptId !== attemptId) return;
+        worker.current = undefined;
+        clearTimeout(settleTimer);
+        signal.removeEventListener('abort', onAbort);
+        this.#release(worker);
+        resolve(result);
+      };
+      worker.current = { attemptId, spec, finish };
+      worker.lastExecutionId = spec.execution.id;
+      worker.channel.ref();
+      worker.channel.send({
+        type: 'run',
+        attemptId,
+        file,
+        taskKey: spec.task.key,
+        input: spec.input,
+        execution: spec.execution,
+        task: spec.task,
+        attempt: spec.attempt,
+        job: spec.job,
+        logLevel: spec.logger.level,
+      });
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Terminates every worker; attempts still running end `stopped`. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#idle.length = 0;
+    await Promise.all([...this.#workers].map((worker) => this.#terminate(worker, 'terminated')));
+  }
+
+  /**
+   * ctx.signal aborts inside the worker; the handler gets `abortSettleMs` to stop by itself. One that did is
+   * kept (a timeout it honoured), unless the daemon is stopping; one that did not is terminated. Either way the
+   * attempt ends `stopped` only once the handler can do nothing more: nothing it does follows the report.
+   */
+  #abort(
+    worker: PoolWorker,
+    attemptId: number,
+    signal: AbortSignal,
+    setTimer: (timer: NodeJS.Timeout) => void,
+  ): void {
+    const running = worker.current;
+    if (running?.attemptId !== attemptId || running.aborted) return;
+    running.aborted = signal.reason instanceof HandlerTimeoutError ? 'timeout' : 'shutdown';
+    worker.channel.send({
+      type: 'abort',
+      attemptId,
+      reason: running.aborted,
+      timeoutMs: running.spec.timeoutMs,
+    });
+    const timer = setTimeout(
+      () => this.#endAborted(worker, running, true),
+      this.#o.abortSettleMs ?? DEFAULT_ABORT_SETTLE_MS,
+    );
+    timer.unref();
+    setTimer(timer);
+  }
+
+  /** Ends an aborted attempt `stopped`, its worker terminated first when `terminate`. */
+  #endAborted(worker: PoolWorker, running: Running, terminate: boolean): void {
+    if (worker.current !== running || running.ending) return;
+    running.ending = true;
+    if (!terminate) {
+      running.finish({ kind: 'stopped' });
+      return;
+    }
+    // Still current while it is terminated, so its exit is not taken for a crash of the attempt.
+    void this.#terminate(worker, running.aborted === 'timeout' ? 'timeout' : 'terminated').then(() =>
+      running.finish({ kind: 'stopped' }),
+    );
+  }
+
+  #spawn(): PoolWorker {
+    const worker: PoolWorker = {
+      channel: undefined as unknown as WorkerChannel,
+      current: undefined,
+      lastExecutionId: undefined,
+      exitCode: undefined,
+      gone: false,
+    };
+    worker.channel = openChannel({
+      isolation: this.#o.isolation,
+      memoryMb: this.#o.memoryMb,
+      env: this.#o.env,
+      onMessage: (message) => this.#onMessage(worker, message),
+      onExit: (death) => this.#onExit(worker, death),
+    });
+    this.#workers.add(worker);
+    this.#o.observer?.workerStarted?.();
+    return worker;
+  }
+
+  #release(worker: PoolWorker): void {
+    if (worker.gone) return;
+    worker.channel.unref();
+    if (this.#closed || this.#idle.length >= this.#o.maxIdle) void this.#terminate(worker, 'idle');
+    else this.#idle.push(worker);
+  }
+
+  async #terminate(worker: PoolWorker, reason: WorkerGoneReason): Promise<void> {
+    if (!worker.gone) {
+      worker.gone = true;
+      this.#forget(worker);
+      this.#o.observer?.workerGone?.(reason);
+    }
+    await worker.channel.terminate();
+  }
+
+  #forget(worker: PoolWorker): void {
+    this.#workers.delete(worker);
+    const i = this.#idle.indexOf(worker);
+    if (i >= 0) this.#idle.splice(i, 1);
+  }
+
+  #onMessage(worker: PoolWorker, message: FromWorker): void {
+    switch (message.type) {
+      case 'result': {
+        const running = worker.current;
+        if (running?.attemptId !== message.attemptId) return;
+        // Settled after its abort: the attempt is lost anyway; the worker is kept unless the daemon stops.
+        if (running.aborted) this.#endAborted(worker, running, running.aborted === 'shutdown');
+        else running.finish(this.#hostResult(message.outcome));
+        return;
+      }
+      case 'log':
+        this.#relayLog(worker, message.line);
+        return;
+      case 'stray': {
+        const err = this.#rebuildError(message.error);
+        this.#o.logger.error(
+          { executionId: message.executionId, origin: message.origin, err },
+          message.afterAttempt
+            ? `handler code failed after its attempt ended (${message.origin}); the outcome already taken stands`
+            : `handler code failed outside any attempt (${message.origin})`,
+        );
+        return;
+      }
+      case 'exit-called':
+        worker.exitCode = message.code;
+        return;
+    }
+  }
+
+  #onExit(worker: PoolWorker, death: WorkerDeath): void {
+    const wasGone = worker.gone;
+    worker.gone = true;
+    this.#forget(worker);
+    if (wasGone) return; // terminated on purpose
+    const reason: WorkerGoneReason = death.outOfMemory
+      ? 'out-of-memory'
+      : worker.exitCode !== undefined
+        ? 'exit'
+        : 'crash';
+    this.#o.observer?.workerGone?.(reason);
+    const message = this.#describeDeath(worker, death);
+    const running = worker.current;
+    if (running) {
+      running.finish(running.aborted ? { kind: 'stopped' } : { kind: 'crashed', message });
+      return;
+    }
+    this.#o.logger.error(
+      { lastExecutionId: worker.lastExecutionId, code: death.code, signal: death.signal },
+      `a handler worker died between attempts: ${message}`,
+    );
+  }
+
+  #describeDeath(worker: PoolWorker, death: WorkerDeath): string {
+    const what = this.#o.isolation === 'thread' ? 'worker thread' : 'worker process';
+    if (death.outOfMemory) {
+      return (
+        `handler ran out of memory: its ${what} reached the ${this.#o.memoryMb} MB heap limit ` +
+        '(DF_HANDLER_MEMORY_MB) and was replaced'
+      );
+    }
+    if (worker.exitCode !== undefined) {
+      return `handler called process.exit(${worker.exitCode}); its ${what} was replaced`;
+    }
+    if (death.error) return `handler ${what} crashed: ${this.#o.redact(death.error.message)}`;
+    if (death.signal) return `handler ${what} was killed by ${death.signal}`;
+    return `handler ${what} exited with code ${death.code ?? 'unknown'}`;
+  }
+
+  #hostResult(outcome: WorkerOutcome): HostResult {
+    switch (outcome.kind) {
+      case 'returned':
+        return { kind: 'returned', value: outcome.output };
+      case 'unusable':
+        return outcome;
+      case 'threw':
+        return { kind: 'threw', error: this.#rebuildError(outcome.error) };
+    }
+  }
+
+  /** An Error standing for the one thrown in the worker: its name, message and stack, redacted. */
+  #rebuildError(serialized: SerializedError): Error {
+    const message = this.#o.redact(serialized.message);
+    const error = serialized.nonRetryable ? new NonRetryableError(message) : new Error(message);
+    error.name = serialized.name;
+    if (serialized.stack !== undefined) error.stack = this.#o.redact(serialized.stack);
+    else delete error.stack;
+    return error;
+  }
+
+  /** Writes a line the handler logged through ctx.logger with its attempt's logger, redacted. */
+  #relayLog(worker: PoolWorker, line: string): void {
+    let record: Record<string, unknown>;
+    try {
+      record = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    const { level, msg, [ATTEMPT_BINDING]: attemptId, ...fields } = record;
+    const running = worker.current;
+    const logger =
+      running !== undefined && running.attemptId === attemptId
+        ? running.spec.logger
+        : this.#o.logger.child({ executionId: worker.lastExecutionId, afterAttempt: true });
+    const label = typeof level === 'number' ? pino.levels.labels[level] : undefined;
+    const write = label === undefined ? logger.info : logger[label as pino.Level];
+    write.call(
+      logger,
+      redactDeep(fields, this.#o.redact),
+      this.#o.redact(typeof msg === 'string' ? msg : ''),
+    );
+  }
+}

@@ -1,0 +1,131 @@
+// One handler worker as the pool sees it, whatever it runs in: a worker thread (its own V8 isolate and heap
+// limit, in this process) or a child process (its own process: native code and process-wide state too).
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { FromWorker, ToWorker } from './protocol.ts';
+
+export type Isolation = 'thread' | 'process';
+
+export interface WorkerDeath {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  outOfMemory: boolean;
+  /** What the runtime reported, if anything (a thread's uncaught start-up error, a spawn failure). */
+  error?: Error;
+}
+
+export interface ChannelOptions {
+  isolation: Isolation;
+  /** Old-generation heap limit of the worker, in MB. */
+  memoryMb: number;
+  /** The worker's whole environment (process.env inside it). */
+  env: Record<string, string>;
+  onMessage(message: FromWorker): void;
+  /** Called once, when the worker is gone (exited, crashed, terminated). */
+  onExit(death: WorkerDeath): void;
+}
+
+export interface WorkerChannel {
+  send(message: ToWorker): void;
+  /** While an attempt runs the worker keeps the daemon's process alive; idle, it does not. */
+  ref(): void;
+  unref(): void;
+  /** Stops the worker at once, whatever its handler is doing; resolves once it is gone. */
+  terminate(): Promise<void>;
+}
+
+/** The worker entry beside this file: TypeScript when running from source, the build's JavaScript otherwise. */
+const ENTRY = new URL(
+  import.meta.url.endsWith('.ts') ? './handler-worker.ts' : './handler-worker.js',
+  import.meta.url,
+);
+
+export function openChannel(options: ChannelOptions): WorkerChannel {
+  return options.isolation === 'thread' ? threadChannel(options) : processChannel(options);
+}
+
+function threadChannel(options: ChannelOptions): WorkerChannel {
+  const worker = new Worker(ENTRY, {
+    env: options.env,
+    execArgv: conditionFlags(process.execArgv),
+    resourceLimits: { maxOldGenerationSizeMb: options.memoryMb },
+    name: 'df-worker handler',
+  });
+  let error: NodeJS.ErrnoException | undefined;
+  worker.on('message', (message: FromWorker) => options.onMessage(message));
+  worker.on('error', (e: NodeJS.ErrnoException) => {
+    error = e;
+  });
+  const exited = new Promise<void>((resolve) =>
+    worker.once('exit', (code) => {
+      const outOfMemory = error?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+      options.onExit({ code, signal: null, outOfMemory, ...(error ? { error } : {}) });
+      resolve();
+    }),
+  );
+  return {
+    send: (message) => worker.postMessage(message),
+    ref: () => worker.ref(),
+    unref: () => worker.unref(),
+    terminate: async () => {
+      await worker.terminate();
+      await exited;
+    },
+  };
+}
+
+function processChannel(options: ChannelOptions): WorkerChannel {
+  const child = fork(fileURLToPath(ENTRY), [], {
+    env: options.env,
+    execArgv: [...conditionFlags(process.execArgv), `--max-old-space-size=${options.memoryMb}`],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+  });
+  // V8 prints its out-of-memory report on stderr before it aborts; keep the tail to recognise it.
+  let stderrTail = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderrTail = (stderrTail + chunk.toString('utf8')).slice(-4096);
+    process.stderr.write(chunk);
+  });
+  let error: Error | undefined;
+  child.on('message', (message) => options.onMessage(message as FromWorker));
+  child.on('error', (e) => (error = e));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      const outOfMemory = /heap out of memory|Reached heap limit/i.test(stderrTail);
+      options.onExit({ code, signal, outOfMemory, ...(error ? { error } : {}) });
+      resolve();
+    }),
+  );
+  return {
+    send: (message) => {
+      if (child.connected) child.send(message);
+    },
+    ref: () => {
+      child.ref();
+      child.channel?.ref();
+    },
+    unref: () => {
+      child.unref();
+      child.channel?.unref();
+    },
+    terminate: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** The `--conditions` flags of this process (how `df-worker` resolves), and nothing else of its flags. */
+export function conditionFlags(execArgv: readonly string[]): string[] {
+  const flags: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i]!;
+    if (arg.startsWith('--conditions=') || arg.startsWith('-C=')) flags.push(arg);
+    else if ((arg === '--conditions' || arg === '-C') && execArgv[i + 1] !== undefined) {
+      flags.push(arg, execArgv[++i]!);
+    }
+  }
+  return flags;
+}
