@@ -1,0 +1,166 @@
+// The handler pool against real worker threads and child processes: whatever handler code does, only its
+// attempt fails, the daemon's event loop keeps running, and no secret leaves through it.
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { longestLoopStall, poolRig, SECRET, type PoolRig } from './fixtures.ts';
+
+let rig: PoolRig | undefined;
+afterEach(async () => {
+  await rig?.close();
+  rig = undefined;
+});
+
+describe.each(['thread', 'process'] as const)('HandlerPool (%s)', (isolation) => {
+  it('runs the handler from its module file and relays ctx.logger lines with the attempt bindings', async () => {
+    rig = await poolRig(isolation);
+    const outcome = await rig.run({ mode: 'ok', n: 21 }, { id: 'exec-ok' });
+    expect(outcome).toMatchObject({ status: 'COMPLETED', output: { result: 42 }, attempts: 1 });
+    const line = rig.log.lines.find((l) => l.msg === 'handler started');
+    expect(line).toMatchObject({
+      taskKey: 'misbehaving',
+      executionId: 'exec-ok',
+      attempt: 1,
+      mode: 'ok',
+      level: 30,
+    });
+    expect(line).not.toHaveProperty('dfAttempt');
+    // The worker is kept for the next attempt.
+    await rig.run({ mode: 'ok', n: 1 });
+    expect(rig.started()).toBe(1);
+  });
+
+  it('terminates a handler that never yields at its deadline, while the daemon loop keeps ticking', async () => {
+    rig = await poolRig(isolation);
+    const { value: outcome, stallMs } = await longestLoopStall(rig.run({ mode: 'spin' }, { timeoutMs: 300 }));
+    expect(outcome.status).toBe('FAILED');
+    expect(outcome.failure?.kind).toBe('timeout');
+    expect(outcome.output.error).toMatch(/did not finish within 300 ms/);
+    // The daemon's loop was never held by the spinning handler.
+    expect(stallMs).toBeLessThan(250);
+    expect(rig.gone).toEqual(['timeout']);
+    expect(rig.pool.workers.total).toBe(0);
+    // A fresh worker serves the next attempt.
+    expect((await rig.run({ mode: 'ok', n: 2 })).output).toEqual({ result: 4 });
+  });
+
+  it('keeps the worker of a handler that honoured ctx.signal at its deadline', async () => {
+    rig = await poolRig(isolation);
+    const outcome = await rig.run({ mode: 'honour-signal' }, { timeoutMs: 200 });
+    expect(outcome.failure?.kind).toBe('timeout');
+    expect(rig.gone).toEqual([]);
+    expect(rig.pool.workers.total).toBe(1);
+  });
+
+  it('fails only the attempt of a handler that calls process.exit, naming it, and replaces the worker', async () => {
+    rig = await poolRig(isolation);
+    const outcome = await rig.run({ mode: 'exit' });
+    expect(outcome.status).toBe('FAILED');
+    expect(outcome.failure?.kind).toBe('crashed');
+    expect(outcome.output.error).toMatch(/process\.exit\(3\)/);
+    expect(rig.gone).toEqual(['exit']);
+    expect((await rig.run({ mode: 'ok', n: 5 })).output).toEqual({ result: 10 });
+  });
+
+  it('fails only the attempt of a handler that exhausts its heap, naming the limit', async () => {
+    rig = await poolRig(isolation, { memoryMb: 32 });
+    const outcome = await rig.run({ mode: 'oom' });
+    expect(outcome.failure?.kind).toBe('crashed');
+    expect(outcome.output.error).toMatch(/ran out of memory.*32 MB heap limit \(DF_HANDLER_MEMORY_MB\)/);
+    expect(rig.gone).toEqual(['out-of-memory']);
+    expect((await rig.run({ mode: 'ok', n: 1 })).status).toBe('COMPLETED');
+  }, 20_000);
+
+  it('fails the attempt with an error thrown from a callback while it runs', async () => {
+    rig = await poolRig(isolation);
+    const outcome = await rig.run({ mode: 'callback-throw' });
+    expect(outcome).toMatchObject({ status: 'FAILED', output: { error: 'thrown from a timer' } });
+    expect(rig.pool.workers.total).toBe(1);
+  });
+
+  it('keeps a COMPLETED outcome when the handler throws and rejects after returning, and logs both with the execution id', async () => {
+    rig = await poolRig(isolation);
+    const outcome = await rig.run({ mode: 'late-throw' }, { id: 'exec-late' });
+    expect(outcome).toMatchObject({ status: 'COMPLETED', output: { result: 'returned first' } });
+    const late = () => rig!.log.lines.filter((l) => String(l.msg).includes('after its attempt ended'));
+    for (let i = 0; i < 100 && late().length < 2; i++) await sleep(20);
+    expect(late()).toHaveLength(2);
+    for (const line of late()) expect(line.executionId).toBe('exec-late');
+    expect(
+      late()
+        .map((l) => (l.err as { message: string }).message)
+        .sort(),
+    ).toEqual(['rejected after returning', 'thrown after returning']);
+    // The worker survived its stray errors.
+    expect(rig.pool.workers.total).toBe(1);
+  });
+
+  it("gives handlers the environment it was given: none of the daemon's secret variables", async () => {
+    const env = { PATH: process.env.PATH ?? '', SANDBOX_PLAIN: 'yes', DF_LOG_LEVEL: 'info' };
+    rig = await poolRig(isolation, { env });
+    const outcome = await rig.run({ mode: 'env' });
+    expect(outcome.output).toEqual({ result: 'DF_LOG_LEVEL,SANDBOX_PLAIN' });
+  });
+
+  it('redacts the API key from what a handler throws, returns and logs', async () => {
+    rig = await poolRig(isolation);
+    const thrown = await rig.run({ mode: 'leak-key', key: SECRET, where: 'throw' });
+    const returned = await rig.run({ mode: 'leak-key', key: SECRET, where: 'output' });
+    expect(thrown.output.error).toBe('token [redacted]');
+    expect(returned.output).toEqual({ result: 'key=[redacted]' });
+    const logged = JSON.stringify(rig.log.lines);
+    expect(logged).not.toContain(SECRET);
+    expect(logged).toContain('logging the key [redacted]');
+  });
+
+  it('does not retry a NonRetryableError thrown across the boundary', async () => {
+    rig = await poolRig(isolation);
+    const outcome = await rig.run({ mode: 'non-retryable' }, { retryCount: 3 });
+    expect(outcome).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      output: { error: 'bad input, do not retry' },
+    });
+  });
+
+  it('on shutdown, terminates a handler that ignores ctx.signal before the attempt ends: its side effect never happens', async () => {
+    rig = await poolRig(isolation);
+    const file = path.join(rig.dir, 'side-effects.txt');
+    const shutdown = new AbortController();
+    setTimeout(() => shutdown.abort(new Error('grace period over')), 300);
+    const started = performance.now();
+    const outcome = await rig.run(
+      { mode: 'ignore-signal', file, delayMs: 1_000 },
+      { shutdownSignal: shutdown.signal },
+    );
+    const endedAfterMs = performance.now() - started;
+    expect(outcome.failure?.kind).toBe('aborted');
+    // Abort at 300 ms, then abortSettleMs (200) for the handler to stop by itself, then terminated.
+    expect(endedAfterMs).toBeLessThan(900);
+    await sleep(1_000);
+    await expect(stat(file)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(rig.gone).toEqual(['terminated']);
+  });
+
+  it('fails a poison execution once its runs died as often as the limit allows, without further retries', async () => {
+    rig = await poolRig(isolation);
+    const outcome = await rig.run({ mode: 'exit' }, { retryCount: 5, crashes: { limit: 3, prior: 1 } });
+    expect(outcome.attempts).toBe(2);
+    expect(outcome.failure?.kind).toBe('crashed');
+    expect(outcome.output).toMatchObject({ errorName: 'PoisonExecution' });
+    expect(outcome.output.error).toMatch(/died 3 times.*DF_MAX_CRASHES_PER_EXECUTION=3/);
+  });
+});
+
+describe('HandlerPool and a handler file changed under it', () => {
+  it('fails the attempt naming the file when the module now defines another task', async () => {
+    rig = await poolRig('thread');
+    const source = await readFile(rig.handler.file, 'utf8');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(rig.handler.file, source.replace("key: 'misbehaving'", "key: 'renamed'"));
+    const outcome = await rig.run({ mode: 'ok', n: 1 });
+    expect(outcome.status).toBe('FAILED');
+    expect(outcome.output.error).toMatch(/now defines task "renamed", not "misbehaving"; restart df-worker/);
+  });
+});
