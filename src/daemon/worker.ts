@@ -7,7 +7,6 @@ import type { Budget } from '../budget/budget.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
-import { loadHandlersOrThrow } from '../handlers/loader.ts';
 import { Journal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
@@ -115,7 +114,9 @@ export class Worker {
   async #start(): Promise<void> {
     const config = this.#config;
     const logger = this.#logger;
-    const handlers = this.#handlers ?? (await loadHandlersOrThrow(config.handlers.dir, { logger }));
+    const sandbox = sandboxFromConfig(config, logger, { observer: this.metrics.handlerWorkerObserver() });
+    this.#sandbox = sandbox;
+    const handlers = this.#handlers ?? (await sandbox.loadHandlers(config.handlers.dir, logger));
     this.#handlers = handlers;
     logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
 
@@ -169,7 +170,6 @@ export class Worker {
       retryBaseMs: config.scheduler.retryBaseMs,
       retryMaxMs: config.scheduler.errorBackoffMaxMs,
     });
-    this.#sandbox = sandboxFromConfig(config, logger, { observer: this.metrics.handlerWorkerObserver() });
     this.#pipeline = new ExecutionPipeline({
       journal: this.#journal,
       reporter,
@@ -181,8 +181,8 @@ export class Worker {
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
       observer: this.#pipelineObserver(),
-      host: this.#sandbox.host,
-      redact: this.#sandbox.redact,
+      host: sandbox.host,
+      redact: sandbox.redact,
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
     });
     if (this.#stopRequested) return;

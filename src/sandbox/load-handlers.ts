@@ -1,0 +1,98 @@
+// Loads the handler modules in a thread of their own (see load-worker.ts) and hands the daemon their
+// declarations: what it needs to match tasks and plan polls. Their `handle` runs only in the handler pool.
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { KeyDescription } from '../api/types.ts';
+import { HandlerLoadError, HandlerLoadErrors, HandlersDirectoryError } from '../handlers/load-errors.ts';
+import type { LoadedHandler } from '../handlers/loader.ts';
+import { conditionFlags } from './worker-channel.ts';
+
+export interface HandlerDeclaration {
+  key: string;
+  description: string;
+  retryCount: number;
+  inputKeys: KeyDescription[];
+  outputKeys: KeyDescription[];
+  timeoutMs?: number;
+  file: string;
+}
+
+export type LoadReport =
+  | { kind: 'loaded'; handlers: HandlerDeclaration[]; errors: Array<{ file: string; reason: string }> }
+  | { kind: 'directory'; message: string }
+  | { kind: 'failed'; message: string };
+
+/** Longest a handler module's top-level code may take to import before start gives up, in ms. */
+export const LOAD_TIMEOUT_MS = 60_000;
+
+const ENTRY = new URL(
+  import.meta.url.endsWith('.ts') ? './load-worker.ts' : './load-worker.js',
+  import.meta.url,
+);
+
+/**
+ * Like `loadHandlersOrThrow`, with the modules imported in a thread given `env`. Throws HandlersDirectoryError,
+ * HandlerLoadErrors naming each broken file, or an Error when the import itself never finished.
+ */
+export async function loadHandlersIsolated(
+  dir: string,
+  options: { env: Record<string, string>; logger?: Logger; timeoutMs?: number },
+): Promise<Map<string, LoadedHandler>> {
+  const report = await runLoadWorker(dir, options.env, options.timeoutMs ?? LOAD_TIMEOUT_MS);
+  if (report.kind === 'directory') throw new HandlersDirectoryError(dir, report.message);
+  if (report.kind === 'failed') throw new Error(`could not load the handlers in "${dir}": ${report.message}`);
+  if (report.errors.length > 0) {
+    throw new HandlerLoadErrors(
+      dir,
+      report.errors.map((e) => new HandlerLoadError(e.file, e.reason)),
+    );
+  }
+  const handlers = new Map<string, LoadedHandler>();
+  for (const declaration of report.handlers) {
+    handlers.set(declaration.key, {
+      ...declaration,
+      handle() {
+        throw new Error(`task "${declaration.key}" runs only in a handler worker (${declaration.file})`);
+      },
+    });
+    options.logger?.info({ taskKey: declaration.key, file: declaration.file }, 'loaded handler');
+  }
+  return handlers;
+}
+
+function runLoadWorker(dir: string, env: Record<string, string>, timeoutMs: number): Promise<LoadReport> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(ENTRY, {
+      workerData: { dir },
+      env,
+      execArgv: conditionFlags(process.execArgv),
+    });
+    let report: LoadReport | undefined;
+    let error: Error | undefined;
+    const timer = setTimeout(() => {
+      error = new Error(
+        `importing the handler modules in "${dir}" took over ${timeoutMs / 1000} s; ` +
+          'a module blocks at its top level (move slow set-up into the handler)',
+      );
+      void worker.terminate();
+    }, timeoutMs);
+    worker.on('message', (message: LoadReport) => {
+      report = message;
+      // A module may leave a timer or a socket open at its top level: the thread is done once it reported.
+      void worker.terminate();
+    });
+    worker.on('error', (e) => (error ??= e));
+    worker.once('exit', (code) => {
+      clearTimeout(timer);
+      if (report) resolve(report);
+      else
+        reject(
+          error ??
+            new Error(
+              `a handler module in "${dir}" ended its import with exit code ${code} ` +
+                '(process.exit at its top level?)',
+            ),
+        );
+    });
+  });
+}
