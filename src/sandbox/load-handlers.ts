@@ -81,7 +81,9 @@ function runLoadWorker(dir: string, env: Record<string, string>, timeoutMs: numb
       // A module may leave a timer or a socket open at its top level: the thread is done once it reported.
       void worker.terminate();
     });
-    worker.on('error', (e) => (error ??= e));
+    worker.on('error', (e: Error) => {
+      error ??= e;
+    });
     worker.once('exit', (code) => {
       clearTimeout(timer);
       if (report) resolve(report);
