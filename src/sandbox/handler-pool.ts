@@ -74,6 +74,13 @@ export class HandlerPool implements AttemptHost {
     return { total: this.#workers.size, busy };
   }
 
+  /** Process ids of the workers (the daemon's own for threads): for footprint measurements. */
+  workerPids(): number[] {
+    return [...this.#workers].flatMap((worker) =>
+      worker.channel.pid === undefined ? [] : [worker.channel.pid],
+    );
+  }
+
   run(spec: AttemptSpec, signal: AbortSignal): Promise<HostResult> {
     if (this.#closed) return Promise.resolve({ kind: 'stopped' });
     const file = spec.handler.file;
@@ -228,6 +235,8 @@ export class HandlerPool implements AttemptHost {
       }
       case 'exit-called':
         worker.exitCode = message.code;
+        return;
+      case 'ready':
         return;
     }
   }

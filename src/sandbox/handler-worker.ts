@@ -51,6 +51,7 @@ process.exit = ((code?: number | string | null) => {
 
 process.on('uncaughtException', (error) => stray(error, 'uncaught exception'));
 process.on('unhandledRejection', (reason) => stray(reason, 'unhandled rejection'));
+post({ type: 'ready' });
 
 async function onMessage(message: ToWorker): Promise<void> {
   if (message.type === 'abort') abort(message);

@@ -48,6 +48,8 @@ export type WorkerOutcome =
   | { kind: 'threw'; error: SerializedError };
 
 export type FromWorker =
+  /** The worker listens: a child process drops what arrives before (a thread's port keeps it). */
+  | { type: 'ready' }
   | { type: 'result'; attemptId: number; outcome: WorkerOutcome }
   /** One pino line a handler logged through `ctx.logger`, as JSON text. */
   | { type: 'log'; line: string }

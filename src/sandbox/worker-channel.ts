@@ -27,6 +27,8 @@ export interface ChannelOptions {
 }
 
 export interface WorkerChannel {
+  /** The worker's process id: the daemon's own for a thread. */
+  readonly pid: number | undefined;
   send(message: ToWorker): void;
   /** While an attempt runs the worker keeps the daemon's process alive; idle, it does not. */
   ref(): void;
@@ -53,7 +55,9 @@ function threadChannel(options: ChannelOptions): WorkerChannel {
     name: 'df-worker handler',
   });
   let error: NodeJS.ErrnoException | undefined;
-  worker.on('message', (message: FromWorker) => options.onMessage(message));
+  worker.on('message', (message: FromWorker) => {
+    if (message.type !== 'ready') options.onMessage(message);
+  });
   worker.on('error', (e: NodeJS.ErrnoException) => {
     error = e;
   });
@@ -65,10 +69,13 @@ function threadChannel(options: ChannelOptions): WorkerChannel {
     }),
   );
   return {
+    pid: process.pid,
     send: (message) => worker.postMessage(message),
     ref: () => worker.ref(),
     unref: () => worker.unref(),
     terminate: async () => {
+      // An idle worker is unref'd: its exit must still be awaited, so it holds the loop until then.
+      worker.ref();
       await worker.terminate();
       await exited;
     },
@@ -89,7 +96,17 @@ function processChannel(options: ChannelOptions): WorkerChannel {
     process.stderr.write(chunk);
   });
   let error: Error | undefined;
-  child.on('message', (message) => options.onMessage(message as FromWorker));
+  // IPC messages that reach the child before its entry listens are dropped: hold them until it says so.
+  let waiting: ToWorker[] | undefined = [];
+  child.on('message', (message: FromWorker) => {
+    if (message.type !== 'ready') {
+      options.onMessage(message);
+      return;
+    }
+    const held = waiting ?? [];
+    waiting = undefined;
+    for (const m of held) if (child.connected) child.send(m);
+  });
   child.on('error', (e) => (error = e));
   const exited = new Promise<void>((resolve) =>
     child.once('exit', (code, signal) => {
@@ -99,8 +116,10 @@ function processChannel(options: ChannelOptions): WorkerChannel {
     }),
   );
   return {
+    pid: child.pid,
     send: (message) => {
-      if (child.connected) child.send(message);
+      if (waiting) waiting.push(message);
+      else if (child.connected) child.send(message);
     },
     ref: () => {
       child.ref();
@@ -111,6 +130,8 @@ function processChannel(options: ChannelOptions): WorkerChannel {
       child.channel?.unref();
     },
     terminate: async () => {
+      // An idle child is unref'd: its exit must still be awaited, so it holds the loop until then.
+      child.ref();
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },

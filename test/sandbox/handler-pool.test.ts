@@ -164,3 +164,37 @@ describe('HandlerPool and a handler file changed under it', () => {
     expect(outcome.output.error).toMatch(/now defines task "renamed", not "misbehaving"; restart df-worker/);
   });
 });
+
+describe('HandlerPool.close in a process with nothing else to do', () => {
+  it.each(['thread', 'process'] as const)(
+    'waits for its idle (unref’d) %s workers to exit instead of letting the process end first',
+    async (isolation) => {
+      const { spawnSync } = await import('node:child_process');
+      const script = `
+        import { pino } from 'pino';
+        import { HandlerPool } from './src/sandbox/handler-pool.ts';
+        import { runExecution } from './src/runner/run-execution.ts';
+        import { systemClock } from './src/clock/clock.ts';
+        import { writeFileSync, mkdtempSync } from 'node:fs';
+        import { tmpdir } from 'node:os';
+        const dir = mkdtempSync(tmpdir() + '/df-close-');
+        writeFileSync(dir + '/h.mjs', "export default { key: 'h', handle: () => ({}) };");
+        const pool = new HandlerPool({ isolation: '${isolation}', memoryMb: 64, env: {}, logger: pino({ level: 'silent' }), redact: (t) => t, maxIdle: 2 });
+        const handler = { key: 'h', description: '', retryCount: 0, inputKeys: [], outputKeys: [], handle: () => ({}), file: dir + '/h.mjs' };
+        const outcome = await runExecution({ handler, task: { key: 'h', retryCount: 0, inputKeys: [], outputKeys: [] },
+          execution: { object: 'task_execution', id: 'e', taskId: 't', createdAt: '', status: 'IN_PROGRESS', input: {} },
+          clock: systemClock, logger: pino({ level: 'silent' }), defaultTimeoutMs: 5000, host: pool });
+        await pool.close();
+        console.log('closed ' + outcome.status + ' ' + pool.workers.total);
+      `;
+      const result = spawnSync(
+        process.execPath,
+        ['--conditions=df-worker-source', '--input-type=module', '-e', script],
+        { cwd: path.resolve(import.meta.dirname, '../..'), encoding: 'utf8', timeout: 20_000 },
+      );
+      expect(result.stderr).not.toMatch(/unsettled top-level await/);
+      expect(result.stdout.trim()).toBe('closed COMPLETED 0');
+      expect(result.status).toBe(0);
+    },
+  );
+});
