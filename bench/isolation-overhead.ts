@@ -103,7 +103,7 @@ async function compare(): Promise<void> {
       'peak RSS',
     ]),
   );
-  console.log(row(Array(10).fill('---')));
+  console.log(row(Array.from({ length: 10 }, () => '---')));
   for (const r of results) {
     console.log(
       row([
