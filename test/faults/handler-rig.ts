@@ -96,7 +96,7 @@ export interface Liveness {
   restarts: number;
   /** The supervisor ran out of restarts: the daemon stayed down. */
   gaveUp: boolean;
-  /** Once the fault had played out, a daemon was running and answered GET /healthz within 1 s. */
+  /** Once the fault had played out, a daemon was running and answered GET /healthz within 1 s (any status). */
   responsive: boolean;
 }
 

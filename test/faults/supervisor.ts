@@ -78,8 +78,10 @@ export class Supervisor {
   }
 
   /**
-   * True when a daemon is running and answers GET /healthz within `timeoutMs`. A daemon whose event loop is
-   * blocked is running but does not answer: it counts as down, as a liveness probe would count it.
+   * True when a daemon is running and answers GET /healthz within `timeoutMs`, whatever the status: a 503
+   * only reports a stall of the event loop since the last probe, which it has recovered from if it answers.
+   * A daemon whose event loop is still blocked is running but does not answer: it counts as down, as a
+   * liveness probe would count it.
    */
   async responsive(timeoutMs = 1_000): Promise<boolean> {
     const daemon = this.daemons.at(-1);
@@ -92,7 +94,7 @@ export class Supervisor {
     try {
       const answer = await fetch(`${daemon.healthUrl()}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
       await answer.body?.cancel();
-      return answer.ok;
+      return true;
     } catch {
       return false;
     }
