@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { JsonObject } from '../../src/api/types.ts';
-import { Emulator, type EmulatedExecution } from '../../src/emulator/index.ts';
+import { Emulator, type EmulatedExecution, type EmulatorLimits } from '../../src/emulator/index.ts';
 import type { JournalEntry } from '../../src/journal/journal.ts';
 import { runCli, type CliProcess } from '../cli/process.ts';
 
@@ -88,6 +88,8 @@ export class Daemon {
   readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Set when the test ended it on purpose; any other exit is a failure of the scenario. */
   endedOnPurpose = false;
+  /** Set when a Supervisor watches it: its exits are the supervisor's to count and answer, not a failure. */
+  supervised = false;
 
   constructor(cli: CliProcess) {
     this.cli = cli;
@@ -142,6 +144,11 @@ export interface RigOptions {
   seed?: number;
   /** DF_* settings for every daemon of the rig, over the defaults below. */
   env?: Record<string, string>;
+  /**
+   * The emulator's per-key limits. Default 50 per second and 3,000 per minute (matched by the daemon's
+   * budget in env()), well above what a scenario needs, so only faults slow it down.
+   */
+  limits?: Partial<EmulatorLimits>;
 }
 
 export class FaultRig {
@@ -167,10 +174,9 @@ export class FaultRig {
   }
 
   static async create(options: RigOptions = {}): Promise<FaultRig> {
-    // Limits well above what a scenario needs, matched by the daemon's budget, so only faults slow it down.
     const emulator = new Emulator({
       apiKeys: [API_KEY],
-      limits: { perSecond: 50, perMinute: 3_000 },
+      limits: options.limits ?? { perSecond: 50, perMinute: 3_000 },
       seed: options.seed ?? 1,
     });
     await emulator.listen();
@@ -192,6 +198,11 @@ export class FaultRig {
       ],
     }).id;
     return rig;
+  }
+
+  /** The API key the rig's daemons send (a scenario checks that it leaks nowhere). */
+  get apiKey(): string {
+    return API_KEY;
   }
 
   /** The emulator's base URL; stays the same across stopListening() and listenAgain(). */
@@ -239,6 +250,23 @@ export class FaultRig {
   }
 
   /**
+   * A second task served next to the workload: its handler module in the handlers folder and the task on
+   * the service (retryCount 0: one attempt). Before a daemon starts; returns the service's task id.
+   */
+  async addTask(
+    task: { key: string; inputKeys?: string[]; outputKeys?: string[] },
+    source: string,
+  ): Promise<string> {
+    await this.writeHandler(`${task.key}.ts`, source);
+    const keys = (names: string[] = []) => names.map((key) => ({ key, description: '' }));
+    return this.emulator.createTask({
+      key: task.key,
+      inputKeys: keys(task.inputKeys),
+      outputKeys: keys(task.outputKeys),
+    }).id;
+  }
+
+  /**
    * Polls the task as a client would, so the service marks its next execution claimed, and returns the
    * answer as sent: a scenario then hands a garbled copy of it to the daemon through a fault rule.
    */
@@ -257,7 +285,10 @@ export class FaultRig {
     return daemon;
   }
 
-  /** Waits until `condition` holds; fails at once if a daemon exited when the scenario did not end it. */
+  /**
+   * Waits until `condition` holds; fails at once if a daemon exited when the scenario did not end it (a
+   * supervised daemon's exit is its supervisor's business).
+   */
   async waitFor(
     condition: () => boolean | Promise<boolean>,
     what: string,
@@ -266,13 +297,26 @@ export class FaultRig {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (await condition()) return;
-      const crashed = this.#daemons.find((d) => !d.endedOnPurpose && !d.running);
+      const crashed = this.#daemons.find((d) => !d.endedOnPurpose && !d.supervised && !d.running);
       if (crashed) throw new Error(`a daemon exited while waiting for ${what}: ${crashed.describeExit()}`);
       if (Date.now() > deadline) {
         throw new Error(
           `timed out after ${timeoutMs} ms waiting for ${what}; the service holds ${JSON.stringify(this.tally())}`,
         );
       }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /**
+   * Waits until `condition` holds or `timeoutMs` passed; true when it held. For scenarios that must return
+   * their figures whatever the daemon does (it may hang or die: that is what they measure), never throws.
+   */
+  async waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (await condition()) return true;
+      if (Date.now() > deadline) return false;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
