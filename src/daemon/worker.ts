@@ -7,7 +7,7 @@ import type { Budget } from '../budget/budget.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
-import { Journal } from '../journal/journal.ts';
+import { Journal, type JournalEntry } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
@@ -67,6 +67,8 @@ export class Worker {
   #starting: Promise<void> | undefined;
   /** Where handler attempts run; its workers are terminated once every execution has ended. */
   #sandbox: Sandbox | undefined;
+  /** Replayed executions running alone while no claim is made (see #replay). */
+  #quarantined = 0;
 
   constructor(options: WorkerOptions) {
     this.#config = options.config;
@@ -208,7 +210,10 @@ export class Worker {
       claimBlocker: () =>
         this.#journal?.writable === false
           ? `the journal cannot be written (${this.#journal.lastError?.message ?? 'unknown error'})`
-          : undefined,
+          : this.#quarantined > 0
+            ? 'an execution that was running when df-worker died is run again alone first ' +
+              '(DF_HANDLER_ISOLATION=none: a handler that kills the daemon would lose the claims in flight)'
+            : undefined,
       dispatch: (task, execution) => this.#pipeline!.process(task, execution),
       failUnreadable: (task, executionId, problem) =>
         this.#pipeline!.failUnreadable(task, executionId, problem),
@@ -371,23 +376,41 @@ export class Worker {
     const mode = this.#config.journal.replay;
     this.#logger.warn({ count: pending.length, mode }, 'replaying the journal beside polling');
     let left = pending.length;
-    for (const entry of pending) {
-      scheduler.enqueue(async () => {
-        this.metrics.replayed.inc({ phase: entry.phase });
-        try {
-          await this.#pipeline!.resume(entry, mode);
-        } catch (error) {
-          // resume() settles every record itself; one that still fails must not keep the others from
-          // their replay. It stays in the journal for the next start.
-          this.#logger.error(
-            { err: error as Error, executionId: entry.executionId },
-            'could not replay a journal record; it stays in the journal',
-          );
-        }
-        // The report reserve held room for the replayed executions' reports until the last one ended.
-        if (--left === 0) this.#budget!.reportReserve = 2 * this.#config.concurrency;
-      });
-    }
+    const replay = async (entry: JournalEntry) => {
+      this.metrics.replayed.inc({ phase: entry.phase });
+      try {
+        await this.#pipeline!.resume(entry, mode);
+      } catch (error) {
+        // resume() settles every record itself; one that still fails must not keep the others from
+        // their replay. It stays in the journal for the next start.
+        this.#logger.error(
+          { err: error as Error, executionId: entry.executionId },
+          'could not replay a journal record; it stays in the journal',
+        );
+      }
+      // The report reserve held room for the replayed executions' reports until the last one ended.
+      if (--left === 0) this.#budget!.reportReserve = 2 * this.#config.concurrency;
+    };
+    // A run still claimed after two or more starts has died with the daemon more than once: a suspect.
+    // Suspects rerun one at a time, so that the one that kills the daemon does not take the others' counts
+    // up with it, and an innocent execution is not failed as poison for dying beside it. Without isolation
+    // every execution that was running is a suspect (its handler may be what killed the daemon), and no
+    // claim is made while one runs: a death then would lose the poll answers in flight with it.
+    const quarantine = this.#config.handlers.isolation === 'none';
+    const suspects = pending.filter(
+      (e) => e.phase === 'claimed' && mode === 'rerun' && (quarantine || (e.starts ?? 1) >= 2),
+    );
+    for (const entry of pending) if (!suspects.includes(entry)) scheduler.enqueue(() => replay(entry));
+    if (quarantine && suspects.length > 0) this.#quarantined++;
+    const next = () => {
+      const entry = suspects.shift();
+      if (entry) scheduler.enqueue(() => replay(entry).finally(next));
+      else if (quarantine && this.#quarantined > 0) {
+        this.#quarantined--;
+        scheduler.wake();
+      }
+    };
+    next();
   }
 
   #planTasks(): void {

@@ -116,3 +116,45 @@ describe('poison executions', () => {
     await waitFor(() => reportsOf(harness!, replayed.id).length > 0, 'the replayed report');
   });
 });
+
+describe('replay after a crash without isolation', () => {
+  it('reruns the executions that were running one at a time, and claims nothing until they ended', async () => {
+    let running = 0;
+    let most = 0;
+    harness = await startHarness({
+      settings: { 'handlers.isolation': 'none', concurrency: 4, 'scheduler.minPollIntervalMs': 20 },
+      handlers: [
+        {
+          key: 'suspect',
+          handle: async () => {
+            most = Math.max(most, ++running);
+            await sleep(150);
+            running--;
+            return {};
+          },
+        },
+      ],
+      start: false,
+    });
+    const replayed = [
+      await diedRunning(harness, 'suspect', { n: 1 }, 1),
+      await diedRunning(harness, 'suspect', { n: 2 }, 2),
+      await diedRunning(harness, 'suspect', { n: 3 }, 1),
+    ];
+    const fresh = harness.emulator.enqueueExecution('suspect', { n: 4 });
+    const polls = () => harness!.emulator.requests().filter((r) => r.operation === 'tasks.poll');
+    const pollsBefore = polls().length;
+    await harness.worker.start();
+    harness.worker.wake();
+    await waitFor(() => replayed.every((e) => reportsOf(harness!, e.id).length > 0), 'the replays');
+    const lastReplayReport = Math.max(...replayed.map((e) => Date.parse(reportsOf(harness!, e.id)[0]!.at)));
+    expect(most).toBe(1);
+    // No poll went out before the last replay was reported; then the fresh execution is claimed.
+    expect(
+      polls()
+        .slice(pollsBefore)
+        .every((r) => r.at >= lastReplayReport),
+    ).toBe(true);
+    await waitFor(() => reportsOf(harness!, fresh.id).length > 0, 'the fresh execution');
+  });
+});

@@ -16,11 +16,19 @@ export function expectIssueGoals(
      * dies: healthy executions running at each death share the faulty one's fate (see expectHealthyReported).
      */
     outputs?: boolean;
+    /**
+     * Claims the row may lose in the window no client can close (README, guarantees): a process killed
+     * between the service's answer to a poll and the fsync of the claim. Only where a handler takes the
+     * whole process down at a moment of its choosing (isolation none); default 0.
+     */
+    lostInClaimWindow?: number;
   } = {},
 ): void {
   const { figures, tally } = result;
   // Soft: a failing row lists every goal it misses, not only the first.
-  expect.soft(figures.lost, 'claimed executions without a report').toBe(0);
+  expect
+    .soft(figures.lost, 'claimed executions without a report')
+    .toBeLessThanOrEqual(options.lostInClaimWindow ?? 0);
   expect.soft(figures.rateLimited, '429 answers from the service').toBe(0);
   if (options.outputs ?? true) {
     expect.soft(tally.wrong, 'healthy reports with a wrong status or output').toBe(0);
@@ -40,8 +48,17 @@ export function expectIssueGoals(
  * `maxCrashes` times the daemon died: DF_MAX_CRASHES_PER_EXECUTION fails it as it fails the faulty one,
  * since a daemon that died cannot tell which of the executions it ran killed it.
  */
-export function expectHealthyReported(healthy: ExecutionFate[], maxCrashes: number): void {
-  for (const execution of healthy.filter((e) => e.claimed)) {
+export function expectHealthyReported(
+  healthy: ExecutionFate[],
+  maxCrashes: number,
+  lostInClaimWindow = 0,
+): void {
+  // Lost in the claim window: handed out, never journaled, so never run and never reported.
+  const lost = healthy.filter((e) => e.claimed && e.runs === 0 && e.reports.length === 0);
+  expect(lost.length, 'healthy executions lost between poll answer and claim fsync').toBeLessThanOrEqual(
+    lostInClaimWindow,
+  );
+  for (const execution of healthy.filter((e) => e.claimed && !lost.includes(e))) {
     const statuses = execution.reports.map((r) => r.status);
     if (execution.runs >= maxCrashes && statuses[0] === 'FAILED') expect(statuses).toEqual(['FAILED']);
     else expect(statuses, `reports of healthy ${execution.id}`).toEqual(['COMPLETED']);
