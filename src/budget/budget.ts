@@ -1,6 +1,7 @@
 // The key's request budget, shared by every request the daemon makes: per-second and per-minute sliding
 // windows, a calendar-month quota with pacing, and a priority gate so reports never wait behind polls.
 // What a restart must not forget (the month's count, the last minute's sends) is stored before a request goes.
+import type { GateAnswer, RequestGate } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import { calendarMonthWindow, monthWindow, parseMonthKey, type MonthWindow } from './month.ts';
@@ -34,6 +35,8 @@ export interface BudgetOptions {
   store?: BudgetStore;
   /** Month usage is persisted ahead of use in leases of this many requests, so a crash never undercounts. */
   leaseSize?: number;
+  /** Pause of every request after a 429 that carries no Retry-After, in ms. Default 60_000. */
+  rateLimitPauseMs?: number;
 }
 
 /** Who asks: decides the order of the queue and which share of the month may be used. */
@@ -101,7 +104,7 @@ export interface BudgetSnapshot {
   waiting: number;
 }
 
-export class Budget {
+export class Budget implements RequestGate {
   readonly limits: BudgetLimits;
   readonly #clock: Clock;
   readonly #timeZone: string;
@@ -109,6 +112,7 @@ export class Budget {
   readonly #windows: SlidingWindows;
   readonly #store: BudgetStore;
   readonly #leaseSize: number;
+  readonly #rateLimitPauseMs: number;
   #reportReserve: number;
   /** The month whose usage is counted: the clock's month, or a later one while the clock is behind it. */
   #month: MonthWindow;
@@ -137,6 +141,7 @@ export class Budget {
     this.#reportReserve = options.reportReserve ?? 0;
     this.#store = options.store ?? memoryBudgetStore();
     this.#leaseSize = Math.max(1, options.leaseSize ?? 20);
+    this.#rateLimitPauseMs = options.rateLimitPauseMs ?? 60_000;
     this.#windows = new SlidingWindows(
       [
         { name: 'second', limit: this.limits.perSecond, windowMs: 1_000 },
@@ -215,8 +220,14 @@ export class Budget {
     return this.#reportReserve;
   }
 
-  /** Stops every request until `untilMs` (after a 429). */
-  pauseUntil(untilMs: number): void {
+  /**
+   * Hears every answer the service gives (the client's gate calls it). A 429 means the whole key is over a
+   * limit, whichever request met it: every request pauses, for Retry-After or the default pause. Callers that
+   * retry after a 429 just retry: their acquire waits for the pause. Concurrent 429s: the longest pause wins.
+   */
+  observe(answer: GateAnswer): void {
+    if (answer.status !== 429) return;
+    const untilMs = this.#clock.now() + (answer.retryAfterMs ?? this.#rateLimitPauseMs);
     if (untilMs > this.#pausedUntil) {
       this.#pausedUntil = untilMs;
       this.#interrupt?.abort();

@@ -13,6 +13,7 @@ export function budgetFromConfig(config: WorkerConfig, clock: Clock, reportReser
     timeZone: config.budget.timeZone,
     reserveFraction: config.budget.reserve,
     safetyMarginMs: config.budget.safetyMarginMs,
+    rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
     reportReserve,
     store: fileBudgetStore(config.state.dir),
   });

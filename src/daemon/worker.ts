@@ -145,11 +145,9 @@ export class Worker {
     this.#client = clientFromConfig(config, this.#budget, (e) => {
       this.metrics.observeResponse(e.operation, e.status, e.durationMs);
       if (e.status === 429) {
-        // Every request pauses, whichever one met the 429 (a task list refresh or a check on a report
-        // too): the whole key is over a limit. Callers that retry pause the same way; the longest wins.
-        const retryAfterMs = e.error instanceof ServiceError ? e.error.retryAfterMs : undefined;
-        this.#budget?.pauseUntil(this.#clock.now() + (retryAfterMs ?? config.scheduler.rateLimitPauseMs));
-        this.#logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
+        // The budget gate has already paused every request (it hears every answer): this only says so.
+        const pausedForMs = Math.max(0, (this.#budget?.pausedUntil ?? 0) - this.#clock.now());
+        this.#logger.warn({ operation: e.operation, pausedForMs }, 'the service answered 429 RATE_LIMIT');
       }
     });
     this.#registry = new TaskRegistry({
@@ -162,10 +160,8 @@ export class Worker {
 
     const reporter = new Reporter({
       client: this.#client,
-      budget: this.#budget,
       clock: this.#clock,
       logger,
-      rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
       retryBaseMs: config.scheduler.retryBaseMs,
       retryMaxMs: config.scheduler.errorBackoffMaxMs,
     });
@@ -196,12 +192,10 @@ export class Worker {
     this.#planTasks();
     this.#scheduler = new Scheduler({
       client: this.#client,
-      budget: this.#budget,
       planner: this.#planner,
       clock: this.#clock,
       logger,
       concurrency: config.concurrency,
-      rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
       // A refused key is retried at the slowest back-off: an operator has to act anyway.
       unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
       claimBlocker: () =>
@@ -334,7 +328,7 @@ export class Worker {
         }
         return;
       } catch (error) {
-        const action = classifyFailure(error, this.#config.scheduler.rateLimitPauseMs);
+        const action = classifyFailure(error);
         if (error instanceof ServiceError && (error.status === 401 || error.status === 403)) {
           throw new StartupError(
             error.status === 401
@@ -348,7 +342,7 @@ export class Worker {
             cause: error,
           });
         }
-        if (action.kind === 'rate-limited') this.#budget!.pauseUntil(this.#clock.now() + action.pauseMs);
+        // After a 429 the budget gate holds the retry until its pause ends.
         const waitMs =
           action.kind === 'rate-limited'
             ? 0

@@ -102,17 +102,36 @@ describe('Budget windows', () => {
   it('pauses every request until a 429 pause ends', async () => {
     const clock = new ManualClock(0);
     const budget = new Budget({ limits, clock, safetyMarginMs: 0 });
-    budget.pauseUntil(30_000);
+    budget.observe({ operation: 'tasks.poll', status: 429, retryAfterMs: 30_000 });
     let sentAt = -1;
     void budget.acquire('executions.report').then(() => (sentAt = clock.now()));
     await drain(clock, () => sentAt >= 0, 1_000);
     expect(sentAt).toBe(30_000);
   });
 
+  it('pauses for the default pause after a 429 without Retry-After, and not at all for other answers', async () => {
+    const clock = new ManualClock(0);
+    const budget = new Budget({ limits, clock, safetyMarginMs: 0, rateLimitPauseMs: 7_000 });
+    for (const status of [200, 404, 500, 503]) {
+      budget.observe({ operation: 'tasks.poll', status, retryAfterMs: 5_000 });
+    }
+    expect(budget.pausedUntil).toBe(0);
+    await clock.advance(1_000);
+    budget.observe({ operation: 'tasks.list', status: 429, retryAfterMs: undefined });
+    expect(budget.pausedUntil).toBe(8_000);
+    // A shorter pause from a later 429 does not cut the longer one short.
+    budget.observe({ operation: 'executions.report', status: 429, retryAfterMs: 1_000 });
+    expect(budget.pausedUntil).toBe(8_000);
+    let sentAt = -1;
+    void budget.acquire('executions.report').then(() => (sentAt = clock.now()));
+    await drain(clock, () => sentAt >= 0, 1_000);
+    expect(sentAt).toBe(8_000);
+  });
+
   it('rejects a waiting request when its signal aborts, and keeps serving the others', async () => {
     const clock = new ManualClock(0);
     const budget = new Budget({ limits, clock });
-    budget.pauseUntil(10_000);
+    budget.observe({ operation: 'tasks.poll', status: 429, retryAfterMs: 10_000 });
     const controller = new AbortController();
     const aborted = budget.acquire('tasks.poll', controller.signal);
     let other = false;

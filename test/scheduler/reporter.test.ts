@@ -47,10 +47,8 @@ describe('Reporter', () => {
     await writeFile(stateDir, 'not a folder\n');
     const reporter = new Reporter({
       client,
-      budget,
       clock: systemClock,
       logger: pino({ level: 'silent' }),
-      rateLimitPauseMs: 1_000,
       retryBaseMs: 20,
       retryMaxMs: 50,
     });
