@@ -5,6 +5,7 @@ import PQueue from 'p-queue';
 import type { ServiceClient } from '../api/client.ts';
 import { ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
+import { backoffDelayMs } from '../clock/backoff.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
@@ -13,11 +14,11 @@ import { Journal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
-import { backoffMs, classifyFailure } from '../scheduler/retry-policy.ts';
+import { classifyFailure } from '../scheduler/retry-policy.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
-import { budgetFromConfig, clientFromConfig } from './service-wiring.ts';
+import { backoffFromConfig, budgetFromConfig, clientFromConfig } from './service-wiring.ts';
 import { TaskRegistry } from './task-registry.ts';
 
 export interface WorkerOptions {
@@ -162,8 +163,7 @@ export class Worker {
       client: this.#client,
       clock: this.#clock,
       logger,
-      retryBaseMs: config.scheduler.retryBaseMs,
-      retryMaxMs: config.scheduler.errorBackoffMaxMs,
+      backoff: backoffFromConfig(config),
     });
     this.#pipeline = new ExecutionPipeline({
       journal: this.#journal,
@@ -171,7 +171,7 @@ export class Worker {
       clock: this.#clock,
       logger,
       defaultTimeoutMs: config.handlers.timeoutMs,
-      backoff: { baseMs: config.scheduler.retryBaseMs, maxMs: config.scheduler.errorBackoffMaxMs },
+      backoff: backoffFromConfig(config),
       lookup: (id) => this.#registry?.byId(id),
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
@@ -186,8 +186,7 @@ export class Worker {
       budget: this.#budget,
       maxPollIntervalMs: config.scheduler.maxPollIntervalMs,
       minPollIntervalMs: config.scheduler.minPollIntervalMs,
-      errorBackoffMaxMs: config.scheduler.errorBackoffMaxMs,
-      errorBackoffBaseMs: config.scheduler.retryBaseMs,
+      errorBackoff: backoffFromConfig(config),
     });
     this.#planTasks();
     this.#scheduler = new Scheduler({
@@ -344,9 +343,7 @@ export class Worker {
         }
         // After a 429 the budget gate holds the retry until its pause ends.
         const waitMs =
-          action.kind === 'rate-limited'
-            ? 0
-            : backoffMs(attempt, this.#config.scheduler.retryBaseMs, 60_000, Math.random);
+          action.kind === 'rate-limited' ? 0 : backoffDelayMs(attempt, backoffFromConfig(this.#config));
         this.#logger.warn(
           { err: error as Error, attempt, retryInMs: waitMs },
           'could not list the service tasks yet; retrying',

@@ -9,7 +9,7 @@ import {
   type TaskModule,
   type TaskSummary,
 } from '../handlers/define-task.ts';
-import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
+import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
 import { runInAttemptScope } from './attempt-scope.ts';
 import { HandlerTimeoutError, summariseError } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';

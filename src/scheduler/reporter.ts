@@ -4,18 +4,17 @@ import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
 import { ReportValidationError, ResponseValidationError, ServiceError } from '../api/errors.ts';
 import type { JsonObject, ReportStatus } from '../api/types.ts';
+import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import { backoffMs, classifyFailure, type FailureAction } from './retry-policy.ts';
+import { classifyFailure, type FailureAction } from './retry-policy.ts';
 
 export interface ReporterOptions {
   /** The client, whose budget gate paces every attempt and pauses them all after a 429. */
   client: ServiceClient;
   clock: Clock;
   logger: Logger;
-  /** Back-off between failed report attempts: base and cap, in ms. */
-  retryBaseMs?: number;
-  retryMaxMs?: number;
-  random?: () => number;
+  /** Back-off between failed report attempts (5xx, network, 401): base and cap, in ms. */
+  backoff: BackoffOptions;
   onAttemptFailed?: (executionId: string, error: unknown) => void;
 }
 
@@ -42,7 +41,6 @@ export class Reporter {
     hooks: { onRetry?: () => Promise<void> } = {},
   ): Promise<ReportResult> {
     const { client, clock, logger } = this.#o;
-    const random = this.#o.random ?? Math.random;
     let attempts = 0;
     let transientFailures = 0;
     for (;;) {
@@ -89,12 +87,7 @@ export class Reporter {
           waitMs = 0; // the budget gate, which heard the 429, holds the retry until its pause ends
         } else {
           transientFailures++;
-          waitMs = backoffMs(
-            transientFailures,
-            this.#o.retryBaseMs ?? 1_000,
-            action.kind === 'unauthorized' ? 300_000 : (this.#o.retryMaxMs ?? 60_000),
-            random,
-          );
+          waitMs = backoffDelayMs(transientFailures, this.#o.backoff);
           logger.warn(
             { executionId, attempt: attempts, retryInMs: waitMs, err: error as Error },
             'report failed; retrying',

@@ -24,9 +24,3 @@ export function classifyFailure(error: unknown): FailureAction {
   if (error instanceof NetworkError) return { kind: 'transient' };
   return { kind: 'permanent' };
 }
-
-/** Exponential back-off with full jitter: attempt 1 waits up to baseMs, doubling up to maxMs. */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  const cap = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(cap * (0.5 + random() / 2));
-}

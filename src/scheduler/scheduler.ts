@@ -23,8 +23,8 @@ export interface SchedulerOptions {
   logger: Logger;
   /** Executions run at once; a poll is only sent while one of these slots is free. */
   concurrency: number;
-  /** While the key is refused (401), one poll is tried this often, in ms. Default 5 min. */
-  unauthorizedRetryMs?: number;
+  /** While the key is refused (401), one poll is tried this often, in ms. */
+  unauthorizedRetryMs: number;
   /** Why no execution may be claimed right now (e.g. the journal is not writable), or undefined. */
   claimBlocker?: () => string | undefined;
   /** Runs one claimed execution to its end (journal, handler, report). Must not reject. */
@@ -134,9 +134,8 @@ export class Scheduler {
         // The task stays due: its next poll waits in the budget gate, which paused every request.
       } else if (action.kind === 'unauthorized') {
         this.#setAuthorized(false, error);
-        planner.postpone(task.taskId, now + (this.#o.unauthorizedRetryMs ?? 300_000));
-        for (const t of planner.tasks)
-          planner.postpone(t.taskId, now + (this.#o.unauthorizedRetryMs ?? 300_000));
+        planner.postpone(task.taskId, now + this.#o.unauthorizedRetryMs);
+        for (const t of planner.tasks) planner.postpone(t.taskId, now + this.#o.unauthorizedRetryMs);
       } else {
         logger.warn({ taskKey: task.key, err: error as Error }, 'poll failed; backing off');
         planner.onError(task.taskId, now);

@@ -49,8 +49,7 @@ describe('Reporter', () => {
       client,
       clock: systemClock,
       logger: pino({ level: 'silent' }),
-      retryBaseMs: 20,
-      retryMaxMs: 50,
+      backoff: { baseMs: 20, maxMs: 50 },
     });
     const failures: unknown[] = [];
     const reporting = reporter.report(queued.id, { status: 'COMPLETED', output: { ok: true } }, undefined, {
