@@ -131,7 +131,8 @@ export class Worker {
     if (restored === 'estimated') {
       logger.warn(
         { used: month.used, file: `${config.state.dir}/budget.json` },
-        'the saved month budget usage could not be read; assuming an even spend of the month so far',
+        'the saved month budget usage could not be read; assuming an even spend of the month so far, and ' +
+          'full per-second and per-minute windows (the first requests wait a minute)',
       );
     } else if (restored === 'clock-behind') {
       logger.warn(
