@@ -5,7 +5,7 @@ import { FormData } from 'undici';
 import { ReportValidationError, ServiceClientError } from './errors.ts';
 import { servicePaths } from './paths.ts';
 import type { PathStyle, ServicePaths } from './paths.ts';
-import { parseJsonBody, toServiceError } from './response.ts';
+import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
 import { Transport } from './transport.ts';
 import type { OutgoingRequest } from './transport.ts';
@@ -27,10 +27,24 @@ import type {
   TaskExecution,
 } from './types.ts';
 
-/** The daemon's budget: every request waits for a slot before it is sent. */
+/** The daemon's budget: every request waits for a slot before it is sent, and the budget hears every answer. */
 export interface RequestGate {
   /** Resolves when `operation` may be sent; rejects (e.g. with the signal's reason) to cancel the request. */
   acquire(operation: Operation, signal?: AbortSignal): Promise<void>;
+  /**
+   * Told of every answer to a request the gate let through, before the caller sees it: the gate alone decides
+   * how the key's budget reacts (a 429 pauses every request), so a caller that retries just retries.
+   */
+  observe?(answer: GateAnswer): void;
+}
+
+/** What the gate learns of an answer. Carries no URL, header or body, so it can never leak the API key. */
+export interface GateAnswer {
+  operation: Operation;
+  /** HTTP status of the answer. */
+  status: number;
+  /** From the answer's `Retry-After` header, in milliseconds; undefined when absent or unreadable. */
+  retryAfterMs: number | undefined;
 }
 
 /** One per request sent, for metrics. Carries no URL, header or body, so it can never leak the API key. */
@@ -294,6 +308,7 @@ export class ServiceClient {
     try {
       const answer = await this.#transport.send(operation, request, abortWhenSent ? signal : undefined);
       status = answer.status;
+      this.#observe(operation, answer);
       const value = interpret(answer);
       this.#emit({ operation, status, durationMs: performance.now() - started });
       return value;
@@ -302,6 +317,18 @@ export class ServiceClient {
       if (error instanceof ServiceClientError) event.error = error;
       this.#emit(event);
       throw error;
+    }
+  }
+
+  #observe(operation: Operation, answer: Answer): void {
+    try {
+      this.#gate?.observe?.({
+        operation,
+        status: answer.status,
+        retryAfterMs: parseRetryAfter(answer.headers['retry-after'], Date.now()),
+      });
+    } catch {
+      // The answer must reach the caller whatever the gate does with it: a poll's answer claimed an execution.
     }
   }
 

@@ -3,6 +3,7 @@ export { ServiceClient } from './client.ts';
 export type {
   ExecutionReport,
   FileUpload,
+  GateAnswer,
   RequestGate,
   ResponseEvent,
   ServiceClientOptions,

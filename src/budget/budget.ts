@@ -1,10 +1,12 @@
 // The key's request budget, shared by every request the daemon makes: per-second and per-minute sliding
 // windows, a calendar-month quota with pacing, and a priority gate so reports never wait behind polls.
+// What a restart must not forget (the month's count, the last minute's sends) is stored before a request goes.
+import type { GateAnswer, RequestGate } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import { calendarMonthWindow, monthWindow, parseMonthKey, type MonthWindow } from './month.ts';
 import { SlidingWindows } from './sliding-window.ts';
-import { memoryBudgetStore, type BudgetStore } from './store.ts';
+import { memoryBudgetStore, type BudgetState, type BudgetStore } from './store.ts';
 
 export interface BudgetLimits {
   /** Requests in any 1 s window. Default 5. */
@@ -29,10 +31,12 @@ export interface BudgetOptions {
   reportReserve?: number;
   /** Added to each sliding window to absorb latency jitter between us and the service. Default 200 ms. */
   safetyMarginMs?: number;
-  /** Persists the month's usage; default in memory. */
+  /** Persists the month's usage and the windows' recent sends; default in memory. */
   store?: BudgetStore;
   /** Month usage is persisted ahead of use in leases of this many requests, so a crash never undercounts. */
   leaseSize?: number;
+  /** Pause of every request after a 429 that carries no Retry-After, in ms. Default 60_000. */
+  rateLimitPauseMs?: number;
 }
 
 /** Who asks: decides the order of the queue and which share of the month may be used. */
@@ -49,6 +53,12 @@ export function classOf(operation: Operation): RequestClass {
 
 const PRIORITY: Record<RequestClass, number> = { report: 0, control: 1, poll: 2 };
 
+/**
+ * Least time, in ms, that sends written ahead stay usable after their write began. The file holds the end of
+ * that time as their instant, so it is never earlier than the real send; a write slower than it is redone.
+ */
+const MIN_SEND_SLACK_MS = 100;
+
 export class BudgetExhaustedError extends Error {
   constructor(message: string) {
     super(message);
@@ -58,7 +68,8 @@ export class BudgetExhaustedError extends Error {
 
 /**
  * What `load()` found: `fresh` (nothing saved for this month), `restored` (this month's saved count),
- * `estimated` (the saved state could not be read: an even spend of the month so far is assumed), or
+ * `estimated` (the saved state could not be read: an even spend of the month so far is assumed, and windows
+ * full at the load instant), or
  * `clock-behind` (the saved count belongs to a LATER month than the clock's: the clock is behind, and
  * requests keep counting into that later month until the clock reaches it).
  */
@@ -93,7 +104,7 @@ export interface BudgetSnapshot {
   waiting: number;
 }
 
-export class Budget {
+export class Budget implements RequestGate {
   readonly limits: BudgetLimits;
   readonly #clock: Clock;
   readonly #timeZone: string;
@@ -101,6 +112,7 @@ export class Budget {
   readonly #windows: SlidingWindows;
   readonly #store: BudgetStore;
   readonly #leaseSize: number;
+  readonly #rateLimitPauseMs: number;
   #reportReserve: number;
   /** The month whose usage is counted: the clock's month, or a later one while the clock is behind it. */
   #month: MonthWindow;
@@ -109,6 +121,12 @@ export class Budget {
   #used = 0;
   /** Month usage already persisted: the store always holds at least the real count. */
   #persistedCeiling = 0;
+  /** Sends the store already holds ahead of use: `count` more may go, at or before `until`. */
+  #written = { count: 0, until: -Infinity };
+  /** How long sends written ahead stay usable; follows how long the store takes to write. */
+  #sendSlackMs = MIN_SEND_SLACK_MS;
+  /** The store's writes, one after the other, so a later state is never overwritten by an earlier one. */
+  #writing: Promise<unknown> = Promise.resolve();
   #pausedUntil = 0;
   #waiters: Waiter[] = [];
   #seq = 0;
@@ -123,6 +141,7 @@ export class Budget {
     this.#reportReserve = options.reportReserve ?? 0;
     this.#store = options.store ?? memoryBudgetStore();
     this.#leaseSize = Math.max(1, options.leaseSize ?? 20);
+    this.#rateLimitPauseMs = options.rateLimitPauseMs ?? 60_000;
     this.#windows = new SlidingWindows(
       [
         { name: 'second', limit: this.limits.perSecond, windowMs: 1_000 },
@@ -135,10 +154,12 @@ export class Budget {
   }
 
   /**
-   * Restores this month's usage from the store (a previous run's count carries over). When the saved state
-   * cannot be read, usage is estimated as an even spend of the month so far, rather than assumed to be zero:
-   * an unknown count must not let the month be overspent. A saved count of a later month than the clock's
-   * is kept and counted into (never overwritten with the earlier month's): see `BudgetLoadResult`.
+   * Restores this month's usage and the last minute's sends from the store (a previous run's count carries
+   * over, and so do its windows). When the saved state cannot be read, usage is estimated as an even spend of
+   * the month so far, rather than assumed to be zero, and the windows as full at the load instant: what is
+   * unknown must not let the month be overspent nor the service's windows overrun. A saved count of a later
+   * month than the clock's is kept and counted into (never overwritten with the earlier month's): see
+   * `BudgetLoadResult`.
    */
   async load(): Promise<BudgetLoadResult> {
     const now = this.#clock.now();
@@ -150,8 +171,15 @@ export class Budget {
       const elapsed = (now - this.#month.startMs) / (this.#month.endMs - this.#month.startMs);
       this.#used = Math.max(this.#used, Math.ceil(this.limits.perMonth * elapsed));
       this.#persistedCeiling = this.#used;
+      // The previous run may have sent up to every window's limit just before it stopped.
+      const fullest = Math.max(0, ...[this.limits.perSecond, this.limits.perMinute].filter(Number.isFinite));
+      this.#windows.restore(new Array<number>(fullest).fill(now), now);
       return 'estimated';
     }
+    // Whatever month they counted in, the last minute's sends still count in the service's windows. Every one
+    // was sent before this run began: an instant written ahead beyond `now` is only a bound, brought back to it.
+    const sentBefore = saved?.sentAt?.map((at) => Math.min(at, now)) ?? [];
+    this.#windows.restore(sentBefore, now);
     if (saved && saved.monthKey === this.#month.key) {
       this.#used = Math.max(this.#used, saved.used);
       this.#persistedCeiling = Math.max(this.#persistedCeiling, saved.used);
@@ -169,10 +197,19 @@ export class Budget {
     return 'fresh';
   }
 
-  /** Writes the exact count (on clean shutdown, so the lease's unused part is given back). */
+  /**
+   * Writes the exact count and the sends made (on clean shutdown, so the lease's unused part and any send
+   * written ahead but not made are given back).
+   */
   async flush(): Promise<void> {
-    await this.#store.save({ monthKey: this.#month.key, used: this.#used });
-    this.#persistedCeiling = this.#used;
+    await this.#persist(() => {
+      const now = this.#clock.now();
+      this.#rollMonth(now);
+      // From here a request needs a write of its own, queued behind this one: this state is final for them.
+      this.#persistedCeiling = this.#used;
+      this.#written = { count: 0, until: -Infinity };
+      return { monthKey: this.#month.key, used: this.#used, sentAt: this.#windows.recent(now) };
+    });
   }
 
   set reportReserve(requests: number) {
@@ -183,8 +220,14 @@ export class Budget {
     return this.#reportReserve;
   }
 
-  /** Stops every request until `untilMs` (after a 429). */
-  pauseUntil(untilMs: number): void {
+  /**
+   * Hears every answer the service gives (the client's gate calls it). A 429 means the whole key is over a
+   * limit, whichever request met it: every request pauses, for Retry-After or the default pause. Callers that
+   * retry after a 429 just retry: their acquire waits for the pause. Concurrent 429s: the longest pause wins.
+   */
+  observe(answer: GateAnswer): void {
+    if (answer.status !== 429) return;
+    const untilMs = this.#clock.now() + (answer.retryAfterMs ?? this.#rateLimitPauseMs);
     if (untilMs > this.#pausedUntil) {
       this.#pausedUntil = untilMs;
       this.#interrupt?.abort();
@@ -320,13 +363,14 @@ export class Budget {
         const now = this.#clock.now();
         const at = this.earliestSendAt(head.cls, now);
         if (at <= now) {
-          if (this.#used + 1 > this.#persistedCeiling) {
-            // Time and the queue may move while the lease is written: look again afterwards.
-            await this.#extendLease(head);
+          if (!this.#writtenAhead(now)) {
+            // Time and the queue may move while the store is written: look again afterwards.
+            await this.#writeAhead();
             continue;
           }
           this.#waiters.shift();
           this.recordSent(now);
+          this.#written.count--;
           head.resolve();
           continue;
         }
@@ -343,23 +387,93 @@ export class Budget {
     }
   }
 
-  async #extendLease(head: Waiter): Promise<void> {
-    const ceiling = this.#used + this.#leaseSize;
+  /** True when the store already holds one more send at `nowMs`: in the month's count and in the windows. */
+  #writtenAhead(nowMs: number): boolean {
+    return (
+      this.#used + 1 <= this.#persistedCeiling && this.#written.count > 0 && nowMs <= this.#written.until
+    );
+  }
+
+  /**
+   * Stores, before they go, the sends of every waiter that may go now (one write for all of them): their
+   * instants in the windows and, when the lease is used up, a new one for the month. A crash after it then
+   * leaves a state that counts them, so the next run waits for them in its windows and its month.
+   */
+  async #writeAhead(): Promise<void> {
+    let startedAt = 0;
+    let batch: Waiter[] = [];
     try {
-      await this.#store.save({ monthKey: this.#month.key, used: ceiling });
-      this.#persistedCeiling = ceiling;
+      await this.#persist(() => {
+        startedAt = this.#clock.now();
+        batch = this.#waiters.slice(0, this.#sendableAt(startedAt));
+        // Nothing may go any more (aborted, or a 429 paused all): the pump looks again.
+        if (batch.length === 0) return undefined;
+        const until = startedAt + this.#sendSlackMs;
+        const used =
+          this.#used + batch.length > this.#persistedCeiling
+            ? this.#used + Math.max(batch.length, this.#leaseSize)
+            : this.#persistedCeiling;
+        const sentAt = [...this.#windows.recent(startedAt), ...new Array<number>(batch.length).fill(until)];
+        const state = { monthKey: this.#month.key, used, sentAt };
+        return {
+          state,
+          saved: () => {
+            // The month may have turned during the write: a lease of the month before is no lease of this one.
+            if (state.monthKey === this.#month.key) this.#persistedCeiling = used;
+            this.#written = { count: batch.length, until };
+          },
+        };
+      });
     } catch (error) {
-      // Unpersisted usage would be forgotten by a crash and the month overspent after restart: refuse.
-      // The head may have been aborted (and removed) while the write was under way: then nobody is refused.
-      const i = this.#waiters.indexOf(head);
-      if (i < 0) return;
-      this.#waiters.splice(i, 1);
-      head.reject(
-        new BudgetExhaustedError(
-          `cannot record budget usage in the state folder (${(error as Error).message}); request not sent`,
-        ),
-      );
+      // Unpersisted usage would be forgotten by a crash and the budget overspent after restart: refuse.
+      // Waiters aborted (and removed) while the write was under way are refused by nobody.
+      for (const waiter of batch) {
+        const i = this.#waiters.indexOf(waiter);
+        if (i < 0) continue;
+        this.#waiters.splice(i, 1);
+        waiter.reject(
+          new BudgetExhaustedError(
+            `cannot record budget usage in the state folder (${(error as Error).message}); request not sent`,
+          ),
+        );
+      }
+      return;
     }
+    // A write that outlasted its slack is redone with a longer one: the next should fit in it.
+    if (batch.length > 0) {
+      this.#sendSlackMs = Math.max(MIN_SEND_SLACK_MS, 2 * (this.#clock.now() - startedAt));
+    }
+  }
+
+  /** How many of the first waiters may all be sent at `nowMs`, in queue order. */
+  #sendableAt(nowMs: number): number {
+    this.#rollMonth(nowMs);
+    if (nowMs < this.#pausedUntil) return 0;
+    const room = this.#windows.capacityAt(nowMs);
+    const monthLeft = this.limits.perMonth - this.#used;
+    let count = 0;
+    for (const waiter of this.#waiters) {
+      const allowance = waiter.cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
+      if (count >= room || count >= allowance) break;
+      count++;
+    }
+    return count;
+  }
+
+  /**
+   * Runs the store's writes one at a time, in call order. `build` makes the state when the write's turn
+   * comes (undefined: nothing to write); `saved` runs as soon as it is stored, before any later write begins.
+   */
+  #persist(build: () => BudgetState | { state: BudgetState; saved: () => void } | undefined): Promise<void> {
+    const run = this.#writing.then(async () => {
+      const next = build();
+      if (next === undefined) return;
+      const { state, saved } = 'state' in next ? next : { state: next, saved: () => undefined };
+      await this.#store.save(state);
+      saved();
+    });
+    this.#writing = run.catch(() => undefined);
+    return run;
   }
 
   /**

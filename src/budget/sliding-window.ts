@@ -1,5 +1,5 @@
 // Counts sent requests in sliding windows (per second, per minute) exactly: a request is remembered
-// until it leaves the longest window, so at most `max(limit)` instants are ever kept.
+// until it leaves the longest window, so at most `max(limit)` instants are ever kept (and saved for a restart).
 
 export interface WindowLimit {
   name: string;
@@ -26,7 +26,32 @@ export class SlidingWindows {
 
   record(nowMs: number): void {
     this.#forget(nowMs);
-    this.#sent.push(nowMs);
+    // Kept in order: a send restored from an earlier run may lie just after a caller's rounded instant.
+    let i = this.#sent.length;
+    while (i > 0 && this.#sent[i - 1]! > nowMs) i--;
+    this.#sent.splice(i, 0, nowMs);
+  }
+
+  /** Adds sends made before `nowMs` by an earlier run (restored from the state folder). */
+  restore(instants: readonly number[], nowMs: number): void {
+    this.#sent = [...this.#sent, ...instants].sort((a, b) => a - b);
+    this.#forget(nowMs);
+  }
+
+  /** The sends still inside the longest window at `nowMs`, oldest first: what a restart must know. */
+  recent(nowMs: number): number[] {
+    this.#forget(nowMs);
+    return [...this.#sent];
+  }
+
+  /** How many requests may be sent together at `nowMs` without any window going over its limit. */
+  capacityAt(nowMs: number): number {
+    this.#forget(nowMs);
+    let room = Infinity;
+    for (const l of this.#limits) {
+      room = Math.min(room, l.limit - this.#countSince(nowMs - (l.windowMs + this.#marginMs)));
+    }
+    return Math.max(0, room);
   }
 
   /** The earliest instant >= now at which one more request fits in every window. */

@@ -250,13 +250,13 @@ export const schema = {
       env: 'DF_ERROR_BACKOFF_MAX_MS',
       default: 300_000,
       min: 1,
-      doc: 'Longest wait between retries after service errors (the backoff grows up to it), in milliseconds.',
+      doc: 'Cap of every exponential back-off (failed handler attempts, reports, polls, the task list at start), in milliseconds; also how often a poll is tried while the service refuses the key (401).',
     }),
     retryBaseMs: milliseconds({
       env: 'DF_RETRY_BASE_MS',
       default: 1_000,
       min: 1,
-      doc: 'First step of every exponential back-off (failed handler attempts, reports and polls), in milliseconds; each retry doubles it, with jitter.',
+      doc: 'First step of every exponential back-off (failed handler attempts, reports, polls, the task list at start), in milliseconds: retry n waits a random time up to DF_RETRY_BASE_MS × 2^(n-1) (full jitter; a failed poll starts one step up), at most DF_ERROR_BACKOFF_MAX_MS.',
     }),
     rateLimitPauseMs: milliseconds({
       env: 'DF_RATE_LIMIT_PAUSE_MS',

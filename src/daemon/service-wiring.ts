@@ -3,6 +3,7 @@
 import { ServiceClient, type ResponseEvent } from '../api/client.ts';
 import { Budget } from '../budget/budget.ts';
 import { fileBudgetStore } from '../budget/store.ts';
+import type { BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 
@@ -13,9 +14,15 @@ export function budgetFromConfig(config: WorkerConfig, clock: Clock, reportReser
     timeZone: config.budget.timeZone,
     reserveFraction: config.budget.reserve,
     safetyMarginMs: config.budget.safetyMarginMs,
+    rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
     reportReserve,
     store: fileBudgetStore(config.state.dir),
   });
+}
+
+/** The back-off of every retry (handler attempts, reports, polls, the task list at start). */
+export function backoffFromConfig(config: WorkerConfig): BackoffOptions {
+  return { baseMs: config.scheduler.retryBaseMs, maxMs: config.scheduler.errorBackoffMaxMs };
 }
 
 export function clientFromConfig(

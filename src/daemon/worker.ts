@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
 import { ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
+import { backoffDelayMs } from '../clock/backoff.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
@@ -12,11 +13,11 @@ import { StateLock } from '../journal/state-lock.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
-import { backoffMs, classifyFailure } from '../scheduler/retry-policy.ts';
+import { classifyFailure } from '../scheduler/retry-policy.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
-import { budgetFromConfig, clientFromConfig } from './service-wiring.ts';
+import { backoffFromConfig, budgetFromConfig, clientFromConfig } from './service-wiring.ts';
 import { TaskRegistry } from './task-registry.ts';
 
 export interface WorkerOptions {
@@ -133,7 +134,8 @@ export class Worker {
     if (restored === 'estimated') {
       logger.warn(
         { used: month.used, file: `${config.state.dir}/budget.json` },
-        'the saved month budget usage could not be read; assuming an even spend of the month so far',
+        'the saved month budget usage could not be read; assuming an even spend of the month so far, and ' +
+          'full per-second and per-minute windows (the first requests wait a minute)',
       );
     } else if (restored === 'clock-behind') {
       logger.warn(
@@ -148,11 +150,9 @@ export class Worker {
     this.#client = clientFromConfig(config, this.#budget, (e) => {
       this.metrics.observeResponse(e.operation, e.status, e.durationMs);
       if (e.status === 429) {
-        // Every request pauses, whichever one met the 429 (a task list refresh or a check on a report
-        // too): the whole key is over a limit. Callers that retry pause the same way; the longest wins.
-        const retryAfterMs = e.error instanceof ServiceError ? e.error.retryAfterMs : undefined;
-        this.#budget?.pauseUntil(this.#clock.now() + (retryAfterMs ?? config.scheduler.rateLimitPauseMs));
-        this.#logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
+        // The budget gate has already paused every request (it hears every answer): this only says so.
+        const pausedForMs = Math.max(0, (this.#budget?.pausedUntil ?? 0) - this.#clock.now());
+        this.#logger.warn({ operation: e.operation, pausedForMs }, 'the service answered 429 RATE_LIMIT');
       }
     });
     this.#registry = new TaskRegistry({
@@ -165,12 +165,9 @@ export class Worker {
 
     const reporter = new Reporter({
       client: this.#client,
-      budget: this.#budget,
       clock: this.#clock,
       logger,
-      rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
-      retryBaseMs: config.scheduler.retryBaseMs,
-      retryMaxMs: config.scheduler.errorBackoffMaxMs,
+      backoff: backoffFromConfig(config),
     });
     this.#pipeline = new ExecutionPipeline({
       journal: this.#journal,
@@ -178,7 +175,7 @@ export class Worker {
       clock: this.#clock,
       logger,
       defaultTimeoutMs: config.handlers.timeoutMs,
-      backoff: { baseMs: config.scheduler.retryBaseMs, maxMs: config.scheduler.errorBackoffMaxMs },
+      backoff: backoffFromConfig(config),
       lookup: (id) => this.#registry?.byId(id),
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
@@ -193,18 +190,15 @@ export class Worker {
       budget: this.#budget,
       maxPollIntervalMs: config.scheduler.maxPollIntervalMs,
       minPollIntervalMs: config.scheduler.minPollIntervalMs,
-      errorBackoffMaxMs: config.scheduler.errorBackoffMaxMs,
-      errorBackoffBaseMs: config.scheduler.retryBaseMs,
+      errorBackoff: backoffFromConfig(config),
     });
     this.#planTasks();
     this.#scheduler = new Scheduler({
       client: this.#client,
-      budget: this.#budget,
       planner: this.#planner,
       clock: this.#clock,
       logger,
       concurrency: config.concurrency,
-      rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
       // A refused key is retried at the slowest back-off: an operator has to act anyway.
       unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
       claimBlocker: () =>
@@ -343,7 +337,7 @@ export class Worker {
         }
         return;
       } catch (error) {
-        const action = classifyFailure(error, this.#config.scheduler.rateLimitPauseMs);
+        const action = classifyFailure(error);
         if (error instanceof ServiceError && (error.status === 401 || error.status === 403)) {
           throw new StartupError(
             error.status === 401
@@ -357,11 +351,9 @@ export class Worker {
             cause: error,
           });
         }
-        if (action.kind === 'rate-limited') this.#budget!.pauseUntil(this.#clock.now() + action.pauseMs);
+        // After a 429 the budget gate holds the retry until its pause ends.
         const waitMs =
-          action.kind === 'rate-limited'
-            ? 0
-            : backoffMs(attempt, this.#config.scheduler.retryBaseMs, 60_000, Math.random);
+          action.kind === 'rate-limited' ? 0 : backoffDelayMs(attempt, backoffFromConfig(this.#config));
         this.#logger.warn(
           { err: error as Error, attempt, retryInMs: waitMs },
           'could not list the service tasks yet; retrying',

@@ -3,9 +3,9 @@
 import type { Logger } from 'pino';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
+import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
 import { isNonRetryableError, type TaskModule, type TaskSummary } from '../handlers/define-task.ts';
 import { inlineHost, type AttemptHost, type HostResult } from './attempt-host.ts';
-import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
 import { HandlerTimeoutError, summariseError, truncateMessage } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput, type OutputCheck } from './output.ts';

@@ -5,7 +5,7 @@ import { pino, type Logger } from 'pino';
 import type { JsonObject, TaskExecution } from '../api/types.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
-import type { BackoffOptions } from './backoff.ts';
+import type { BackoffOptions } from '../clock/backoff.ts';
 import { runExecution, type ExecutionOutcome } from './run-execution.ts';
 
 /** Time limit per attempt when neither the handler nor the options give one. */

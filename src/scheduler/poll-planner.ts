@@ -2,6 +2,7 @@
 // soon again after a poll that found work, backing off towards the month's pace after empty polls.
 // Pure and synchronous: the daemon's loop and the month simulation drive the very same decisions.
 import type { Budget } from '../budget/budget.ts';
+import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 
 /** Back-off polls after a busy task's first empty poll (1, 2, 4, 8 s by default) before the idle pace. */
 const MAX_BACKOFF_POLLS = 4;
@@ -14,11 +15,8 @@ export interface PollPlannerOptions {
   minPollIntervalMs?: number;
   /** First step of the back-off from a busy task to its idle pace. Default 1 s. */
   firstEmptyBackoffMs?: number;
-  /** Cap of the back-off after errors (5xx, network). Default 5 min. */
-  errorBackoffMaxMs?: number;
-  /** First step of the back-off after errors. Default 1 s. */
-  errorBackoffBaseMs?: number;
-  random?: () => number;
+  /** Back-off after failed polls (5xx, network): base and cap, in ms. */
+  errorBackoff: BackoffOptions;
 }
 
 export interface PlannedTask {
@@ -45,9 +43,7 @@ export class PollPlanner {
   readonly #maxPollIntervalMs: number;
   readonly #minPollIntervalMs: number;
   readonly #firstEmptyBackoffMs: number;
-  readonly #errorBackoffMaxMs: number;
-  readonly #errorBackoffBaseMs: number;
-  readonly #random: () => number;
+  readonly #errorBackoff: BackoffOptions;
   readonly #tasks = new Map<string, PlannedTask>();
   readonly #work: WorkRate;
   /** Orders sends and wakes (see PlannedTask.sentSeq). */
@@ -58,9 +54,7 @@ export class PollPlanner {
     this.#maxPollIntervalMs = options.maxPollIntervalMs ?? 900_000;
     this.#minPollIntervalMs = options.minPollIntervalMs ?? 0;
     this.#firstEmptyBackoffMs = options.firstEmptyBackoffMs ?? 1_000;
-    this.#errorBackoffMaxMs = options.errorBackoffMaxMs ?? 300_000;
-    this.#errorBackoffBaseMs = options.errorBackoffBaseMs ?? 1_000;
-    this.#random = options.random ?? Math.random;
+    this.#errorBackoff = options.errorBackoff;
     this.#work = new WorkRate(this.#budget);
   }
 
@@ -177,7 +171,7 @@ export class PollPlanner {
     return Math.min(nowMs + idle, Math.max(nowMs, this.#budget.month(nowMs).endsAt));
   }
 
-  /** After a 5xx or network error: exponential back-off with jitter, capped. */
+  /** After a 5xx or network error: the exponential back-off with jitter of every retry, capped. */
   onError(taskId: string, nowMs: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
@@ -185,8 +179,9 @@ export class PollPlanner {
     this.#work.idlePoll(nowMs);
     t.idleDue = true;
     t.errorStreak++;
-    const cap = Math.min(this.#errorBackoffMaxMs, this.#errorBackoffBaseMs * 2 ** t.errorStreak);
-    t.nextDueAt = nowMs + cap * (0.5 + this.#random() / 2);
+    // One step further up than handler attempts and reports (the first failed poll waits up to twice the base),
+    // as polls always have: a failed poll is owed to no one, so waiting a little longer loses nothing.
+    t.nextDueAt = nowMs + backoffDelayMs(t.errorStreak + 1, this.#errorBackoff);
     this.#honourWake(t, nowMs);
   }
 

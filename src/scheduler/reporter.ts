@@ -4,20 +4,17 @@ import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
 import { ReportValidationError, ResponseValidationError, ServiceError } from '../api/errors.ts';
 import type { JsonObject, ReportStatus } from '../api/types.ts';
-import type { Budget } from '../budget/budget.ts';
+import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import { backoffMs, classifyFailure, type FailureAction } from './retry-policy.ts';
+import { classifyFailure, type FailureAction } from './retry-policy.ts';
 
 export interface ReporterOptions {
+  /** The client, whose budget gate paces every attempt and pauses them all after a 429. */
   client: ServiceClient;
-  budget: Budget;
   clock: Clock;
   logger: Logger;
-  rateLimitPauseMs: number;
-  /** Back-off between failed report attempts: base and cap, in ms. */
-  retryBaseMs?: number;
-  retryMaxMs?: number;
-  random?: () => number;
+  /** Back-off between failed report attempts (5xx, network, 401): base and cap, in ms. */
+  backoff: BackoffOptions;
   onAttemptFailed?: (executionId: string, error: unknown) => void;
 }
 
@@ -43,8 +40,7 @@ export class Reporter {
     signal?: AbortSignal,
     hooks: { onRetry?: () => Promise<void> } = {},
   ): Promise<ReportResult> {
-    const { client, budget, clock, logger } = this.#o;
-    const random = this.#o.random ?? Math.random;
+    const { client, clock, logger } = this.#o;
     let attempts = 0;
     let transientFailures = 0;
     for (;;) {
@@ -64,7 +60,7 @@ export class Reporter {
           return { delivered: true, attempts };
         }
         this.#o.onAttemptFailed?.(executionId, error);
-        const action = reportFailureAction(error, this.#o.rateLimitPauseMs);
+        const action = reportFailureAction(error);
         let waitMs: number;
         if (action.kind === 'permanent') {
           const e = error as Error;
@@ -88,20 +84,10 @@ export class Reporter {
             },
           };
         } else if (action.kind === 'rate-limited') {
-          budget.pauseUntil(clock.now() + action.pauseMs);
-          waitMs = 0; // the budget gate holds the retry until the pause ends
-          logger.warn(
-            { executionId, pauseMs: action.pauseMs },
-            'report rate limited (429); pausing all requests',
-          );
+          waitMs = 0; // the budget gate, which heard the 429, holds the retry until its pause ends
         } else {
           transientFailures++;
-          waitMs = backoffMs(
-            transientFailures,
-            this.#o.retryBaseMs ?? 1_000,
-            action.kind === 'unauthorized' ? 300_000 : (this.#o.retryMaxMs ?? 60_000),
-            random,
-          );
+          waitMs = backoffDelayMs(transientFailures, this.#o.backoff);
           logger.warn(
             { executionId, attempt: attempts, retryInMs: waitMs, err: error as Error },
             'report failed; retrying',
@@ -132,10 +118,10 @@ export class Reporter {
  * else failed before an answer came (the budget could not record the request, say): the service has not seen
  * the report, so it is retried.
  */
-function reportFailureAction(error: unknown, rateLimitPauseMs: number): FailureAction {
+function reportFailureAction(error: unknown): FailureAction {
   if (error instanceof ServiceError || error instanceof ReportValidationError) {
-    return classifyFailure(error, rateLimitPauseMs);
+    return classifyFailure(error);
   }
-  const action = classifyFailure(error, rateLimitPauseMs);
+  const action = classifyFailure(error);
   return action.kind === 'permanent' ? { kind: 'transient' } : action;
 }

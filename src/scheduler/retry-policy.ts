@@ -2,8 +2,11 @@
 import { NetworkError, ServiceError } from '../api/errors.ts';
 
 export type FailureAction =
-  /** 429: every request pauses (the whole key is over a limit), then the same request is retried. */
-  | { kind: 'rate-limited'; pauseMs: number }
+  /**
+   * 429: retry the same request at once. The budget heard the answer through the client's gate and paused every
+   * request (the whole key is over a limit), so the retry waits for the pause in its acquire.
+   */
+  | { kind: 'rate-limited' }
   /** 5xx, 408, network error, timeout: retry this request after a back-off. */
   | { kind: 'transient' }
   /** 401: the key is not accepted; stop polling, mark not ready, retry slowly. */
@@ -11,20 +14,13 @@ export type FailureAction =
   /** Any other answer (400, 403, 404, 409...): the same request will not succeed. */
   | { kind: 'permanent' };
 
-export function classifyFailure(error: unknown, defaultRateLimitPauseMs: number): FailureAction {
+export function classifyFailure(error: unknown): FailureAction {
   if (error instanceof ServiceError) {
-    if (error.status === 429)
-      return { kind: 'rate-limited', pauseMs: error.retryAfterMs ?? defaultRateLimitPauseMs };
+    if (error.status === 429) return { kind: 'rate-limited' };
     if (error.status === 401) return { kind: 'unauthorized' };
     if (error.retryable) return { kind: 'transient' };
     return { kind: 'permanent' };
   }
   if (error instanceof NetworkError) return { kind: 'transient' };
   return { kind: 'permanent' };
-}
-
-/** Exponential back-off with full jitter: attempt 1 waits up to baseMs, doubling up to maxMs. */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  const cap = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(cap * (0.5 + random() / 2));
 }

@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
 import { ResponseValidationError } from '../api/errors.ts';
 import type { TaskExecution } from '../api/types.ts';
-import type { Budget } from '../budget/budget.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
 import { classifyFailure } from './retry-policy.ts';
@@ -17,17 +16,15 @@ export interface PolledTask {
 export type PollResult = 'hit' | 'empty' | 'error';
 
 export interface SchedulerOptions {
+  /** The client, whose budget gate paces every poll and pauses them all after a 429. */
   client: ServiceClient;
-  budget: Budget;
   planner: PollPlanner;
   clock: Clock;
   logger: Logger;
   /** Executions run at once; a poll is only sent while one of these slots is free. */
   concurrency: number;
-  /** Pause of all requests after a 429 without Retry-After, in ms. */
-  rateLimitPauseMs: number;
-  /** While the key is refused (401), one poll is tried this often, in ms. Default 5 min. */
-  unauthorizedRetryMs?: number;
+  /** While the key is refused (401), one poll is tried this often, in ms. */
+  unauthorizedRetryMs: number;
   /** Why no execution may be claimed right now (e.g. the journal is not writable), or undefined. */
   claimBlocker?: () => string | undefined;
   /** Runs one claimed execution to its end (journal, handler, report). Must not reject. */
@@ -129,7 +126,7 @@ export class Scheduler {
   }
 
   async #pollOnce(task: PolledTask, signal: AbortSignal): Promise<void> {
-    const { client, planner, clock, logger, budget } = this.#o;
+    const { client, planner, clock, logger } = this.#o;
     const started = clock.now();
     planner.sending(task.taskId);
     let execution: TaskExecution | null;
@@ -139,7 +136,7 @@ export class Scheduler {
       if (signal.aborted) return;
       const now = clock.now();
       this.#o.onPoll?.(task, 'error', now - started);
-      const action = classifyFailure(error, this.#o.rateLimitPauseMs);
+      const action = classifyFailure(error);
       if (error instanceof ResponseValidationError) {
         const { executionId } = error;
         const failUnreadable = this.#o.failUnreadable;
@@ -157,16 +154,11 @@ export class Scheduler {
         }
         planner.onError(task.taskId, now);
       } else if (action.kind === 'rate-limited') {
-        logger.warn(
-          { taskKey: task.key, pauseMs: action.pauseMs },
-          'poll rate limited (429); pausing all requests',
-        );
-        budget.pauseUntil(now + action.pauseMs);
+        // The task stays due: its next poll waits in the budget gate, which paused every request.
       } else if (action.kind === 'unauthorized') {
         this.#setAuthorized(false, error);
-        planner.postpone(task.taskId, now + (this.#o.unauthorizedRetryMs ?? 300_000));
-        for (const t of planner.tasks)
-          planner.postpone(t.taskId, now + (this.#o.unauthorizedRetryMs ?? 300_000));
+        planner.postpone(task.taskId, now + this.#o.unauthorizedRetryMs);
+        for (const t of planner.tasks) planner.postpone(t.taskId, now + this.#o.unauthorizedRetryMs);
       } else {
         logger.warn({ taskKey: task.key, err: error as Error }, 'poll failed; backing off');
         planner.onError(task.taskId, now);

@@ -145,6 +145,40 @@ describe('ServiceClient requests', () => {
     ]);
   });
 
+  it('tells the gate of every answer, Retry-After included, before the caller sees it', async () => {
+    emu().createTask({ key: 'enrich' });
+    const log: string[] = [];
+    const gate: RequestGate = {
+      acquire: () => Promise.resolve(),
+      observe: ({ operation, status, retryAfterMs }) => {
+        log.push(`${operation} ${status} retry-after ${retryAfterMs}`);
+      },
+    };
+    const api = client({ gate });
+    await api.listTasks();
+    expect(await api.pollTask('missing')).toBeNull();
+    emu().setFaults([{ operation: 'tasks.poll', kind: 'rateLimit', retryAfterSeconds: 7, count: 1 }]);
+    await api.pollTask('missing').catch((error: unknown) => log.push(`caller: ${(error as Error).name}`));
+    expect(log).toEqual([
+      'tasks.list 200 retry-after undefined',
+      'tasks.poll 404 retry-after undefined',
+      'tasks.poll 429 retry-after 7000',
+      'caller: ServiceError',
+    ]);
+  });
+
+  it("hands the answer to the caller even when the gate's observe throws", async () => {
+    const task = emu().createTask({ key: 'enrich' });
+    const queued = emu().enqueueExecution(task.id, {});
+    const gate: RequestGate = {
+      acquire: () => Promise.resolve(),
+      observe: () => {
+        throw new Error('broken gate');
+      },
+    };
+    expect((await client({ gate }).pollTask(task.id))?.id).toBe(queued.id);
+  });
+
   it('sends nothing when the gate refuses', async () => {
     const refusal = new Error('budget exhausted');
     const api = client({ gate: { acquire: () => Promise.reject(refusal) } });

@@ -102,17 +102,36 @@ describe('Budget windows', () => {
   it('pauses every request until a 429 pause ends', async () => {
     const clock = new ManualClock(0);
     const budget = new Budget({ limits, clock, safetyMarginMs: 0 });
-    budget.pauseUntil(30_000);
+    budget.observe({ operation: 'tasks.poll', status: 429, retryAfterMs: 30_000 });
     let sentAt = -1;
     void budget.acquire('executions.report').then(() => (sentAt = clock.now()));
     await drain(clock, () => sentAt >= 0, 1_000);
     expect(sentAt).toBe(30_000);
   });
 
+  it('pauses for the default pause after a 429 without Retry-After, and not at all for other answers', async () => {
+    const clock = new ManualClock(0);
+    const budget = new Budget({ limits, clock, safetyMarginMs: 0, rateLimitPauseMs: 7_000 });
+    for (const status of [200, 404, 500, 503]) {
+      budget.observe({ operation: 'tasks.poll', status, retryAfterMs: 5_000 });
+    }
+    expect(budget.pausedUntil).toBe(0);
+    await clock.advance(1_000);
+    budget.observe({ operation: 'tasks.list', status: 429, retryAfterMs: undefined });
+    expect(budget.pausedUntil).toBe(8_000);
+    // A shorter pause from a later 429 does not cut the longer one short.
+    budget.observe({ operation: 'executions.report', status: 429, retryAfterMs: 1_000 });
+    expect(budget.pausedUntil).toBe(8_000);
+    let sentAt = -1;
+    void budget.acquire('executions.report').then(() => (sentAt = clock.now()));
+    await drain(clock, () => sentAt >= 0, 1_000);
+    expect(sentAt).toBe(8_000);
+  });
+
   it('rejects a waiting request when its signal aborts, and keeps serving the others', async () => {
     const clock = new ManualClock(0);
     const budget = new Budget({ limits, clock });
-    budget.pauseUntil(10_000);
+    budget.observe({ operation: 'tasks.poll', status: 429, retryAfterMs: 10_000 });
     const controller = new AbortController();
     const aborted = budget.acquire('tasks.poll', controller.signal);
     let other = false;
@@ -273,7 +292,9 @@ describe('Budget month', () => {
     expect(budget.snapshot().month).toMatchObject({ key: '2026-02', used: 3 });
     await budget.acquire('tasks.poll');
     await budget.flush();
-    expect(await store.load()).toEqual({ monthKey: '2026-02', used: 4 });
+    const saved = await store.load();
+    expect({ monthKey: saved?.monthKey, used: saved?.used }).toEqual({ monthKey: '2026-02', used: 4 });
+    expect(saved?.sentAt).toHaveLength(4); // the windows are saved too
     clock.set(Date.parse('2026-02-01T00:01:00Z'));
     expect(budget.snapshot().month).toMatchObject({ key: '2026-02', used: 4 });
     clock.set(Date.parse('2026-03-01T00:00:00Z')); // a real new month still starts a fresh count
@@ -296,7 +317,12 @@ describe('Budget month', () => {
     await drain(clock, () => sentAt > 0, 60_000, 60);
     expect(new Date(sentAt).toISOString()).toBe('2023-10-01T04:00:00.000Z');
     expect(budget.snapshot().month).toMatchObject({ key: '2023-10', used: 1 });
-    expect(saves).toEqual([{ monthKey: '2023-10', used: 20 }]);
+    expect(saves.map(({ monthKey, used }) => ({ monthKey, used }))).toEqual([
+      { monthKey: '2023-10', used: 20 },
+    ]);
+    // The send's instant in the window, written ahead: never earlier than the send.
+    expect(saves[0]!.sentAt).toHaveLength(1);
+    expect(saves[0]!.sentAt![0]).toBeGreaterThanOrEqual(sentAt);
   });
 
   it('lets the read-back of a refused report (executions.get) use the report reserve', async () => {
@@ -404,6 +430,10 @@ describe('fileBudgetStore', () => {
         '{"monthKey": "2026-11", "used": -1}',
         '{"monthKey": "November", "used": 30000}',
         '{"version": 2, "state": {"monthKey": "2026-11", "used": 30000}}',
+        '{"monthKey": "2026-11", "used": 30000, "sentAt": "2026-11-16T00:00:00Z"}',
+        '{"monthKey": "2026-11", "used": 30000, "sentAt": [1794787200000, "1794787200001"]}',
+        '{"monthKey": "2026-11", "used": 30000, "sentAt": [-1]}',
+        '{"monthKey": "2026-11", "used": 30000, "sentAt": [null]}',
         '{}',
         'null',
         '[]',

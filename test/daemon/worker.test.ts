@@ -135,6 +135,9 @@ describe('the service misbehaving', () => {
     const next = log[limited + 1]!;
     expect(next.at - log[limited]!.at).toBeGreaterThanOrEqual(950);
     expect(log.filter((r) => r.status === 429)).toHaveLength(1);
+    // One warning for the one 429, whichever part of the worker sent the request.
+    const warnings = harness.logs.filter((l) => l.msg === 'the service answered 429 RATE_LIMIT');
+    expect(warnings).toEqual([expect.objectContaining({ operation: 'tasks.poll' })]);
   });
 
   it('pauses for DF_RATE_LIMIT_PAUSE_MS after a 429 without Retry-After', async () => {

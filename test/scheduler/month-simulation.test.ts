@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { Budget } from '../../src/budget/budget.ts';
 import { monthWindow } from '../../src/budget/month.ts';
+import { DEFAULT_BACKOFF } from '../../src/clock/backoff.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 
@@ -25,7 +26,11 @@ function simulateMonth(
     clock,
     reportReserve: 4,
   });
-  const planner = new PollPlanner({ budget, maxPollIntervalMs: 15 * 60_000, random: () => 0.5 });
+  const planner = new PollPlanner({
+    budget,
+    maxPollIntervalMs: 15 * 60_000,
+    errorBackoff: { ...DEFAULT_BACKOFF, random: () => 0.5 },
+  });
   planner.setTasks(
     Array.from({ length: taskCount }, (_, i) => ({ id: `t${i}`, key: `task-${i}` })),
     start,

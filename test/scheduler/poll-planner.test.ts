@@ -1,12 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { Budget } from '../../src/budget/budget.ts';
+import { DEFAULT_BACKOFF } from '../../src/clock/backoff.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 
 function setup(taskCount = 2, start = Date.UTC(2026, 10, 1)) {
   const clock = new ManualClock(start);
   const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
-  const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000, random: () => 1 });
+  const planner = new PollPlanner({
+    budget,
+    maxPollIntervalMs: 900_000,
+    errorBackoff: { baseMs: 1_000, maxMs: 300_000, random: () => 1 },
+  });
   planner.setTasks(
     Array.from({ length: taskCount }, (_, i) => ({ id: `t${i}`, key: `k${i}` })),
     start,
@@ -52,7 +57,7 @@ describe('PollPlanner', () => {
     const clock = new ManualClock(start);
     const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
     for (let i = 0; i < 39_999; i++) budget.recordSent(start + i * 50);
-    const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000 });
+    const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000, errorBackoff: DEFAULT_BACKOFF });
     const tasks = Array.from({ length: 5 }, (_, i) => ({ id: `t${i}`, key: `k${i}` }));
     const jan25 = Date.UTC(2026, 0, 25);
     clock.set(jan25);

@@ -47,12 +47,9 @@ describe('Reporter', () => {
     await writeFile(stateDir, 'not a folder\n');
     const reporter = new Reporter({
       client,
-      budget,
       clock: systemClock,
       logger: pino({ level: 'silent' }),
-      rateLimitPauseMs: 1_000,
-      retryBaseMs: 20,
-      retryMaxMs: 50,
+      backoff: { baseMs: 20, maxMs: 50 },
     });
     const failures: unknown[] = [];
     const reporting = reporter.report(queued.id, { status: 'COMPLETED', output: { ok: true } }, undefined, {

@@ -7,6 +7,7 @@ import type { JsonObject } from '../../api/types.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { MAX_TIMER_MS } from '../../config/formats.ts';
 import { loadConfig } from '../../config/load.ts';
+import { backoffFromConfig } from '../../daemon/service-wiring.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError, type HandlerLoadError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
@@ -193,10 +194,10 @@ export const runCommand: Command = {
 Usage: df-worker run <task-key> --input '<json>' | --input @file.json [--dir DIR] [--timeout-ms N] [--retries N]
 
 Loads the handlers folder, runs the handler of <task-key> once on the input with the daemon's runner (declared
-input keys checked first, output keys after, retries with backoff, per-attempt timeout), prints the output as
-JSON on stdout and a one-line summary on stderr. No service is contacted. An input member "context" (an object)
-is passed to the handler as ctx.job, as the service's job context would be. Handler logs go to stderr
-(level DF_LOG_LEVEL, default warn here). Exits 0 when COMPLETED, 1 when FAILED.
+input keys checked first, output keys after, retries with back-off from DF_RETRY_BASE_MS up to
+DF_ERROR_BACKOFF_MAX_MS, per-attempt timeout), prints the output as JSON on stdout and a one-line summary on
+stderr. No service is contacted. An input member "context" (an object) is passed to the handler as ctx.job, as
+the service's job context would be. Handler logs go to stderr (level DF_LOG_LEVEL, default warn here). Exits 0 when COMPLETED, 1 when FAILED.
 
 Options:
   --input JSON|@FILE  the execution's input: a JSON object, or @ and the path of a file holding one (required)
@@ -261,6 +262,7 @@ Options:
         logger,
         shutdownSignal: stop.signal,
         defaultTimeoutMs: config.handlers.timeoutMs,
+        backoff: backoffFromConfig(config),
         ...(retries === undefined ? {} : { retryCount: retries }),
       });
     } finally {

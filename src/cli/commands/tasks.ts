@@ -238,7 +238,7 @@ async function syncWithBudget(
   process.once('SIGINT', onInterrupt);
   const budget = budgetFromConfig(config, systemClock);
   const client = clientFromConfig(config, budget);
-  const send: Send = (request) => retryRateLimited(budget, config.scheduler.rateLimitPauseMs, request);
+  const send: Send = (request) => retryRateLimited(budget, request);
   try {
     try {
       await budget.load();
@@ -328,15 +328,16 @@ async function applyChanges(
 type Send = <T>(request: () => Promise<T>) => Promise<T>;
 
 /**
- * Runs `request`; after a 429 pauses the whole budget for the Retry-After (or `pauseMs`), as the daemon does, so
- * the retry and the requests after it wait, then tries again, at most RATE_LIMITED_TRIES times.
+ * Runs `request`; after a 429 tries again, at most RATE_LIMITED_TRIES times. The budget heard the 429 through
+ * the client's gate and paused every request for the Retry-After (or DF_RATE_LIMIT_PAUSE_MS), as in the daemon,
+ * so the retry and the requests after it wait for the pause.
  */
-async function retryRateLimited<T>(budget: Budget, pauseMs: number, request: () => Promise<T>): Promise<T> {
+async function retryRateLimited<T>(budget: Budget, request: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await request();
     } catch (error) {
-      const waitMs = error instanceof ServiceError ? (error.retryAfterMs ?? pauseMs) : 0;
+      const waitMs = Math.max(0, budget.pausedUntil - systemClock.now());
       const retry =
         error instanceof ServiceError &&
         error.status === 429 &&
@@ -346,7 +347,6 @@ async function retryRateLimited<T>(budget: Budget, pauseMs: number, request: () 
       process.stderr.write(
         `the service answered 429 RATE_LIMIT; retrying in ${Math.ceil(waitMs / 1000)} s\n`,
       );
-      budget.pauseUntil(Date.now() + waitMs);
     }
   }
 }

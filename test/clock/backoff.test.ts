@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffCeilingMs, backoffDelayMs, DEFAULT_BACKOFF } from '../../src/runner/backoff.ts';
+import { backoffCeilingMs, backoffDelayMs, DEFAULT_BACKOFF } from '../../src/clock/backoff.ts';
 
 describe('backoff', () => {
   it('doubles the ceiling from baseMs on each retry up to maxMs', () => {

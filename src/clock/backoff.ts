@@ -1,5 +1,7 @@
-// Delay between a failed attempt and the next one: exponential with full jitter, so many workers retrying the
-// same flaky dependency spread out instead of hitting it in lockstep.
+// Delay between a failed attempt and the next one, the one formula for every retry in df-worker (handler
+// attempts, reports, polls, the task list at start): exponential with full jitter, so many workers retrying the
+// same flaky dependency spread out instead of hitting it in lockstep. The daemon's base and cap come from
+// DF_RETRY_BASE_MS and DF_ERROR_BACKOFF_MAX_MS. Here, beside the clock, so every layer may use it.
 
 export interface BackoffOptions {
   /** Ceiling of the first delay, in milliseconds. Default 1000. */
@@ -10,6 +12,7 @@ export interface BackoffOptions {
   random?: () => number;
 }
 
+/** For a handler run outside the daemon (runTaskLocally) without options; the daemon passes its config. */
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 1000, maxMs: 30_000 };
 
 /** Upper bound of the delay before retry number `retry` (1 = after the first failed attempt). */
