@@ -275,6 +275,8 @@ export interface KillLoopResult extends HandlerFaultResult {
   /** The most requests the service received in any 1 s and any 60 s (arrivals, 429s included). */
   maxPerSecond: number;
   maxPerMinute: number;
+  /** For a failure's message: the requests of the 2 s before each 429 and kill, ms from the first request. */
+  around429: string[];
 }
 
 /** Healthy executions queued up front in scenario 15, each taking 2 s. */
@@ -324,7 +326,17 @@ export function killRestartLoop(
     h.addHealthySpan({ ids, until: Date.now() });
     const responsive = await h.supervisor.responsive();
     await h.stop(responsive);
-    const arrivals = h.rig.emulator.requests().map((r) => r.at);
+    const requests = h.rig.emulator.requests();
+    const arrivals = requests.map((r) => r.at);
+    const t0 = arrivals[0] ?? 0;
+    const around429 = requests
+      .filter((r) => r.status === 429)
+      .map((hit) =>
+        requests
+          .filter((r) => r.at > hit.at - 2_000 && r.at <= hit.at)
+          .map((r) => `${r.at - t0} ${r.operation} ${r.status}`)
+          .join('; '),
+      );
     return {
       // A claim may wait for a slot (one handler's run) and for the per-second window.
       ...h.result({ responsive, normalPickupMs: KILL_LOOP_WORK_MS + 1_000 }),
@@ -333,6 +345,7 @@ export function killRestartLoop(
       killsUnguarded,
       maxPerSecond: maxInWindow(arrivals, 1_000),
       maxPerMinute: maxInWindow(arrivals, 60_000),
+      around429,
     };
   });
 }
