@@ -212,6 +212,7 @@ export class Worker {
       failUnreadable: (task, executionId, problem) =>
         this.#pipeline!.failUnreadable(task, executionId, problem),
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
+      onPollAnswerLost: (task) => this.metrics.pollAnswersLost.inc({ task: task.key }),
     });
     this.#state = 'running';
     const refreshesPerMonth = (30 * 86_400_000) / config.scheduler.taskRefreshMs;
