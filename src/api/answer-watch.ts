@@ -90,7 +90,12 @@ export class AnswerWatch {
    * A timer whose `verdict`, asked after a turn for I/O (told whether any step came during it), names the limit
    * that passed, or undefined if none did.
    */
-  #arm(ms: number, verdict: (movedDuringTurn: boolean) => TimeoutPhase | undefined): NodeJS.Timeout {
+  #arm(
+    ms: number,
+    verdict: (movedDuringTurn: boolean) => TimeoutPhase | undefined,
+  ): NodeJS.Timeout | undefined {
+    // undici may still report a step of a request that was already cut: nothing is left to watch.
+    if (this.#stopped) return undefined;
     const timer = setTimeout(() => {
       const stepsWhenDue = this.#steps;
       const check = setImmediate(() => {
