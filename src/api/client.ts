@@ -73,7 +73,10 @@ export interface ServiceClientOptions {
   headersTimeoutMs?: number;
   /** Longest idle time between body chunks, ms. Default 15_000. */
   bodyTimeoutMs?: number;
-  /** Overall deadline of one request, gate wait excluded, ms. Default 30_000. */
+  /**
+   * Deadline from sending a request (gate wait excluded, connecting included) to the answer's headers, ms. The
+   * body then runs as long as chunks keep coming within `bodyTimeoutMs`. Default 30_000.
+   */
   requestTimeoutMs?: number;
   /**
    * Most parallel connections. Default: no limit. A request the budget let through must leave at once: one

@@ -67,17 +67,43 @@ function hintFor(d: ServiceErrorDetails): string {
   return '';
 }
 
-/** Which timeout fired: connecting, waiting for headers, idle between body chunks, or the overall deadline. */
+/**
+ * Which limit passed: connecting, waiting for the headers once the request was written, silence between body
+ * chunks, or the deadline from sending to the headers.
+ */
 export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request';
+
+/** How far a failed request got, as far as this client can tell. */
+export interface RequestReach {
+  /** The request was fully written to the connection: the service may have received it and acted on it. */
+  sent: boolean;
+  /** The answer's status, when its headers arrived before the failure cut the body short. */
+  answerStatus?: number | undefined;
+}
 
 /** No answer: connection refused or reset, socket closed before the answer, DNS failure. */
 export class NetworkError extends ServiceClientError {
   override name = 'NetworkError';
   readonly operation: Operation;
+  /** The request was fully written before the failure: the service may have acted on it. */
+  readonly sent: boolean;
+  /** The answer's status when its headers came before the failure; undefined when none came. */
+  readonly answerStatus: number | undefined;
 
-  constructor(operation: Operation, message: string, cause: unknown) {
+  constructor(operation: Operation, message: string, cause: unknown, reach: RequestReach) {
     super(message, { cause });
     this.operation = operation;
+    this.sent = reach.sent;
+    this.answerStatus = reach.answerStatus;
+  }
+
+  /**
+   * Whether the service may have carried the request out although its answer was lost: it was sent, and no
+   * error status came back to say otherwise. For a poll, an execution may have been claimed for this client.
+   */
+  get mayHaveBeenApplied(): boolean {
+    if (!this.sent) return false;
+    return this.answerStatus === undefined || (this.answerStatus >= 200 && this.answerStatus <= 299);
   }
 }
 
@@ -86,8 +112,14 @@ export class TimeoutError extends NetworkError {
   override name = 'TimeoutError';
   readonly phase: TimeoutPhase;
 
-  constructor(operation: Operation, phase: TimeoutPhase, message: string, cause: unknown) {
-    super(operation, message, cause);
+  constructor(
+    operation: Operation,
+    phase: TimeoutPhase,
+    message: string,
+    cause: unknown,
+    reach: RequestReach,
+  ) {
+    super(operation, message, cause, reach);
     this.phase = phase;
   }
 }

@@ -16,7 +16,7 @@ export {
   ServiceError,
   TimeoutError,
 } from './errors.ts';
-export type { ServiceErrorDetails, TimeoutPhase } from './errors.ts';
+export type { RequestReach, ServiceErrorDetails, TimeoutPhase } from './errors.ts';
 export type { PathStyle } from './paths.ts';
 export { OPERATIONS } from './types.ts';
 export type {

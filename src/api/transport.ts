@@ -1,9 +1,12 @@
 // The HTTP edge of the client: one undici Pool with keep-alive and every timeout set, one request in, one
-// fully-read Answer out, or a NetworkError/TimeoutError. It never retries: that is the scheduler's decision.
+// fully-read Answer out, or a NetworkError/TimeoutError saying how far the request got. It never retries:
+// that is the scheduler's decision.
 import { Pool } from 'undici';
 import type { FormData } from 'undici';
+import { AnswerReader } from './answer-reader.ts';
+import { LimitExpired } from './answer-watch.ts';
 import { NetworkError, TimeoutError } from './errors.ts';
-import type { TimeoutPhase } from './errors.ts';
+import type { RequestReach, TimeoutPhase } from './errors.ts';
 import type { Answer } from './response.ts';
 import type { Operation } from './types.ts';
 
@@ -37,8 +40,9 @@ export class Transport {
     this.#pool = new Pool(options.origin, {
       connections: options.connections,
       connectTimeout: options.connectTimeoutMs,
-      headersTimeout: options.headersTimeoutMs,
-      bodyTimeout: options.bodyTimeoutMs,
+      // Ours instead (AnswerWatch): undici's act on a timer tick even when the answer is waiting in the socket.
+      headersTimeout: 0,
+      bodyTimeout: 0,
       // Idle sockets are reused for 4 s, or as the server's Keep-Alive hint says: staying under common server
       // idle limits (node's 5 s) avoids sending a PATCH on a socket the server is closing.
       keepAliveTimeout: 4_000,
@@ -51,22 +55,27 @@ export class Transport {
    */
   async send(operation: Operation, request: OutgoingRequest, signal?: AbortSignal): Promise<Answer> {
     signal?.throwIfAborted();
-    const deadline = AbortSignal.timeout(this.#options.requestTimeoutMs);
-    const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
+    const reader = new AnswerReader(this.#options);
+    const onAbort = () => reader.abort(signal?.reason as Error);
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const response = await this.#pool.request({
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        body: request.body ?? null,
-        signal: combined,
-      });
-      const text = await response.body.text();
-      return { status: response.statusCode, headers: response.headers, text };
+      this.#pool.dispatch(
+        {
+          method: request.method,
+          path: request.path,
+          headers: request.headers,
+          body: request.body ?? null,
+        },
+        reader,
+      );
+      return await reader.answer;
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason;
-      if (deadline.aborted) throw this.#timeout(operation, 'request', error);
-      throw this.#networkError(operation, error);
+      const reach: RequestReach = { sent: reader.exchange !== 'sending', answerStatus: reader.status };
+      if (error instanceof LimitExpired) throw this.#timeout(operation, error.phase, error, reach);
+      throw this.#networkError(operation, error, reach);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -74,24 +83,29 @@ export class Transport {
     if (!this.#pool.closed) await this.#pool.close();
   }
 
-  #networkError(operation: Operation, error: unknown): NetworkError {
+  #networkError(operation: Operation, error: unknown, reach: RequestReach): NetworkError {
     const code = errorCode(error);
-    if (code === 'UND_ERR_CONNECT_TIMEOUT') return this.#timeout(operation, 'connect', error);
-    if (code === 'UND_ERR_HEADERS_TIMEOUT') return this.#timeout(operation, 'headers', error);
-    if (code === 'UND_ERR_BODY_TIMEOUT') return this.#timeout(operation, 'body', error);
-    if (code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED') {
-      return new NetworkError(operation, `${operation} was not sent: the service client is closed`, error);
+    if (code === 'UND_ERR_CONNECT_TIMEOUT') return this.#timeout(operation, 'connect', error, reach);
+    if ((code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED') && !reach.sent) {
+      return new NetworkError(
+        operation,
+        `${operation} was not sent: the service client is closed`,
+        error,
+        reach,
+      );
     }
     const detail = this.#redact(error instanceof Error ? error.message : String(error));
     return new NetworkError(
       operation,
-      `${operation} got no answer from ${this.#options.origin} (${code ?? 'error'}: ${detail}); ` +
-        `the request may or may not have been applied. Check the network and baseUrl, then retry`,
+      `${operation} ${lostWhat(reach, this.#options.origin)} (${code ?? 'error'}: ${detail}); ` +
+        `${reach.sent ? 'the request may or may not have been applied' : 'the request was not sent'}. ` +
+        `Check the network and baseUrl, then retry`,
       error,
+      reach,
     );
   }
 
-  #timeout(operation: Operation, phase: TimeoutPhase, error: unknown): TimeoutError {
+  #timeout(operation: Operation, phase: TimeoutPhase, error: unknown, reach: RequestReach): TimeoutError {
     const { what, ms, setting } = describePhase(phase, this.#options);
     return new TimeoutError(
       operation,
@@ -99,8 +113,15 @@ export class Transport {
       `${operation} timed out ${what} from ${this.#options.origin} after ${ms} ms (${setting}); ` +
         `the service is slow or unreachable: retry later or raise ${setting}`,
       error,
+      reach,
     );
   }
+}
+
+function lostWhat(reach: RequestReach, origin: string): string {
+  if (reach.answerStatus !== undefined)
+    return `lost the rest of its ${reach.answerStatus} answer from ${origin}`;
+  return reach.sent ? `got no answer from ${origin}` : `could not reach ${origin}`;
 }
 
 function describePhase(
@@ -120,7 +141,7 @@ function describePhase(
       return { what: 'waiting for the response body', ms: options.bodyTimeoutMs, setting: 'bodyTimeoutMs' };
     case 'request':
       return {
-        what: 'waiting for the whole answer',
+        what: 'waiting for an answer',
         ms: options.requestTimeoutMs,
         setting: 'requestTimeoutMs',
       };

@@ -139,7 +139,9 @@ export const schema = {
       env: 'DF_API_REQUEST_TIMEOUT_MS',
       default: 30_000,
       min: 1,
-      doc: 'Time allowed for a whole request, from sending to the end of the response, in milliseconds.',
+      doc:
+        'Time allowed from sending a request (connecting included) to the response headers, in milliseconds. The body ' +
+        'then has no deadline, only DF_API_BODY_TIMEOUT_MS between chunks, so an answer on its way is not cut short.',
     }),
   },
   handlers: {

@@ -212,6 +212,7 @@ export class Worker {
       failUnreadable: (task, executionId, problem) =>
         this.#pipeline!.failUnreadable(task, executionId, problem),
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
+      onPollAnswerLost: (task) => this.metrics.pollAnswersLost.inc({ task: task.key }),
     });
     // The replay takes slots beside polling, never ahead of all of it: a poison execution left by a crash
     // must not keep other tasks from being polled.

@@ -2,7 +2,7 @@
 // is free (so nothing is claimed that cannot start at once), and hands each claimed execution off.
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
-import { ResponseValidationError } from '../api/errors.ts';
+import { NetworkError, ResponseValidationError } from '../api/errors.ts';
 import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
@@ -35,6 +35,11 @@ export interface SchedulerOptions {
    */
   failUnreadable?: (task: PolledTask, executionId: string, problem: string) => Promise<void>;
   onPoll?: (task: PolledTask, result: PollResult, durationMs: number) => void;
+  /**
+   * A poll was sent but its answer was lost (connection closed, a timeout, a 2xx body cut short): the service
+   * may have claimed an execution for this worker that no one will run or report. Called after it is logged.
+   */
+  onPollAnswerLost?: (task: PolledTask) => void;
   onAuthorizationChange?: (authorized: boolean) => void;
 }
 
@@ -153,6 +158,9 @@ export class Scheduler {
           );
         }
         planner.onError(task.taskId, now);
+      } else if (error instanceof NetworkError && error.mayHaveBeenApplied) {
+        this.#pollAnswerLost(task, started, now, error);
+        planner.onError(task.taskId, now);
       } else if (action.kind === 'rate-limited') {
         // The task stays due: its next poll waits in the budget gate, which paused every request.
       } else if (action.kind === 'unauthorized') {
@@ -175,6 +183,24 @@ export class Scheduler {
     this.#o.onPoll?.(task, 'hit', now - started);
     planner.onHit(task.taskId, now);
     this.#track(this.#o.dispatch(task, execution));
+  }
+
+  #pollAnswerLost(task: PolledTask, started: number, now: number, error: NetworkError): void {
+    // Nothing else will name this execution: this worker never learnt its id, and the service API documents no
+    // way back from claimed to pending. An operator can find it on the service by task and time.
+    this.#o.logger.error(
+      {
+        taskKey: task.key,
+        taskId: task.taskId,
+        polledAt: new Date(started).toISOString(),
+        lostAt: new Date(now).toISOString(),
+        answerStatus: error.answerStatus,
+        err: error,
+      },
+      'poll answer lost after the poll was sent: the service may hold an execution of this task claimed by ' +
+        'this worker between polledAt and lostAt that no one will run or report; look for it on the service',
+    );
+    this.#o.onPollAnswerLost?.(task);
   }
 
   /** Counts work against the concurrency and drained() until it ends. */

@@ -3,8 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-
-const TICK_MS = 100;
+import { EventLoopLagMonitor } from './event-loop-lag.ts';
 
 export interface ProbeSource {
   readiness(): { ready: boolean; checks: Record<string, { ok: boolean; reason?: string }> };
@@ -21,6 +20,11 @@ export interface HttpServerOptions {
   wakeToken?: string;
   /** /healthz fails when the event loop was blocked longer than this, in ms. Default 10 s. */
   maxEventLoopDelayMs?: number;
+  /**
+   * After such a stall, /healthz fails every probe until the loop has run this long without another, in ms.
+   * Default: maxEventLoopDelayMs.
+   */
+  eventLoopRecoveryMs?: number;
   logger: Logger;
 }
 
@@ -28,21 +32,17 @@ export class WorkerHttpServer {
   readonly #source: ProbeSource;
   readonly #o: HttpServerOptions;
   readonly #server: Server;
-  #lastTick = Date.now();
-  /** Longest lateness of the ticker since the last /healthz: how long the event loop was blocked. */
-  #maxLagMs = 0;
-  readonly #ticker: NodeJS.Timeout;
+  readonly #loop: EventLoopLagMonitor;
+  readonly #lagLimitMs: number;
 
   constructor(source: ProbeSource, options: HttpServerOptions) {
     this.#source = source;
     this.#o = options;
-    // A timer cannot fire while a handler blocks the loop: its lateness is the stall.
-    this.#ticker = setInterval(() => {
-      const now = Date.now();
-      this.#maxLagMs = Math.max(this.#maxLagMs, now - this.#lastTick - TICK_MS);
-      this.#lastTick = now;
-    }, TICK_MS);
-    this.#ticker.unref();
+    this.#lagLimitMs = options.maxEventLoopDelayMs ?? 10_000;
+    this.#loop = new EventLoopLagMonitor({
+      limitMs: this.#lagLimitMs,
+      recoveryMs: options.eventLoopRecoveryMs ?? this.#lagLimitMs,
+    });
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         options.logger.error({ err: error as Error }, 'health server request failed');
@@ -67,7 +67,7 @@ export class WorkerHttpServer {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#ticker);
+    this.#loop.stop();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
@@ -100,19 +100,19 @@ export class WorkerHttpServer {
   }
 
   #healthz(res: ServerResponse): void {
-    // The request itself may be the first thing to run after a stall, before the ticker caught up.
-    const lagMs = Math.max(this.#maxLagMs, Date.now() - this.#lastTick - TICK_MS);
-    this.#maxLagMs = 0;
-    const limit = this.#o.maxEventLoopDelayMs ?? 10_000;
-    if (lagMs > limit) {
+    const loop = this.#loop.health();
+    const lagMs = Math.round(loop.lagMs);
+    if (loop.stalled) {
       send(res, 503, {
         status: 'unhealthy',
-        reason: `event loop blocked for ${Math.round(lagMs)} ms`,
-        limitMs: limit,
+        reason: `event loop blocked for ${lagMs} ms`,
+        eventLoopLagMs: lagMs,
+        limitMs: this.#lagLimitMs,
+        healthyAfterMs: Math.ceil(loop.recoveryLeftMs),
       });
       return;
     }
-    send(res, 200, { status: 'ok', eventLoopLagMs: Math.max(0, Math.round(lagMs)) });
+    send(res, 200, { status: 'ok', eventLoopLagMs: lagMs });
   }
 
   #tokenMatches(header: string | undefined): boolean {

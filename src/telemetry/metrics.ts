@@ -12,6 +12,7 @@ export class WorkerMetrics {
   readonly rateLimited: Counter<'operation'>;
   readonly requestDuration: Histogram<'operation'>;
   readonly polls: Counter<'task' | 'result'>;
+  readonly pollAnswersLost: Counter<'task'>;
   readonly pickupLatency: Histogram<'task'>;
   readonly handlerDuration: Histogram<'task' | 'outcome'>;
   readonly attempts: Histogram<'task'>;
@@ -70,6 +71,14 @@ export class WorkerMetrics {
       name: 'dfworker_polls_total',
       help: 'Polls by task and result: hit (an execution was claimed), empty, error.',
       labelNames: ['task', 'result'],
+      registers,
+    });
+    this.pollAnswersLost = new Counter({
+      name: 'dfworker_poll_answers_lost_total',
+      help:
+        'Polls sent whose answer was lost (connection closed, timeout, a 2xx body cut short): the service may ' +
+        'hold an execution claimed by this worker that no one will run or report. Each is logged as an error.',
+      labelNames: ['task'],
       registers,
     });
     this.pickupLatency = new Histogram({

@@ -1,5 +1,5 @@
 // The worker's HTTP endpoints over loopback: probes, metrics, and the three modes of POST /wake.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
 import { Worker } from '../../src/daemon/worker.ts';
@@ -45,6 +45,14 @@ async function start(probe: ProbeSource, options: Partial<HttpServerOptions> = {
   return server.listen();
 }
 
+/** Holds the event loop as a handler stuck in synchronous code does. */
+function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // Busy: no timer and no request runs meanwhile.
+  }
+}
+
 describe('worker HTTP server', () => {
   it('answers /readyz 503 with the reason of each failed check', async () => {
     const url = await start(source(false).probe);
@@ -73,6 +81,30 @@ describe('worker HTTP server', () => {
     const res = await fetch(`${url}/healthz`);
     expect(res.status).toBe(503);
     expect(((await res.json()) as { reason: string }).reason).toMatch(/event loop blocked/);
+  });
+
+  it('fails /healthz for every probe after a stall, until the loop has run the recovery time without one', async () => {
+    const url = await start(source().probe, { maxEventLoopDelayMs: 150, eventLoopRecoveryMs: 1_000 });
+    blockEventLoop(400);
+    const resumedAt = performance.now();
+    // Several probers (kubelet, a Docker HEALTHCHECK, an operator's curl) one after another: all see it.
+    const probes: Response[] = [];
+    for (let probe = 0; probe < 3; probe++) probes.push(await fetch(`${url}/healthz`));
+    expect(probes.map((res) => res.status)).toEqual([503, 503, 503]);
+    for (const res of probes) {
+      const body = (await res.json()) as { reason: string; eventLoopLagMs: number; limitMs: number };
+      expect(body.reason).toMatch(/^event loop blocked for \d+ ms$/);
+      expect(body.eventLoopLagMs).toBeGreaterThanOrEqual(250);
+      expect(body.limitMs).toBe(150);
+    }
+    await vi.waitFor(
+      async () => {
+        expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
+    expect(performance.now() - resumedAt).toBeGreaterThanOrEqual(1_000);
+    for (let probe = 0; probe < 2; probe++) expect((await fetch(`${url}/healthz`)).status).toBe(200);
   });
 
   it('keeps POST /wake off by default', async () => {
