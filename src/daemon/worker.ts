@@ -410,6 +410,8 @@ export class Worker {
     const tasks = this.#registry!.tasks.map((r) => ({ id: r.task.id, key: r.task.key }));
     this.#planner!.setTasks(tasks, this.#clock.now());
     this.metrics.tasksServed.set(tasks.length);
+    // Present at 0 for each task served, so increase() in an alert sees the first lost answer too.
+    for (const task of tasks) this.metrics.pollAnswersLost.inc({ task: task.key }, 0);
     if (tasks.length > 0 && this.#planner!.paceExceedsMaxInterval(this.#clock.now())) {
       this.#logger.warn(
         {

@@ -353,13 +353,15 @@ describe('PrometheusRule', () => {
     expect(names.filter((name) => !knownMetrics.has(name))).toEqual([]);
   });
 
-  it('alerts on a nearly spent month, 429s, dead letters, a lasting not-ready and a growing journal', () => {
+  it('alerts on a nearly spent month, 429s, dead letters, a lasting not-ready, a growing journal, a lost poll answer and dying handler workers', () => {
     for (const alert of [
       'DfWorkerBudgetNearlySpent',
       'DfWorkerRateLimited',
       'DfWorkerDeadLetters',
       'DfWorkerNotReady',
       'DfWorkerJournalPendingGrowing',
+      'DfWorkerPollAnswerLost',
+      'DfWorkerHandlerWorkersDying',
     ]) {
       expect(rules).toContain(`- alert: ${alert}\n`);
     }
