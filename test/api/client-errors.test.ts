@@ -9,26 +9,13 @@ import {
   ServiceError,
   TimeoutError,
 } from '../../src/api/errors.ts';
-import { KEY, useEmulatorAndClients } from './emulator-fixture.ts';
+import { failure, KEY, useEmulatorAndClients } from './emulator-fixture.ts';
 import type { FaultRule } from '../../src/emulator/index.ts';
 
 const fx = useEmulatorAndClients({ maxUploadBytes: 1024 });
 const emu = () => fx.emu;
 
 const client = (options: Partial<ServiceClientOptions> = {}) => fx.client(options);
-
-/** The rejection of `promise`, checked to be an instance of `type`. */
-async function failure<T extends Error>(
-  promise: Promise<unknown>,
-  type: abstract new (...args: never[]) => T,
-): Promise<T> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(type);
-  return error as T;
-}
 
 function forcePoll(status: number, body: string, contentType = 'application/json'): void {
   emu().setFaults([{ operation: 'tasks.poll', kind: 'status', status, body, contentType, count: 1 }]);

@@ -1,6 +1,6 @@
 // One emulator per test file (limits off: the limiter has its own tests) and the clients a test creates,
 // closed after each test. Register it at the top of a file: `const fx = useEmulatorAndClients();`.
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { ServiceClient, type ServiceClientOptions } from '../../src/api/client.ts';
 import { Emulator, type EmulatorOptions } from '../../src/emulator/index.ts';
 
@@ -41,4 +41,17 @@ export function useEmulatorAndClients(options: EmulatorOptions = {}): ClientFixt
       return created;
     },
   };
+}
+
+/** The rejection of `promise`, checked to be an instance of `type`. */
+export async function failure<T extends Error>(
+  promise: Promise<unknown>,
+  type: abstract new (...args: never[]) => T,
+): Promise<T> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(type);
+  return error as T;
 }

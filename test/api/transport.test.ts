@@ -6,6 +6,7 @@ import { setImmediate as nextLoopTurn, setTimeout as delay } from 'node:timers/p
 import { ServiceClient, type ServiceClientOptions } from '../../src/api/client.ts';
 import { NetworkError, TimeoutError } from '../../src/api/errors.ts';
 import { AnswerServer, blockEventLoop, type AnswerScript } from './answer-server.ts';
+import { failure } from './emulator-fixture.ts';
 
 const EXECUTION = {
   object: 'task_execution',
@@ -31,19 +32,6 @@ async function serve(script: Partial<AnswerScript>): Promise<{ server: AnswerSer
   });
   opened.push(server);
   return { server, url: await server.listen() };
-}
-
-/** The rejection of `promise`, checked to be an instance of `type`. */
-async function failure<T extends Error>(
-  promise: Promise<unknown>,
-  type: abstract new (...args: never[]) => T,
-): Promise<T> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(type);
-  return error as T;
 }
 
 function client(url: string, options: Partial<ServiceClientOptions>): ServiceClient {
