@@ -202,6 +202,8 @@ export class HandlerPool implements AttemptHost {
       this.#o.observer?.workerGone?.(reason);
     }
     await worker.channel.terminate();
+    // An attempt still on it (close() while it ran) ends `stopped`: its exit is not reported as a crash.
+    worker.current?.finish({ kind: 'stopped' });
   }
 
   #forget(worker: PoolWorker): void {

@@ -198,3 +198,16 @@ describe('HandlerPool.close in a process with nothing else to do', () => {
     },
   );
 });
+
+describe('HandlerPool.close while an attempt runs', () => {
+  it('ends the attempt stopped once its worker is gone, instead of leaving it pending', async () => {
+    rig = await poolRig('thread');
+    const running = rig.run({ mode: 'spin' }, { timeoutMs: 60_000 });
+    for (let i = 0; i < 100 && rig.pool.workers.busy === 0; i++) await sleep(10);
+    await rig.pool.close();
+    const outcome = await running;
+    expect(outcome.status).toBe('FAILED');
+    expect(rig.pool.workers.total).toBe(0);
+    expect(rig.gone).toEqual(['terminated']);
+  });
+});
