@@ -1,7 +1,10 @@
 // Cleans secret values (the API key, the wake token) out of what a handler returned, threw or logged, before
 // the daemon logs or reports it: handler code can read them in ways no environment scrubbing stops.
 
-export const REDACTED_SECRET = '[redacted]';
+import { REDACTED } from '../telemetry/logger.ts';
+
+/** What a secret is replaced with: the same marker the logger's path redaction writes. */
+export const REDACTED_SECRET = REDACTED;
 
 export type Redact = (text: string) => string;
 
