@@ -330,8 +330,18 @@ export function killRestartLoop(
         const journaled = new Set((await h.rig.journalRecords()).map((r) => r.executionId));
         return running.every((id) => journaled.has(id));
       }, 15_000);
-      if (!guarded) killsUnguarded++;
+      // A slot may free up between that check and the kill, and its next poll's answer be lost to the kill
+      // (scenario 1: no client can avoid that). So the service holds its claims for the kill (polls answered
+      // 404, as when nothing is pending) once every claim it handed out is journaled; the kill then never
+      // lands on a poll answer in flight, which is what this row assumes.
+      h.rig.emulator.setFaults([{ operation: 'tasks.poll', kind: 'status', status: 404 }]);
+      const settled = await h.rig.waitUntil(async () => {
+        const journaled = new Set((await h.rig.journalRecords()).map((r) => r.executionId));
+        return h.claimedUnreported().every((id) => journaled.has(id));
+      }, 5_000);
+      if (!guarded || !settled) killsUnguarded++;
       await h.supervisor.killAndRestart();
+      h.rig.emulator.clearFaults();
       lastKillAt = Date.now();
     }
     await h.rig.waitUntil(() => ids.every((id) => h.reported(id)), 90_000);
