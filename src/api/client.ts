@@ -90,6 +90,17 @@ export interface ServiceClientOptions {
   onResponse?: (event: ResponseEvent) => void;
   /** Default `df-worker/<package version>`. */
   userAgent?: string;
+  /**
+   * Carries the requests instead of HTTP (the timeouts and `connections` above then do not apply): the
+   * month replay answers them in process, in virtual time. Default: undici over HTTP.
+   */
+  transport?: ServiceTransport;
+}
+
+/** What carries a request to the service and brings its answer back. */
+export interface ServiceTransport {
+  send(operation: Operation, request: OutgoingRequest, signal?: AbortSignal): Promise<Answer>;
+  close(): Promise<void>;
 }
 
 /** What a client reports for a claimed execution (part 4.2: only status and output are updatable). */
@@ -116,7 +127,7 @@ export class ServiceClient {
   readonly #pathStyle: PathStyle;
   readonly #baseUrl: string;
   readonly #paths: ServicePaths;
-  readonly #transport: Transport;
+  readonly #transport: ServiceTransport;
   readonly #gate: RequestGate | undefined;
   readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
   readonly #userAgent: string;
@@ -135,18 +146,20 @@ export class ServiceClient {
     this.#gate = options.gate;
     this.#onResponse = options.onResponse;
     this.#userAgent = options.userAgent ?? `df-worker/${packageVersion()}`;
-    this.#transport = new Transport(
-      {
-        origin: url.origin,
-        connectTimeoutMs: positive(options.connectTimeoutMs, 5_000, 'connectTimeoutMs'),
-        headersTimeoutMs: positive(options.headersTimeoutMs, 15_000, 'headersTimeoutMs'),
-        bodyTimeoutMs: positive(options.bodyTimeoutMs, 15_000, 'bodyTimeoutMs'),
-        requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
-        connections:
-          options.connections === undefined ? null : positive(options.connections, 0, 'connections'),
-      },
-      (text) => this.#redact(text),
-    );
+    this.#transport =
+      options.transport ??
+      new Transport(
+        {
+          origin: url.origin,
+          connectTimeoutMs: positive(options.connectTimeoutMs, 5_000, 'connectTimeoutMs'),
+          headersTimeoutMs: positive(options.headersTimeoutMs, 15_000, 'headersTimeoutMs'),
+          bodyTimeoutMs: positive(options.bodyTimeoutMs, 15_000, 'bodyTimeoutMs'),
+          requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
+          connections:
+            options.connections === undefined ? null : positive(options.connections, 0, 'connections'),
+        },
+        (text) => this.#redact(text),
+      );
   }
 
   /** Every task, following pages until `totalElements` are collected or a page comes back empty. */

@@ -73,6 +73,23 @@ export class ManualClock implements Clock {
     await flushMicrotasks();
   }
 
+  /**
+   * Moves time to the earliest sleeper's instant and wakes every sleeper due then, without waiting for their
+   * continuations: the caller lets them run (the month replay, which steps through a month this way). False
+   * when nobody sleeps.
+   */
+  wakeNext(): boolean {
+    const next = this.nextWakeAt;
+    if (next === undefined) return false;
+    this.#now = Math.max(this.#now, next);
+    const due = this.#sleepers
+      .filter((s) => s.wakeAt <= this.#now)
+      .sort((a, b) => a.wakeAt - b.wakeAt || a.seq - b.seq);
+    this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#now);
+    for (const s of due) s.resolve();
+    return true;
+  }
+
   set(ms: number): void {
     this.#now = ms;
   }

@@ -17,7 +17,7 @@ import { answerService } from './service.ts';
 import { Store } from './store.ts';
 import type { EmulatedExecution, EmulatorOptions, FaultRule, RequestRecord } from './types.ts';
 import { errorAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
-import type { Answer } from './wire.ts';
+import type { Answer, RequestBody } from './wire.ts';
 
 const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 const ERROR_CODES: Record<number, string> = {
@@ -151,10 +151,53 @@ export class Emulator {
   }
 
   async #serveService(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
+    const call: ServiceCall = {
+      method: request.method ?? 'GET',
+      url,
+      headers: request.headers,
+      body: () => readBody(request, this.#maxUploadBytes),
+    };
+    await this.#service(call, (answer) => {
+      if (answer && writeAnswer(response, answer)) return true;
+      request.socket.destroy();
+      return false;
+    });
+  }
+
+  /**
+   * Answers a service request without a socket, exactly as over HTTP (key, limits, faults, the request log):
+   * for the month replay, which runs the daemon in virtual time. Undefined: the connection was dropped.
+   */
+  async answer(request: {
+    method: string;
+    /** Path with its query string. */
+    path: string;
+    headers: Record<string, string>;
+    body?: string;
+  }): Promise<Answer | undefined> {
+    const bytes = Buffer.from(request.body ?? '', 'utf8');
+    const tooLarge = bytes.length > this.#maxUploadBytes;
+    const call: ServiceCall = {
+      method: request.method,
+      url: new URL(`http://emulator.invalid${request.path.startsWith('/') ? '' : '/'}${request.path}`),
+      headers: request.headers,
+      body: () =>
+        Promise.resolve({ bytes: tooLarge ? Buffer.alloc(0) : bytes, size: bytes.length, tooLarge }),
+    };
+    let delivered: Answer | undefined;
+    await this.#service(call, (answer) => {
+      delivered = answer;
+      return answer !== undefined;
+    });
+    return delivered;
+  }
+
+  /** Runs one service request; `deliver` sends the answer (undefined: drop the connection), false if it could not. */
+  async #service(call: ServiceCall, deliver: (answer: Answer | undefined) => boolean): Promise<void> {
     const startedAt = performance.now();
-    const method = request.method ?? 'GET';
+    const { method, url } = call;
     const route = matchRoute(method, url.pathname);
-    const apiKey = apiKeyOf(request, url);
+    const apiKey = apiKeyOf(call.headers, url);
     const record: RequestRecord = {
       at: this.#clock.now(),
       method,
@@ -166,8 +209,7 @@ export class Emulator {
     };
     this.#requests.push(record);
     const finish = (answer: Answer | undefined) => {
-      if (answer && writeAnswer(response, answer)) record.status = answer.status;
-      else request.socket.destroy();
+      if (deliver(answer)) record.status = answer!.status;
       if (record.status === 429) record.rateLimited = true;
       record.latencyMs = performance.now() - startedAt;
     };
@@ -189,7 +231,7 @@ export class Emulator {
     if (refused) return finish(refused);
     if (fault?.kind === 'latency' && !(await this.#delay(fault.ms))) return finish(undefined);
 
-    const answer = await this.#answerService(request, url, route, record);
+    const answer = await this.#answerService(call, route, record);
     finish(fault?.kind === 'dropAfterApply' ? undefined : answer);
   }
 
@@ -213,13 +255,13 @@ export class Emulator {
   }
 
   async #answerService(
-    request: IncomingMessage,
-    url: URL,
+    call: ServiceCall,
     route: RouteMatch | undefined,
     record: RequestRecord,
   ): Promise<Answer> {
     const nowMs = this.#clock.now();
-    const body = await readBody(request, this.#maxUploadBytes);
+    const { url } = call;
+    const body = await call.body();
     if (body.tooLarge) {
       return messageAnswer(
         413,
@@ -238,7 +280,7 @@ export class Emulator {
       operation: route.operation,
       id: route.id,
       query: url.searchParams,
-      contentType: request.headers['content-type'],
+      contentType: headerOf(call.headers, 'content-type'),
       body: body.bytes,
       nowMs,
     });
@@ -285,11 +327,25 @@ export class Emulator {
   }
 }
 
+/** A service request, from a socket or in process. */
+interface ServiceCall {
+  method: string;
+  url: URL;
+  /** Lower-case names, as node:http gives them. */
+  headers: Record<string, string | string[] | undefined>;
+  body: () => Promise<RequestBody>;
+}
+
+function headerOf(headers: ServiceCall['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
 /** The key from X-Api-Key, then `Authorization: Bearer`, then the api_key query parameter. */
-function apiKeyOf(request: IncomingMessage, url: URL): string | undefined {
-  const header = request.headers['x-api-key'];
-  if (typeof header === 'string' && header !== '') return header;
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+function apiKeyOf(headers: ServiceCall['headers'], url: URL): string | undefined {
+  const header = headerOf(headers, 'x-api-key');
+  if (header !== undefined && header !== '') return header;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headerOf(headers, 'authorization') ?? '');
   if (bearer) return bearer[1];
   return url.searchParams.get('api_key') ?? undefined;
 }

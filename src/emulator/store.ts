@@ -30,6 +30,11 @@ export class Store {
   #tasks = new Map<string, Task>();
   #executions = new Map<string, EmulatedExecution>();
   #files = new Map<string, EmulatedFile>();
+  /**
+   * Each task's executions not yet handed out, oldest first, from `head` on: a poll takes the first still
+   * pending in O(1) (a month replay polls 40,000 times over 20,000 executions).
+   */
+  #unclaimed = new Map<string, { queue: EmulatedExecution[]; head: number }>();
   #sequence = { task: 0, execution: 0, file: 0 };
 
   constructor(clock: Clock) {
@@ -91,18 +96,36 @@ export class Store {
       reports: [],
     };
     this.#executions.set(execution.id, execution);
+    let unclaimed = this.#unclaimed.get(task.id);
+    if (!unclaimed) this.#unclaimed.set(task.id, (unclaimed = { queue: [], head: 0 }));
+    unclaimed.queue.push(execution);
     return execution;
   }
 
   /** Hands out the oldest pending execution of the task, once; undefined when none is pending. */
   claimNext(taskId: string): EmulatedExecution | undefined {
-    for (const execution of this.#executions.values()) {
-      if (execution.taskId === taskId && execution.status === 'IN_PROGRESS' && !execution.claimedAt) {
+    const unclaimed = this.#unclaimed.get(taskId);
+    if (!unclaimed) return undefined;
+    const { queue } = unclaimed;
+    // Executions reported before any poll handed them out (a report needs only the id) are skipped.
+    while (unclaimed.head < queue.length) {
+      const execution = queue[unclaimed.head++]!;
+      if (execution.status === 'IN_PROGRESS' && !execution.claimedAt) {
         execution.claimedAt = this.#isoNow();
+        this.#compact(unclaimed);
         return execution;
       }
     }
+    this.#compact(unclaimed);
     return undefined;
+  }
+
+  /** Lets go of handed-out executions at the queue's front once they are half of it. */
+  #compact(unclaimed: { queue: EmulatedExecution[]; head: number }): void {
+    if (unclaimed.head > 1024 && unclaimed.head * 2 > unclaimed.queue.length) {
+      unclaimed.queue = unclaimed.queue.slice(unclaimed.head);
+      unclaimed.head = 0;
+    }
   }
 
   getExecution(id: string): EmulatedExecution | undefined {
@@ -146,6 +169,7 @@ export class Store {
     this.#tasks.clear();
     this.#executions.clear();
     this.#files.clear();
+    this.#unclaimed.clear();
     this.#sequence = { task: 0, execution: 0, file: 0 };
   }
 
