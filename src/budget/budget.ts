@@ -23,8 +23,8 @@ export interface BudgetOptions {
   /** IANA zone whose month boundaries reset the monthly quota. Default 'UTC'. */
   timeZone?: string;
   /**
-   * Fraction (0..0.9) of the month that idle polling leaves untouched, and how far work may run ahead of
-   * an even spend over the month. Default 0.1.
+   * How far (0..0.9, a fraction of the month) polls may run ahead of an even spend of the month; the allowance
+   * shrinks with the month, so that even sustained overload spends the month to its end. Default 0.1.
    */
   reserveFraction?: number;
   /** Requests kept back in the month for reports of claimed executions: only reports may use them. */
@@ -52,6 +52,12 @@ export function classOf(operation: Operation): RequestClass {
 }
 
 const PRIORITY: Record<RequestClass, number> = { report: 0, control: 1, poll: 2 };
+
+/**
+ * The run-ahead allowance shrinks with the time left, down to this much of it: polls may still run a little
+ * ahead in the month's last hours, yet the pace reaches the whole month only in its last hour.
+ */
+const MIN_ALLOWANCE_SPAN_MS = 6 * 3_600_000;
 
 /**
  * Least time, in ms, that sends written ahead stay usable after their write began. The file holds the end of
@@ -279,34 +285,76 @@ export class Budget implements RequestGate {
     const allowance = cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
     const windowsAt = Math.max(this.#windows.nextFreeAt(nowMs), this.#pausedUntil, nowMs);
     if (allowance <= 0) return Math.max(windowsAt, this.#month.endMs);
+    // Polls keep to the month's pace: however much work waits, the month lasts to its end.
+    if (cls === 'poll') return Math.max(windowsAt, this.#paceReachesAt(this.#used + 1));
     return windowsAt;
   }
 
-  /**
-   * Interval between idle polls, summed over all tasks, that makes what idle polling may use of the month
-   * last until the month's end. Idle polling may spend (1 - reserve) of what is left beyond the report reserve
-   * and beyond `workAhead`, the requests work is expected to need until the month's end.
-   */
-  idlePaceMs(nowMs = this.#clock.now(), workAhead = 0): number {
-    this.#rollMonth(nowMs);
-    const spendable =
-      (this.limits.perMonth - this.#used - this.#reportReserve - workAhead) * (1 - this.#reserveFraction);
-    const timeLeftMs = this.#month.endMs - nowMs;
-    if (spendable < 1) return Math.max(1, timeLeftMs);
-    const minimumMs = Math.max(1_000 / this.limits.perSecond, 60_000 / this.limits.perMinute);
-    return Math.max(minimumMs, timeLeftMs / spendable);
+  /** Shortest interval between two requests the per-second and per-minute windows allow on average. */
+  get minimumIntervalMs(): number {
+    return Math.max(1_000 / this.limits.perSecond, 60_000 / this.limits.perMinute);
   }
 
   /**
-   * Work-driven polling (after a poll found work) may run ahead of an even spend of the month by at most
-   * the reserve fraction of the month; past that it falls back to the idle pace, so a backlog cannot
-   * empty the month's quota in a day.
+   * Interval between requests that spends what is left of the month (beyond the report reserve and
+   * `workAhead`, the requests work is expected to need) evenly until its end.
+   */
+  idlePaceMs(nowMs = this.#clock.now(), workAhead = 0): number {
+    this.#rollMonth(nowMs);
+    const spendable = this.limits.perMonth - this.#used - this.#reportReserve - workAhead;
+    const timeLeftMs = this.#month.endMs - nowMs;
+    if (spendable < 1) return Math.max(1, timeLeftMs);
+    return Math.max(this.minimumIntervalMs, timeLeftMs / spendable);
+  }
+
+  /**
+   * True when the month's usage has reached its pace: an even spend of the month so far plus the run-ahead
+   * allowance. A poll waits for the pace (see earliestSendAt); a re-poll after a hit is then not worth it.
    */
   aheadOfPace(nowMs = this.#clock.now()): boolean {
     this.#rollMonth(nowMs);
-    const elapsed = (nowMs - this.#month.startMs) / (this.#month.endMs - this.#month.startMs);
-    const evenSpend = this.limits.perMonth * elapsed;
-    return this.#used >= evenSpend + this.limits.perMonth * this.#reserveFraction;
+    return this.#used + 1 > this.#paceAt(nowMs);
+  }
+
+  /**
+   * Requests the month's pace allows by `nowMs`: an even spend of the month so far, plus an allowance of
+   * `reserveFraction` of the month scaled by the time left (at least 6 hours' worth, and at least a minute's
+   * limit: a burst the service's windows allow anyway), capped at the month.
+   */
+  #paceAt(nowMs: number): number {
+    const { startMs, endMs } = this.#month;
+    const monthMs = endMs - startMs;
+    const elapsed = Math.min(1, Math.max(0, (nowMs - startMs) / monthMs));
+    const left = Math.max(1 - elapsed, MIN_ALLOWANCE_SPAN_MS / monthMs);
+    const perMonth = this.limits.perMonth;
+    return Math.min(
+      perMonth,
+      perMonth * elapsed + Math.max(this.#minAllowance, perMonth * this.#reserveFraction * left),
+    );
+  }
+
+  get #minAllowance(): number {
+    return Math.min(this.limits.perMinute, this.limits.perMonth);
+  }
+
+  /**
+   * The first instant at which the month's pace allows `count` requests: -Infinity when it does from the
+   * month's start, Infinity when not this month.
+   */
+  #paceReachesAt(count: number): number {
+    const { startMs, endMs } = this.#month;
+    const perMonth = this.limits.perMonth;
+    if (count > perMonth) return Infinity;
+    if (count <= this.#paceAt(startMs)) return -Infinity;
+    // The pace rises with time (each part linear): bisect to the millisecond.
+    let low = startMs;
+    let high = endMs;
+    while (high - low > 1) {
+      const mid = Math.floor((low + high) / 2);
+      if (this.#paceAt(mid) >= count) high = mid;
+      else low = mid;
+    }
+    return high;
   }
 
   /** Fraction (0..1) of the per-minute limit still free in the last 60 s. */
@@ -455,6 +503,8 @@ export class Budget implements RequestGate {
     for (const waiter of this.#waiters) {
       const allowance = waiter.cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
       if (count >= room || count >= allowance) break;
+      // The same test as earliestSendAt's, so that the pump never waits for a send it is told may go.
+      if (waiter.cls === 'poll' && this.#paceReachesAt(this.#used + count + 1) > nowMs) break;
       count++;
     }
     return count;

@@ -220,7 +220,7 @@ export const schema = {
       default: 0.1,
       min: 0,
       max: 0.9,
-      doc: "Fraction of the month's budget kept for reports and work-driven polls, never spent on idle polling.",
+      doc: "How far polls may run ahead of an even spend of the month, as a fraction of the month's budget; the allowance shrinks as the month passes, so that even more work than the month can carry leaves polls to its last hour.",
     }),
     safetyMarginMs: milliseconds({
       env: 'DF_BUDGET_SAFETY_MARGIN_MS',
@@ -234,7 +234,7 @@ export const schema = {
       env: 'DF_MAX_POLL_INTERVAL_MS',
       default: 900_000,
       min: 1,
-      doc: 'Every task is polled at least this often when the budget permits, in milliseconds.',
+      doc: 'Every task is polled at least this often when the budget permits (hours with no work expected get this pace), in milliseconds.',
     }),
     minPollIntervalMs: milliseconds({
       env: 'DF_MIN_POLL_INTERVAL_MS',
@@ -246,7 +246,7 @@ export const schema = {
       env: 'DF_TASK_REFRESH_MS',
       default: 3_600_000,
       min: 1,
-      doc: 'How often the list of tasks is fetched again from the service, in milliseconds. Each refresh is a request (per 1,000 tasks) against the same budget; a start warns when refreshes would take over a tenth of the month.',
+      doc: 'How often the list of tasks is fetched again while a handler has no task on the service, in milliseconds. Once every handler has its task the list is read daily (weekly while there is more work than the month can carry): each refresh is a request (per 1,000 tasks) against the same budget.',
     }),
     errorBackoffMaxMs: milliseconds({
       env: 'DF_ERROR_BACKOFF_MAX_MS',

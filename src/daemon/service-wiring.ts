@@ -2,12 +2,22 @@
 // CLI commands that talk to the service, so every request of a key counts against the same budget.
 import { ServiceClient, type ResponseEvent } from '../api/client.ts';
 import { Budget } from '../budget/budget.ts';
-import { fileBudgetStore } from '../budget/store.ts';
+import { fileBudgetStore, type BudgetStore } from '../budget/store.ts';
 import type { BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
+import type { Logger } from 'pino';
+import type { ArrivalProfile } from '../scheduler/arrival-profile.ts';
+import { PollPlanner } from '../scheduler/poll-planner.ts';
+import { loadProfile, saveProfile } from '../scheduler/profile-store.ts';
 
-export function budgetFromConfig(config: WorkerConfig, clock: Clock, reportReserve = 0): Budget {
+/** `store`: where the budget survives restarts; default the state folder's budget.json. */
+export function budgetFromConfig(
+  config: WorkerConfig,
+  clock: Clock,
+  reportReserve = 0,
+  store: BudgetStore = fileBudgetStore(config.state.dir),
+): Budget {
   return new Budget({
     limits: config.budget,
     clock,
@@ -16,7 +26,7 @@ export function budgetFromConfig(config: WorkerConfig, clock: Clock, reportReser
     safetyMarginMs: config.budget.safetyMarginMs,
     rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
     reportReserve,
-    store: fileBudgetStore(config.state.dir),
+    store,
   });
 }
 
@@ -42,4 +52,55 @@ export function clientFromConfig(
     gate: budget,
     ...(onResponse ? { onResponse } : {}),
   });
+}
+
+/** The poll planner as the daemon runs it, with what it learnt of arrivals restored from the state folder. */
+export async function plannerFromConfig(
+  config: WorkerConfig,
+  budget: Budget,
+  options: { inMemory?: boolean; logger?: Logger } = {},
+): Promise<PollPlanner & { save: () => Promise<void> }> {
+  let profile: ArrivalProfile | undefined;
+  if (!options.inMemory) {
+    const loaded = await loadProfile(config.state.dir);
+    profile = loaded.profile;
+    if (loaded.result === 'unreadable') {
+      options.logger?.warn(
+        { problem: loaded.problem },
+        'the saved arrival profile could not be read; polling learns when work arrives afresh',
+      );
+    }
+  }
+  const planner = new PollPlanner({
+    budget,
+    maxPollIntervalMs: config.scheduler.maxPollIntervalMs,
+    minPollIntervalMs: config.scheduler.minPollIntervalMs,
+    errorBackoff: backoffFromConfig(config),
+    ...(profile ? { profile } : {}),
+  });
+  const save = options.inMemory
+    ? () => Promise.resolve()
+    : () => saveProfile(config.state.dir, planner.profile);
+  return Object.assign(planner, { save });
+}
+
+/** How often the task list is read again once every handler has its task on the service. */
+export const MATCHED_TASK_REFRESH_MS = 24 * 3_600_000;
+
+/** ... and while there is more work than the month can carry, when every request is a claim foregone. */
+export const OVERLOADED_TASK_REFRESH_MS = 7 * 24 * 3_600_000;
+
+/**
+ * Time until the next task list refresh: DF_TASK_REFRESH_MS while a handler has no task on the service (one
+ * may be created any time); once every handler is served, daily, or weekly while the work is more than the
+ * month can carry, since each refresh is a request against the month's budget that polls could have had.
+ */
+export function taskRefreshIntervalMs(
+  config: WorkerConfig,
+  everyHandlerServed: boolean,
+  overloaded = false,
+): number {
+  const configured = config.scheduler.taskRefreshMs;
+  if (!everyHandlerServed) return configured;
+  return Math.max(configured, overloaded ? OVERLOADED_TASK_REFRESH_MS : MATCHED_TASK_REFRESH_MS);
 }

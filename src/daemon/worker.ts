@@ -11,13 +11,19 @@ import type { TaskModule } from '../handlers/define-task.ts';
 import { Journal, type JournalEntry } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
-import { PollPlanner } from '../scheduler/poll-planner.ts';
+import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
 import { classifyFailure } from '../scheduler/retry-policy.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
-import { backoffFromConfig, budgetFromConfig, clientFromConfig } from './service-wiring.ts';
+import {
+  backoffFromConfig,
+  budgetFromConfig,
+  clientFromConfig,
+  plannerFromConfig,
+  taskRefreshIntervalMs,
+} from './service-wiring.ts';
 import { TaskRegistry } from './task-registry.ts';
 
 export interface WorkerOptions {
@@ -57,6 +63,10 @@ export class Worker {
   #client: ServiceClient | undefined;
   #registry: TaskRegistry | undefined;
   #planner: PollPlanner | undefined;
+  /** Writes what the planner learnt of arrivals to the state folder. */
+  #saveProfile: (() => Promise<void>) | undefined;
+  /** Every handler has its task on the service (the task list is then refreshed less often). */
+  #everyHandlerServed = false;
   #scheduler: Scheduler | undefined;
   #pipeline: ExecutionPipeline | undefined;
   readonly #pollStop = new AbortController();
@@ -186,12 +196,9 @@ export class Worker {
     });
     if (this.#stopRequested) return;
 
-    this.#planner = new PollPlanner({
-      budget: this.#budget,
-      maxPollIntervalMs: config.scheduler.maxPollIntervalMs,
-      minPollIntervalMs: config.scheduler.minPollIntervalMs,
-      errorBackoff: backoffFromConfig(config),
-    });
+    const planner = await plannerFromConfig(config, this.#budget, { logger });
+    this.#planner = planner;
+    this.#saveProfile = planner.save;
     this.#planTasks();
     this.#scheduler = new Scheduler({
       client: this.#client,
@@ -219,18 +226,19 @@ export class Worker {
     this.#replay(pending, this.#scheduler);
     this.#state = 'running';
     const refreshesPerMonth = (30 * 86_400_000) / config.scheduler.taskRefreshMs;
-    if (refreshesPerMonth > config.budget.perMonth / 10) {
+    if (!this.#everyHandlerServed && refreshesPerMonth > config.budget.perMonth / 10) {
       // Each refresh lists the tasks (a request per page of 1,000) against the same monthly budget.
       logger.warn(
         { taskRefreshMs: config.scheduler.taskRefreshMs, refreshesPerMonth: Math.round(refreshesPerMonth) },
-        "DF_TASK_REFRESH_MS makes task list refreshes take more than a tenth of the month's budget; " +
-          'polls get less of it (the default, 1 hour, takes 720 requests a month)',
+        "DF_TASK_REFRESH_MS makes task list refreshes take more than a tenth of the month's budget while a " +
+          'handler has no task; polls get less of it (the default, 1 hour, takes 720 requests a month)',
       );
     }
     this.#loops = [
       this.#scheduler.run(this.#pollStop.signal),
       this.#refreshLoop(),
       this.#journalRecheckLoop(),
+      this.#profileSaveLoop(),
     ];
     logger.info(
       {
@@ -305,6 +313,7 @@ export class Worker {
     } catch (error) {
       logger.warn({ err: error as Error }, 'could not save the month budget usage');
     }
+    await this.#writeProfile();
     await this.#client?.close();
     await this.#lock?.release();
     this.#state = 'stopped';
@@ -328,6 +337,7 @@ export class Worker {
     for (let attempt = 1; ; attempt++) {
       try {
         const match = await this.#registry!.refresh(signal);
+        this.#everyHandlerServed = match.missing.length === 0;
         this.#serviceAnswered = true;
         this.metrics.tasksServed.set(match.registered.length);
         if (match.registered.length === 0) {
@@ -429,13 +439,39 @@ export class Worker {
     const signal = this.#pollStop.signal;
     while (!signal.aborted) {
       try {
-        await this.#clock.sleep(this.#config.scheduler.taskRefreshMs, signal);
-        await this.#registry!.refresh(signal);
+        const overloaded = this.#planner!.overloaded(this.#clock.now());
+        await this.#clock.sleep(
+          taskRefreshIntervalMs(this.#config, this.#everyHandlerServed, overloaded),
+          signal,
+        );
+        const match = await this.#registry!.refresh(signal);
+        this.#everyHandlerServed = match.missing.length === 0;
         this.#planTasks();
       } catch (error) {
         if (signal.aborted) return;
         this.#logger.warn({ err: error as Error }, 'task list refresh failed; keeping the current tasks');
       }
+    }
+  }
+
+  /** Saves what the planner learnt of arrivals every hour, so a crash loses an hour of it at most. */
+  async #profileSaveLoop(): Promise<void> {
+    const signal = this.#pollStop.signal;
+    while (!signal.aborted) {
+      try {
+        await this.#clock.sleep(3_600_000, signal);
+      } catch {
+        return;
+      }
+      await this.#writeProfile();
+    }
+  }
+
+  async #writeProfile(): Promise<void> {
+    try {
+      await this.#saveProfile?.();
+    } catch (error) {
+      this.#logger.warn({ err: error as Error }, 'could not save the arrival profile');
     }
   }
 

@@ -1,11 +1,13 @@
-// Decides when each task is polled next: earliest-due first (so a busy task cannot starve the others),
-// soon again after a poll that found work, backing off towards the month's pace after empty polls.
-// Pure and synchronous: the daemon's loop and the month simulation drive the very same decisions.
+// Decides when each task is polled next: earliest-due first (so a busy task cannot starve the others), again
+// at once after a poll that found work, and otherwise at its idle pace. The idle pace spends the month's
+// budget evenly over what is left of it, after what the expected work will cost (a report and a re-poll per
+// execution), and places polls where work arrives: a task's polls per hour follow the square root of its
+// expected arrivals in that hour (learnt in an ArrivalProfile), which minimises the mean pickup latency for
+// a given number of polls, with every task polled at least every `maxPollIntervalMs` while the budget allows.
+// Pure and synchronous: the daemon's loop and the month replay drive the very same decisions.
 import type { Budget } from '../budget/budget.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
-
-/** Back-off polls after a busy task's first empty poll (1, 2, 4, 8 s by default) before the idle pace. */
-const MAX_BACKOFF_POLLS = 4;
+import { ArrivalProfile, hourOfWeek } from './arrival-profile.ts';
 
 export interface PollPlannerOptions {
   budget: Budget;
@@ -13,10 +15,10 @@ export interface PollPlannerOptions {
   maxPollIntervalMs?: number;
   /** Delay before polling a task again after it handed out work. Default 0. */
   minPollIntervalMs?: number;
-  /** First step of the back-off from a busy task to its idle pace. Default 1 s. */
-  firstEmptyBackoffMs?: number;
   /** Back-off after failed polls (5xx, network): base and cap, in ms. */
   errorBackoff: BackoffOptions;
+  /** What is known of when work arrives (e.g. restored from the state folder). Default: nothing yet. */
+  profile?: ArrivalProfile;
 }
 
 export interface PlannedTask {
@@ -24,28 +26,61 @@ export interface PlannedTask {
   key: string;
   nextDueAt: number;
   lastPolledAt: number;
-  /** Empty polls since the last hit; drives the back-off towards the idle pace. */
-  emptyStreak: number;
   errorStreak: number;
-  /** Polls in a row that found work. */
-  hitStreak: number;
-  /** True from a second hit in a row (a backlog) until the back-off has reached the idle pace again. */
-  busy: boolean;
-  /** True when the next poll comes from the idle pace, not from work (a re-poll, a back-off, a nudge). */
+  /** True when the next poll comes from the idle pace, not from work (a re-poll, a nudge). */
   idleDue: boolean;
   /** Order of the last poll sent and of the last wake: a wake after the poll was sent is still owed. */
   sentSeq: number;
   wokenSeq: number;
 }
 
+const HOUR_MS = 3_600_000;
+/** The pace is planned again at least this often (the month's usage moves on). */
+const REPLAN_MS = HOUR_MS;
+/** ... and this often while the profile learns (an arrival changes the rates the plan was made for). */
+const RELEARN_MS = 5 * 60_000;
+/** Share of the month, released evenly as it passes, that idle polling leaves for work beyond the forecast. */
+const FORECAST_MARGIN = 0.005;
+/**
+ * Requests each execution costs beyond the poll that found it: its report and the re-poll after the hit
+ * (which finds the next one pending, or nothing).
+ */
+const REQUESTS_PER_EXECUTION = 2;
+/** A task's rate floor, as a share of the average task's: hours with no work seen still get some polls. */
+const RATE_FLOOR_SHARE = 0.05;
+
+/** The idle pace as planned at one instant: interval = `scaleMs` / sqrt(rate), clamped. */
+interface PacePlan {
+  at: number;
+  taskCount: number;
+  /** Interval of a task whose square-rooted rate is 1 (ms); Infinity when nothing may be spent. */
+  scaleMs: number;
+  /** Longest idle interval the budget affords: `maxPollIntervalMs`, or longer when it cannot. */
+  longestMs: number;
+  /**
+   * Each task's square-rooted expected arrivals per hour (floor included) by hour of the week, as planned:
+   * intervals follow the rates the scale was solved for until the next plan.
+   */
+  roots: Map<string, Float64Array>;
+  /**
+   * The forecast work costs more than the month has left: each poll then finds work waiting, and a re-poll
+   * after a hit would only drain the backlog and come back empty, a request that claims nothing.
+   */
+  overloaded: boolean;
+  /** Planned before any arrival was seen: the first ones make a new plan at once. */
+  learning: boolean;
+}
+
 export class PollPlanner {
+  readonly profile: ArrivalProfile;
   readonly #budget: Budget;
   readonly #maxPollIntervalMs: number;
   readonly #minPollIntervalMs: number;
-  readonly #firstEmptyBackoffMs: number;
   readonly #errorBackoff: BackoffOptions;
   readonly #tasks = new Map<string, PlannedTask>();
-  readonly #work: WorkRate;
+  #plan: PacePlan | undefined;
+  /** Arrivals learnt since the pace was planned. */
+  #learnt = 0;
   /** Orders sends and wakes (see PlannedTask.sentSeq). */
   #seq = 0;
 
@@ -53,9 +88,8 @@ export class PollPlanner {
     this.#budget = options.budget;
     this.#maxPollIntervalMs = options.maxPollIntervalMs ?? 900_000;
     this.#minPollIntervalMs = options.minPollIntervalMs ?? 0;
-    this.#firstEmptyBackoffMs = options.firstEmptyBackoffMs ?? 1_000;
     this.#errorBackoff = options.errorBackoff;
-    this.#work = new WorkRate(this.#budget);
+    this.profile = options.profile ?? new ArrivalProfile();
   }
 
   /** Replaces the set of polled tasks; new ones are due at once, known ones keep their state. */
@@ -69,16 +103,14 @@ export class PollPlanner {
           key: t.key,
           nextDueAt: nowMs,
           lastPolledAt: -Infinity,
-          emptyStreak: 0,
           errorStreak: 0,
-          hitStreak: 0,
-          busy: false,
           idleDue: true,
           sentSeq: 0,
           wokenSeq: 0,
         });
       }
     }
+    this.#plan = undefined;
   }
 
   get tasks(): readonly PlannedTask[] {
@@ -101,82 +133,76 @@ export class PollPlanner {
   }
 
   /**
-   * How long one task waits between idle polls so that all of them together keep to the month's pace, with
-   * what the work of the last day (claims, reports, re-polls) will go on spending set aside first.
+   * The idle interval of one task at `nowMs` (given its key), or the mean over the tasks (without): the time
+   * between two polls that find nothing.
    */
-  idleIntervalMs(nowMs: number): number {
-    return this.#budget.idlePaceMs(nowMs, this.#work.projected(nowMs)) * Math.max(1, this.#tasks.size);
+  idleIntervalMs(nowMs: number, key?: string): number {
+    const plan = this.#planAt(nowMs);
+    if (key !== undefined) return this.#intervalOf(plan, key, nowMs);
+    const keys = [...this.#tasks.values()].map((t) => t.key);
+    if (keys.length === 0) return this.#budget.idlePaceMs(nowMs);
+    const perHour = keys.reduce((sum, k) => sum + HOUR_MS / this.#intervalOf(plan, k, nowMs), 0);
+    return (keys.length * HOUR_MS) / perHour;
   }
 
-  /** True when the month's pace forbids polling every task within the configured maximum interval. */
+  /** True when the month's budget cannot poll every task within the configured maximum interval. */
   paceExceedsMaxInterval(nowMs: number): boolean {
-    return this.idleIntervalMs(nowMs) > this.#maxPollIntervalMs;
+    return this.#planAt(nowMs).longestMs > this.#maxPollIntervalMs;
   }
 
-  onHit(taskId: string, nowMs: number): void {
+  /** A poll found work: `arrivedAt` is the execution's createdAt (what the profile learns from). */
+  onHit(taskId: string, nowMs: number, arrivedAt?: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
-    t.emptyStreak = 0;
+    if (arrivedAt !== undefined && Number.isFinite(arrivedAt)) {
+      this.profile.arrival(t.key, Math.min(arrivedAt, nowMs), nowMs);
+      this.#learnt++;
+    }
     t.errorStreak = 0;
-    t.hitStreak++;
-    // One hit alone may be a trickle (one item now and then): the re-poll below finds out. Two in a row
-    // are a backlog, after which more work is likely soon: worth the back-off polls of onEmpty.
-    if (t.hitStreak >= 2) t.busy = true;
-    // A backlog is likely: go again at once, unless work has already run ahead of the month's even spend.
-    t.idleDue = this.#budget.aheadOfPace(nowMs);
-    t.nextDueAt = t.idleDue ? this.#idleDueAt(nowMs) : nowMs + this.#minPollIntervalMs;
+    // More work may be pending (several may have arrived since the last poll): go again at once, unless work
+    // has already run ahead of the month's even spend, or is more than the month can carry.
+    const plan = this.#planAt(nowMs);
+    t.idleDue = this.#budget.aheadOfPace(nowMs) || plan.overloaded;
+    t.nextDueAt = t.idleDue ? this.#idleDueAt(t, nowMs) : nowMs + this.#minPollIntervalMs;
+    if (plan.overloaded && arrivedAt !== undefined && Number.isFinite(arrivedAt)) {
+      // The service hands out the oldest pending execution: a young one means few are waiting, and a poll
+      // that comes back empty is a request that claims nothing. Let the backlog build a little first.
+      const idle = t.nextDueAt - nowMs;
+      if (nowMs - arrivedAt < 2 * idle) t.nextDueAt = this.#capToMonth(nowMs, nowMs + 1.5 * idle);
+    }
     this.#honourWake(t, nowMs);
   }
 
   onEmpty(taskId: string, nowMs: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
-    this.#planAfterEmpty(t, nowMs);
-    this.#honourWake(t, nowMs);
-  }
-
-  #planAfterEmpty(t: PlannedTask, nowMs: number): void {
-    if (t.idleDue) this.#work.idlePoll(nowMs);
     t.errorStreak = 0;
-    t.hitStreak = 0;
-    t.emptyStreak++;
-    const idle = this.idleIntervalMs(nowMs);
-    if (t.busy) {
-      const step = this.#firstEmptyBackoffMs * 2 ** (t.emptyStreak - 1);
-      // Back-off polls are a bet that more work is coming soon after a burst. A few of them only (work that
-      // comes later is found by the idle pace), and only while the month is not spent ahead of its pace and
-      // half the minute's budget is free: otherwise a steady trickle of work, each item followed by its own
-      // back-off polls, would spend the month early and leave later work waiting for hours.
-      if (
-        t.emptyStreak <= MAX_BACKOFF_POLLS &&
-        step < idle &&
-        !this.#budget.aheadOfPace(nowMs) &&
-        this.#budget.minuteHeadroom(nowMs) >= 0.5
-      ) {
-        t.nextDueAt = nowMs + step;
-        t.idleDue = false;
-        return;
-      }
-      t.busy = false;
-    }
-    t.nextDueAt = this.#idleDueAt(nowMs, idle);
     t.idleDue = true;
+    t.nextDueAt = this.#idleDueAt(t, nowMs);
+    this.#honourWake(t, nowMs);
   }
 
   /**
    * When a task idle from `nowMs` is due: one idle interval later, but no later than the month's end. Near
    * the end of a spent month the interval can span days; a new month brings a new budget and a new pace.
    */
-  #idleDueAt(nowMs: number, idle = this.idleIntervalMs(nowMs)): number {
-    return Math.min(nowMs + idle, Math.max(nowMs, this.#budget.month(nowMs).endsAt));
+  #idleDueAt(t: PlannedTask, nowMs: number): number {
+    return this.#capToMonth(nowMs, nowMs + this.#intervalOf(this.#planAt(nowMs), t.key, nowMs));
+  }
+
+  #capToMonth(nowMs: number, dueAt: number): number {
+    return Math.ceil(Math.min(dueAt, Math.max(nowMs, this.#budget.month(nowMs).endsAt)));
+  }
+
+  /** True when the forecast work costs more than the month has left (see PacePlan.overloaded). */
+  overloaded(nowMs: number): boolean {
+    return this.#planAt(nowMs).overloaded;
   }
 
   /** After a 5xx or network error: the exponential back-off with jitter of every retry, capped. */
   onError(taskId: string, nowMs: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
-    // A failed poll is no work found: it must not make the work look busier than it is.
-    this.#work.idlePoll(nowMs);
     t.idleDue = true;
     t.errorStreak++;
     // One step further up than handler attempts and reports (the first failed poll waits up to twice the base),
@@ -224,57 +250,116 @@ export class PollPlanner {
 
   #polled(taskId: string, nowMs: number): PlannedTask | undefined {
     const t = this.#tasks.get(taskId);
-    if (t) t.lastPolledAt = nowMs;
+    if (t) {
+      t.lastPolledAt = nowMs;
+      // Every served task was watched until now: time in which its arrivals would have been seen.
+      this.profile.observe(
+        [...this.#tasks.values()].map((task) => task.key),
+        nowMs,
+      );
+    }
     return t;
+  }
+
+  #intervalOf(plan: PacePlan, key: string, nowMs: number): number {
+    if (!Number.isFinite(plan.scaleMs)) return plan.longestMs;
+    const root = plan.roots.get(key)?.[hourOfWeek(nowMs)] ?? 1;
+    const minimumMs = this.#budget.minimumIntervalMs * plan.taskCount;
+    return Math.min(plan.longestMs, Math.max(minimumMs, plan.scaleMs / root));
+  }
+
+  #planAt(nowMs: number): PacePlan {
+    const plan = this.#plan;
+    if (
+      plan &&
+      nowMs >= plan.at &&
+      nowMs - plan.at < (this.#learnt === 0 ? REPLAN_MS : plan.learning ? 0 : RELEARN_MS) &&
+      plan.taskCount === this.#tasks.size
+    ) {
+      return plan;
+    }
+    this.#learnt = 0;
+    this.#plan = this.#planPace(nowMs);
+    return this.#plan;
+  }
+
+  /**
+   * Plans the idle pace for the rest of the month: what idle polls may spend (the month left, less the report
+   * reserve, the forecast work and a margin), spread over the hours left with each task's polls per hour in
+   * proportion to the square root of its expected arrivals then, and at least one every `maxPollIntervalMs`.
+   */
+  #planPace(nowMs: number): PacePlan {
+    const keys = [...this.#tasks.values()].map((t) => t.key);
+    const taskCount = Math.max(1, keys.length);
+    const month = this.#budget.month(nowMs);
+    const monthMs = month.endsAt - month.startsAt;
+    const leftMs = Math.max(0, month.endsAt - nowMs);
+    const meanPerHour = this.profile.meanRatePerHour();
+    const floorPerHour = RATE_FLOOR_SHARE * meanPerHour + 1e-6;
+    // Hours left, grouped by hour of the week: a task's expected rate depends on nothing else.
+    const hoursLeft = new Array<number>(168).fill(0);
+    for (let t = nowMs; t < month.endsAt;) {
+      const end = Math.min(month.endsAt, (Math.floor(t / HOUR_MS) + 1) * HOUR_MS);
+      hoursLeft[hourOfWeek(t)]! += (end - t) / HOUR_MS;
+      t = end;
+    }
+    const roots: { weight: number; root: number }[] = [];
+    const rootsByKey = new Map<string, Float64Array>();
+    let forecast = 0;
+    for (const key of keys.length > 0 ? keys : ['']) {
+      const byHour = new Float64Array(168);
+      for (let h = 0; h < 168; h++) {
+        // Any instant in that hour of the week: the profile reads nothing else from it.
+        const at = nowMs + ((h - hourOfWeek(nowMs) + 168) % 168) * HOUR_MS;
+        const rate = this.profile.ratePerHour(key, at, meanPerHour);
+        const root = Math.sqrt(rate + floorPerHour);
+        byHour[h] = root;
+        const hours = hoursLeft[h]!;
+        if (hours === 0) continue;
+        forecast += rate * hours;
+        roots.push({ weight: hours, root });
+      }
+      rootsByKey.set(key, byHour);
+    }
+    const left = month.remaining - this.#budget.reportReserve;
+    const margin = FORECAST_MARGIN * month.limit * (leftMs / monthMs);
+    // Work beyond what the month can carry (overload) still needs polls to be claimed: half of what is left
+    // then goes to polls (each brings a report), and the month's pace (the budget's gate) holds them to it.
+    const idleShare = left - REQUESTS_PER_EXECUTION * forecast - margin;
+    const overloaded = idleShare < left / 2;
+    const spendable = Math.max(idleShare, left / 2);
+    const floorPolls = (leftMs / this.#maxPollIntervalMs) * taskCount;
+    const base = { at: nowMs, taskCount, roots: rootsByKey, overloaded, learning: meanPerHour === 0 };
+    if (spendable < 1 || leftMs === 0) return { ...base, scaleMs: Infinity, longestMs: Math.max(1, leftMs) };
+    if (spendable <= floorPolls) {
+      // Not even one poll per task every maxPollIntervalMs: every task at the same, longer interval.
+      return { ...base, scaleMs: Infinity, longestMs: (leftMs * taskCount) / spendable };
+    }
+    const scaleMs = solveScale(roots, spendable, this.#maxPollIntervalMs);
+    return { ...base, scaleMs, longestMs: this.#maxPollIntervalMs };
   }
 }
 
-const HOUR_MS = 3_600_000;
-/** How far back the work rate is measured. */
-const WORK_WINDOW_MS = 24 * HOUR_MS;
-/** Idle polling keeps at least this share of what is left of the month, however busy the work. */
-const MIN_IDLE_SHARE = 0.2;
-
 /**
- * What work (every request but idle polls that found nothing) spent over the last day, projected to the
- * month's end. Without it, idle polling would be paced as if it had the month to itself: a steady trickle
- * of work then spends the month early, and work arriving in its last days waits for hours.
+ * The scale s (ms) at which polls at interval min(maxMs, s / root) over every (weight hours, root) spend
+ * `polls`: bisection, as the polls spent only fall as s grows.
  */
-class WorkRate {
-  readonly #budget: Budget;
-  #idlePolls = 0;
-  /** Hourly samples of the month's usage and of the idle polls so far, oldest first. */
-  #samples: { at: number; used: number; idlePolls: number }[] = [];
-
-  constructor(budget: Budget) {
-    this.#budget = budget;
-  }
-
-  idlePoll(nowMs: number): void {
-    this.#sample(nowMs);
-    this.#idlePolls++;
-  }
-
-  /** Requests the work of the last day will spend from now to the month's end, at its rate. */
-  projected(nowMs: number): number {
-    const { used, remaining, endsAt } = this.#sample(nowMs);
-    const oldest = this.#samples[0]!;
-    const elapsedMs = nowMs - oldest.at;
-    // Less than an hour of history says little about a rate: idle polling keeps the whole month meanwhile.
-    if (elapsedMs < HOUR_MS) return 0;
-    const work = Math.max(0, used - oldest.used - (this.#idlePolls - oldest.idlePolls));
-    return Math.min((work / elapsedMs) * Math.max(0, endsAt - nowMs), remaining * (1 - MIN_IDLE_SHARE));
-  }
-
-  #sample(nowMs: number): { used: number; remaining: number; endsAt: number } {
-    const month = this.#budget.month(nowMs);
-    const last = this.#samples.at(-1);
-    // A new month (its usage restarts) or a clock stepped back: the old samples no longer compare.
-    if (last && (month.used < last.used || nowMs < last.at)) this.#samples = [];
-    if (this.#samples.length === 0 || nowMs - this.#samples.at(-1)!.at >= HOUR_MS) {
-      this.#samples.push({ at: nowMs, used: month.used, idlePolls: this.#idlePolls });
-      while (this.#samples.length > 1 && nowMs - this.#samples[0]!.at > WORK_WINDOW_MS) this.#samples.shift();
+function solveScale(roots: { weight: number; root: number }[], polls: number, maxMs: number): number {
+  // With the roots in falling order, the first j are paced by the scale, the rest by maxMs:
+  // polls = HOUR × (sum of weight × root over the first j / scale + sum of weight over the rest / maxMs).
+  const sorted = [...roots].sort((a, b) => b.root - a.root);
+  let paced = 0;
+  let capped = sorted.reduce((sum, r) => sum + r.weight, 0);
+  for (let j = 0; j < sorted.length; j++) {
+    paced += sorted[j]!.weight * sorted[j]!.root;
+    capped -= sorted[j]!.weight;
+    const scaleMs = paced / (polls / HOUR_MS - capped / maxMs);
+    const next = sorted[j + 1];
+    // Consistent when the j-th is paced (its interval under maxMs) and the next is not.
+    if (scaleMs > 0 && scaleMs / sorted[j]!.root <= maxMs && (!next || scaleMs / next.root >= maxMs)) {
+      return scaleMs;
     }
-    return { used: month.used, remaining: month.remaining, endsAt: month.endsAt };
   }
+  // Every root capped: polls at maxMs everywhere spend less than allowed (the planner handles this before).
+  return maxMs * (sorted[0]?.root ?? 1);
 }

@@ -181,7 +181,7 @@ export class Scheduler {
       return;
     }
     this.#o.onPoll?.(task, 'hit', now - started);
-    planner.onHit(task.taskId, now);
+    planner.onHit(task.taskId, now, Date.parse(execution.createdAt));
     this.#track(this.#o.dispatch(task, execution));
   }
 

@@ -348,12 +348,16 @@ describe('Budget month', () => {
     const clock = new ManualClock(start);
     const budget = new Budget({ limits, clock, reserveFraction: 0.1 });
     const monthMs = 30 * 86_400_000;
-    expect(budget.idlePaceMs()).toBeCloseTo(monthMs / (40_000 * 0.9), 0);
+    expect(budget.idlePaceMs()).toBeCloseTo(monthMs / 40_000, 0);
+    expect(budget.aheadOfPace()).toBe(false);
     clock.set(start + monthMs / 2);
     for (let i = 0; i < 30_000; i++) budget.recordSent(clock.now() - 61_000);
     // 10,000 left for 15 days: the pace slows down accordingly.
-    expect(budget.idlePaceMs()).toBeCloseTo(monthMs / 2 / (10_000 * 0.9), 0);
+    expect(budget.idlePaceMs()).toBeCloseTo(monthMs / 2 / 10_000, 0);
+    // Half the month gone: an even spend is 20,000, and the run-ahead allowance half of 10% of the month.
     expect(budget.aheadOfPace()).toBe(true);
+    expect(budget.earliestSendAt('poll')).toBeGreaterThan(clock.now() + monthMs / 5);
+    expect(budget.earliestSendAt('report')).toBe(clock.now());
   });
 });
 

@@ -1,0 +1,183 @@
+// When work arrives, learned per task: arrivals and observed time per hour of the week (UTC), so polls can be
+// placed where work comes. Each claimed execution's `createdAt` is an exact arrival instant. Hour-of-week
+// figures fade by half every week, and a per-hour-of-day profile that fades by half every two days stands in
+// for hours not yet seen, so a new or changed pattern is followed within days. Pure and serializable: the
+// daemon keeps it in the state folder, so a restart does not forget it.
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const WEEK_MS = 7 * DAY_MS;
+const WEEK_HOURS = 168;
+/** Half-lives of what was learned: hour of the week, hour of the day, and the task's overall rate. */
+const WEEK_HALF_LIFE_MS = WEEK_MS;
+const DAY_HALF_LIFE_MS = 2 * DAY_MS;
+/**
+ * How many arrivals the broader estimate a bucket falls back on counts for: a bucket's own figures outweigh
+ * it once it has seen more than this many (or the time in which the estimate expects as many). Arrivals are
+ * random: an hour with 2 arrivals and one with none, of a task that gets one an hour, differ by chance.
+ */
+const PRIOR_ARRIVALS = 6;
+/** The most observed time the fallback estimate counts for: a bucket's own figures win after it. */
+const MAX_PRIOR_MS = 4 * WEEK_MS;
+
+interface Bucket {
+  /** Arrivals seen (faded). */
+  count: number;
+  /** Time observed, in ms (faded alike). */
+  exposureMs: number;
+  /** When the figures were last faded. */
+  at: number;
+}
+
+interface TaskProfile {
+  week: Bucket[];
+  day: Bucket[];
+  all: Bucket;
+}
+
+/** The saved form (`arrival-profile.json`). */
+export interface ArrivalProfileState {
+  version: 1;
+  /** Up to when time has been counted as observed. */
+  observedUntil: number | null;
+  tasks: Record<string, TaskProfile>;
+}
+
+export class ArrivalProfile {
+  #tasks = new Map<string, TaskProfile>();
+  #observedUntil: number | null = null;
+
+  static fromState(state: unknown): ArrivalProfile {
+    const profile = new ArrivalProfile();
+    if (!isState(state)) return profile;
+    profile.#observedUntil = state.observedUntil;
+    for (const [key, task] of Object.entries(state.tasks)) profile.#tasks.set(key, task);
+    return profile;
+  }
+
+  toState(): ArrivalProfileState {
+    return { version: 1, observedUntil: this.#observedUntil, tasks: Object.fromEntries(this.#tasks) };
+  }
+
+  /** True when nothing was observed yet for this task (its rate is then unknown: the same every hour). */
+  isNew(key: string): boolean {
+    return (this.#tasks.get(key)?.all.exposureMs ?? 0) === 0;
+  }
+
+  /**
+   * Counts [observedUntil, nowMs] as time every given task was watched (polled), bucket by bucket. A gap
+   * longer than an hour (the daemon was not running) is not counted: nothing could be seen in it.
+   */
+  observe(keys: readonly string[], nowMs: number): void {
+    const from = this.#observedUntil;
+    this.#observedUntil = nowMs;
+    if (from === null || nowMs <= from || nowMs - from > HOUR_MS) return;
+    for (const key of keys) {
+      const task = this.#task(key);
+      for (let t = from; t < nowMs;) {
+        const end = Math.min(nowMs, (Math.floor(t / HOUR_MS) + 1) * HOUR_MS);
+        const span = end - t;
+        add(task.week[hourOfWeek(t)]!, 0, span, nowMs, WEEK_HALF_LIFE_MS);
+        add(task.day[hourOfDay(t)]!, 0, span, nowMs, DAY_HALF_LIFE_MS);
+        add(task.all, 0, span, nowMs, WEEK_HALF_LIFE_MS);
+        t = end;
+      }
+    }
+  }
+
+  /** One execution of `key` became pending at `arrivedAt` (its createdAt), seen at `nowMs`. */
+  arrival(key: string, arrivedAt: number, nowMs: number): void {
+    const task = this.#task(key);
+    add(task.week[hourOfWeek(arrivedAt)]!, 1, 0, nowMs, WEEK_HALF_LIFE_MS);
+    add(task.day[hourOfDay(arrivedAt)]!, 1, 0, nowMs, DAY_HALF_LIFE_MS);
+    add(task.all, 1, 0, nowMs, WEEK_HALF_LIFE_MS);
+  }
+
+  /**
+   * Expected arrivals per hour of `key` in the hour that holds `atMs`: the hour of the week's own figures,
+   * leaning on the hour of the day's, that on the task's overall rate, and that on `priorPerHour` (the
+   * average task's) while each is thin.
+   */
+  ratePerHour(key: string, atMs: number, priorPerHour = 0): number {
+    const task = this.#tasks.get(key);
+    if (!task) return priorPerHour;
+    const overall = rate(task.all, priorPerHour);
+    const day = rate(task.day[hourOfDay(atMs)]!, overall);
+    return rate(task.week[hourOfWeek(atMs)]!, day);
+  }
+
+  /** Arrivals per hour of an average task: what a task not yet observed is assumed to get. */
+  meanRatePerHour(): number {
+    let count = 0;
+    let exposureMs = 0;
+    for (const task of this.#tasks.values()) {
+      count += task.all.count;
+      exposureMs += task.all.exposureMs;
+    }
+    return exposureMs > 0 ? (count / exposureMs) * HOUR_MS : 0;
+  }
+
+  #task(key: string): TaskProfile {
+    let task = this.#tasks.get(key);
+    if (!task) {
+      const bucket = (): Bucket => ({ count: 0, exposureMs: 0, at: 0 });
+      task = {
+        week: Array.from({ length: WEEK_HOURS }, bucket),
+        day: Array.from({ length: 24 }, bucket),
+        all: bucket(),
+      };
+      this.#tasks.set(key, task);
+    }
+    return task;
+  }
+}
+
+/** Arrivals per hour: the bucket's own, pulled towards `prior` (per hour) as if it had seen PRIOR_ARRIVALS. */
+function rate(b: Bucket, prior: number): number {
+  const priorMs = prior > 0 ? Math.min(MAX_PRIOR_MS, (PRIOR_ARRIVALS / prior) * HOUR_MS) : MAX_PRIOR_MS;
+  const exposure = b.exposureMs + priorMs;
+  return ((b.count + (prior * priorMs) / HOUR_MS) / exposure) * HOUR_MS;
+}
+
+function add(b: Bucket, count: number, exposureMs: number, nowMs: number, halfLifeMs: number): void {
+  if (nowMs > b.at) {
+    const keep = b.at === 0 ? 1 : 0.5 ** ((nowMs - b.at) / halfLifeMs);
+    b.count *= keep;
+    b.exposureMs *= keep;
+    b.at = nowMs;
+  }
+  b.count += count;
+  b.exposureMs += exposureMs;
+}
+
+/** 0 = Monday 00:00–01:00 UTC … 167 = Sunday 23:00–24:00. */
+export function hourOfWeek(ms: number): number {
+  // 1970-01-01 was a Thursday: shift so that weeks start on Monday.
+  const hours = Math.floor(ms / HOUR_MS) + 3 * 24;
+  return ((hours % WEEK_HOURS) + WEEK_HOURS) % WEEK_HOURS;
+}
+
+function hourOfDay(ms: number): number {
+  return ((Math.floor(ms / HOUR_MS) % 24) + 24) % 24;
+}
+
+function isState(value: unknown): value is ArrivalProfileState {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<ArrivalProfileState>;
+  if (v.version !== 1 || typeof v.tasks !== 'object' || v.tasks === null) return false;
+  if (v.observedUntil !== null && typeof v.observedUntil !== 'number') return false;
+  const isBucket = (b: unknown) =>
+    typeof b === 'object' &&
+    b !== null &&
+    ['count', 'exposureMs', 'at'].every((k) => Number.isFinite((b as Record<string, unknown>)[k]));
+  return Object.values(v.tasks).every(
+    (t) =>
+      Array.isArray(t.week) &&
+      t.week.length === WEEK_HOURS &&
+      t.week.every(isBucket) &&
+      Array.isArray(t.day) &&
+      t.day.length === 24 &&
+      t.day.every(isBucket) &&
+      isBucket(t.all),
+  );
+}

@@ -1,0 +1,136 @@
+// Whole months replayed in virtual time through df-worker's own scheduling code (budget, planner, scheduler,
+// reporter, client) against the emulator: what the month costs and how soon work is picked up.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { replayMonth } from '../../src/replay/replay.ts';
+import type { Arrival, ReplayResult } from '../../src/replay/types.ts';
+
+const START = Date.UTC(2026, 10, 1);
+const END = Date.UTC(2026, 11, 1);
+const HOUR = 3_600_000;
+
+function mulberry32(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Poisson arrivals over November 2026 with mean gap `meanMs`, where `inside` says work may arrive. */
+function poisson(seed: number, meanMs: number, inside: (t: number) => boolean = () => true): Arrival[] {
+  const random = mulberry32(seed);
+  const arrivals: Arrival[] = [];
+  for (let t = START; ;) {
+    t += -Math.log(1 - random()) * meanMs;
+    if (t >= END) return arrivals;
+    if (inside(t)) arrivals.push({ task: 'work', at: Math.round(t) });
+  }
+}
+
+function figures(result: ReplayResult) {
+  const pickups = result.claims
+    .filter((c) => c.claimedAt !== null)
+    .map((c) => c.claimedAt! - c.arrivedAt)
+    .sort((a, b) => a - b);
+  const sent = result.requests.filter((r) => r.status !== 429);
+  const polls = result.requests.filter((r) => r.kind === 'poll');
+  let perSecond = 0;
+  let perMinute = 0;
+  for (let i = 0, s = 0, m = 0; i < sent.length; i++) {
+    while (sent[i]!.at - sent[s]!.at >= 1_000) s++;
+    while (sent[i]!.at - sent[m]!.at >= 60_000) m++;
+    perSecond = Math.max(perSecond, i - s + 1);
+    perMinute = Math.max(perMinute, i - m + 1);
+  }
+  return {
+    claimed: pickups.length,
+    neverClaimed: result.claims.length - pickups.length,
+    p95: pickups[Math.floor(pickups.length * 0.95)] ?? NaN,
+    requests: sent.length,
+    rateLimited: result.requests.length - sent.length,
+    lastPollAt: polls.at(-1)?.at ?? 0,
+    perSecond,
+    perMinute,
+    polls,
+  };
+}
+
+describe('a replayed month', () => {
+  it('with no work: spends the month evenly on polls, to its last hour, each task within the 15-minute maximum', async () => {
+    const tasks = ['a', 'b', 'c'];
+    const result = await replayMonth({ arrivals: tasks.map((task) => ({ task, at: END - 1 })) });
+    const f = figures(result);
+    expect(f.requests).toBeLessThanOrEqual(40_000);
+    expect(f.requests).toBeGreaterThan(39_500);
+    expect(f.rateLimited).toBe(0);
+    expect(END - f.lastPollAt).toBeLessThan(HOUR);
+    const counts = tasks.map((t) => f.polls.filter((p) => p.task === t).length);
+    expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(counts[0]! / 100);
+    // Even over the month: no day spends 10% more or less than a thirtieth of it.
+    for (let day = 0; day < 30; day++) {
+      const spent = f.polls.filter(
+        (p) => p.at >= START + day * 24 * HOUR && p.at < START + (day + 1) * 24 * HOUR,
+      );
+      expect(Math.abs(spent.length - f.polls.length / 30)).toBeLessThan(f.polls.length / 300);
+    }
+  });
+
+  it('with 50 tasks on a 2,000-request month: every task polled all month, the month never exceeded', async () => {
+    const tasks = Array.from({ length: 50 }, (_, i) => `task-${i}`);
+    const result = await replayMonth({
+      arrivals: tasks.map((task) => ({ task, at: END - 1 })),
+      env: { DF_BUDGET_PER_MONTH: '2000' },
+    });
+    const f = figures(result);
+    expect(f.requests).toBeLessThanOrEqual(2_000);
+    expect(END - f.lastPollAt).toBeLessThan(6 * HOUR);
+    for (const task of tasks) expect(f.polls.filter((p) => p.task === task).length).toBeGreaterThan(20);
+  });
+
+  it('with more work than the month carries (1 per 2 min): keeps polling to the last hour, every poll a claim', async () => {
+    const arrivals = poisson(11, 120_000);
+    const f = figures(await replayMonth({ arrivals }));
+    expect(f.requests).toBeLessThanOrEqual(40_000);
+    expect(f.rateLimited).toBe(0);
+    expect(f.perSecond).toBeLessThanOrEqual(5);
+    expect(f.perMinute).toBeLessThanOrEqual(50);
+    expect(END - f.lastPollAt).toBeLessThan(HOUR);
+    // Each claim costs a poll and a report: all but a few dozen requests of the month went to claims.
+    expect(f.claimed).toBeGreaterThan(19_900);
+  });
+
+  it('learns business hours within days: p95 pickup under the even pace, fewer polls on a Sunday than on a Monday', async () => {
+    const business = (t: number) => {
+      const d = new Date(t);
+      return d.getUTCDay() >= 1 && d.getUTCDay() <= 5 && d.getUTCHours() >= 8 && d.getUTCHours() < 18;
+    };
+    const f = figures(await replayMonth({ arrivals: poisson(5, 240_000, business) }));
+    expect(f.neverClaimed).toBe(0);
+    expect(f.rateLimited).toBe(0);
+    // An even spend polls every ~75 s, whose p95 is ~71 s.
+    expect(f.p95).toBeLessThan(60_000);
+    // The last Sunday gets fewer polls than an even day, the last Monday more.
+    const pollsOn = (day: number) =>
+      f.polls.filter((p) => p.at >= Date.UTC(2026, 10, day) && p.at < Date.UTC(2026, 10, day + 1)).length;
+    expect(pollsOn(29)).toBeLessThan(f.polls.length / 30);
+    expect(pollsOn(30)).toBeGreaterThan(1.2 * (f.polls.length / 30));
+  });
+
+  it('keeps what it learnt across a restart, in the state folder', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'df-worker-replay-'));
+    try {
+      await replayMonth({ arrivals: poisson(3, 600_000), stateDir: dir });
+      const saved = JSON.parse(await readFile(join(dir, 'arrival-profile.json'), 'utf8')) as {
+        tasks: Record<string, { all: { count: number } }>;
+      };
+      expect(saved.tasks.work?.all.count).toBeGreaterThan(100);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
