@@ -106,6 +106,11 @@ export class ArrivalProfile {
     return rate(task.week[hourOfWeek(atMs)]!, day);
   }
 
+  /** How long the task has been watched (faded as its figures are). */
+  watchedMs(key: string): number {
+    return this.#tasks.get(key)?.all.exposureMs ?? 0;
+  }
+
   /** Arrivals per hour of an average task: what a task not yet observed is assumed to get. */
   meanRatePerHour(): number {
     let count = 0;

@@ -48,6 +48,10 @@ const FORECAST_MARGIN = 0.005;
 const REQUESTS_PER_EXECUTION = 2;
 /** A task's rate floor, as a share of the average task's: hours with no work seen still get some polls. */
 const RATE_FLOOR_SHARE = 0.05;
+/** How many times as long as a task was watched its rate is projected ahead (a day → the month). */
+const FORECAST_REACH = 30;
+/** The work is more than the month can carry when idle polls would be left less than this share of it. */
+const OVERLOAD_SHARE = 0.05;
 
 /** The idle pace as planned at one instant: interval = `scaleMs` / sqrt(rate), clamped. */
 interface PacePlan {
@@ -306,8 +310,13 @@ export class PollPlanner {
     const roots: { weight: number; root: number }[] = [];
     const rootsByKey = new Map<string, Float64Array>();
     let forecast = 0;
+    /** The forecast as if every rate held to the month's end: enough to call overload after an hour. */
+    let fullForecast = 0;
     for (const key of keys.length > 0 ? keys : ['']) {
       const byHour = new Float64Array(168);
+      // A rate watched for minutes is no month's forecast: it is projected FORECAST_REACH times as far ahead
+      // as it was watched, until that covers the month.
+      const trust = Math.min(1, (FORECAST_REACH * this.profile.watchedMs(key)) / Math.max(1, leftMs));
       for (let h = 0; h < 168; h++) {
         // Any instant in that hour of the week: the profile reads nothing else from it.
         const at = nowMs + ((h - hourOfWeek(nowMs) + 168) % 168) * HOUR_MS;
@@ -316,7 +325,8 @@ export class PollPlanner {
         byHour[h] = root;
         const hours = hoursLeft[h]!;
         if (hours === 0) continue;
-        forecast += rate * hours;
+        forecast += rate * hours * trust;
+        fullForecast += rate * hours;
         roots.push({ weight: hours, root });
       }
       rootsByKey.set(key, byHour);
@@ -326,8 +336,11 @@ export class PollPlanner {
     // Work beyond what the month can carry (overload) still needs polls to be claimed: half of what is left
     // then goes to polls (each brings a report), and the month's pace (the budget's gate) holds them to it.
     const idleShare = left - REQUESTS_PER_EXECUTION * forecast - margin;
-    const overloaded = idleShare < left / 2;
-    const spendable = Math.max(idleShare, left / 2);
+    // A burst is not a rate: overload is only concluded from an hour of watching the work at least.
+    const watchedMs = Math.max(0, ...keys.map((k) => this.profile.watchedMs(k)));
+    const overloaded =
+      left - REQUESTS_PER_EXECUTION * fullForecast - margin < OVERLOAD_SHARE * left && watchedMs >= HOUR_MS;
+    const spendable = overloaded ? left / 2 : Math.max(idleShare, OVERLOAD_SHARE * left);
     const floorPolls = (leftMs / this.#maxPollIntervalMs) * taskCount;
     const base = { at: nowMs, taskCount, roots: rootsByKey, overloaded, learning: meanPerHour === 0 };
     if (spendable < 1 || leftMs === 0) return { ...base, scaleMs: Infinity, longestMs: Math.max(1, leftMs) };

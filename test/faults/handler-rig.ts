@@ -35,8 +35,8 @@ export const FLUSH_BOUND_MS = 5_000;
 
 /**
  * DF_BUDGET_PER_MONTH that makes the daemon's idle pace poll each of `tasks` tasks every `intervalMs`. The
- * daemon spaces idle polls (over all tasks) by the time left in the UTC month over what idle polling may
- * spend of the month: (perMonth − used − report reserve) × (1 − DF_BUDGET_RESERVE, 0.1). A month that ends
+ * daemon spreads what is left of the UTC month (less the report reserve, a 0.5% margin and the work it
+ * forecasts) over the time left, each task polled at least every DF_MAX_POLL_INTERVAL_MS. A month that ends
  * while a scenario runs resets the pace (the interval then grows): a scenario straddling midnight UTC on
  * the 1st is not representative.
  */
@@ -44,8 +44,9 @@ export function perMonthForIdleInterval(intervalMs: number, tasks: number, nowMs
   const now = new Date(nowMs);
   const monthEndsAt = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
   const paceMs = intervalMs / tasks;
-  // The slack covers what the month already used (leases of 20 per start) and the report reserve.
-  return Math.ceil((monthEndsAt - nowMs) / paceMs / 0.9) + 2_000;
+  // The work of a scenario (seconds) is too short to be projected over the month. The slack covers what the
+  // month already used (leases of 20 per start), the report reserve and the forecast margin.
+  return Math.ceil(((monthEndsAt - nowMs) / paceMs) * 1.02) + 2_000;
 }
 
 /** A span of healthy work: the executions created in it, and when its observation ended. */
@@ -154,6 +155,7 @@ export class HandlerFaultRig {
     if (setup.isolation !== undefined) env.DF_HANDLER_ISOLATION = setup.isolation;
     if (setup.pacedPolls ?? true) {
       env.DF_BUDGET_PER_MONTH = String(perMonthForIdleInterval(POLL_INTERVAL_MS, faulty.length + 1));
+      env.DF_MAX_POLL_INTERVAL_MS = String(POLL_INTERVAL_MS);
     }
     const supervisor = new Supervisor(rig, {
       maxRestarts: setup.maxRestarts ?? 5,

@@ -1,0 +1,70 @@
+// The month replay: df-worker's own scheduling code against a month of arrivals, in virtual time.
+//   npm run bench:month -- --arrivals FILE.jsonl [--month 2026-11] [--time-zone UTC] [--handler-ms N]
+//                          [--concurrency N] [--out DIR]
+// DF_* settings in the environment apply as they do to the daemon. Writes claims.jsonl and requests.jsonl
+// to --out (default bench/out/) and prints the summary.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { replayMonth } from '../src/replay/replay.ts';
+import { busiestWindow, formatSummary, summarize } from '../src/replay/summary.ts';
+import { readArrivals } from '../src/replay/workloads.ts';
+
+const { values } = parseArgs({
+  options: {
+    arrivals: { type: 'string' },
+    month: { type: 'string', default: '2026-11' },
+    'time-zone': { type: 'string' },
+    'handler-ms': { type: 'string', default: '0' },
+    concurrency: { type: 'string' },
+    out: { type: 'string', default: 'bench/out' },
+  },
+});
+if (!values.arrivals) {
+  console.error('usage: npm run bench:month -- --arrivals FILE.jsonl [--month YYYY-MM] [--out DIR] ...');
+  process.exit(2);
+}
+const arrivals = await readArrivals(values.arrivals);
+const started = performance.now();
+const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('DF_')));
+const result = await replayMonth({
+  arrivals,
+  month: values.month,
+  ...(values['time-zone'] === undefined ? {} : { timeZone: values['time-zone'] }),
+  handlerMs: Number(values['handler-ms']),
+  ...(values.concurrency === undefined ? {} : { concurrency: Number(values.concurrency) }),
+  env,
+});
+const elapsedMs = performance.now() - started;
+await mkdir(values.out, { recursive: true });
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+await writeFile(
+  join(values.out, 'claims.jsonl'),
+  result.claims
+    .map((c) =>
+      JSON.stringify({
+        task: c.task,
+        arrivedAt: iso(c.arrivedAt),
+        claimedAt: iso(c.claimedAt),
+        reportedAt: iso(c.reportedAt),
+      }),
+    )
+    .join('\n') + '\n',
+);
+await writeFile(
+  join(values.out, 'requests.jsonl'),
+  result.requests
+    .map((r) =>
+      JSON.stringify({ at: iso(r.at), kind: r.kind, ...(r.task ? { task: r.task } : {}), status: r.status }),
+    )
+    .join('\n') + '\n',
+);
+const summary = summarize(result);
+console.log(formatSummary(summary));
+console.log(
+  `  busiest second ${busiestWindow(result, 1_000)} requests, busiest minute ${busiestWindow(result, 60_000)}; ` +
+    `last poll ${summary.lastPollAt === null ? 'never' : iso(summary.lastPollAt)}`,
+);
+console.log(
+  `replayed ${arrivals.length} arrivals in ${(elapsedMs / 1000).toFixed(1)} s; wrote ${values.out}/claims.jsonl, requests.jsonl`,
+);

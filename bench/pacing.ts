@@ -1,0 +1,167 @@
+// df-worker's pacing against fixed-interval pollers, on the standard workloads over seeded draws.
+//   npm run bench:pacing [-- --draws 5 --workloads poisson-5min,overload --out bench/out/pacing]
+// Prints per workload the pollers side by side and df-worker's ratios to the best fixed poller with re-poll
+// after a hit (chosen in hindsight), and writes an SVG chart per workload (first draw): cumulative requests
+// against the even spend, and p95 pickup by day.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
+import { replayMonth } from '../src/replay/replay.ts';
+import { pickupByDay, summarize } from '../src/replay/summary.ts';
+import { lineChart } from '../src/replay/svg-chart.ts';
+import type { ReplayResult, ReplaySummary } from '../src/replay/types.ts';
+import { monthBounds, WORKLOADS } from '../src/replay/workloads.ts';
+
+const { values } = parseArgs({
+  options: {
+    draws: { type: 'string', default: '5' },
+    workloads: { type: 'string' },
+    out: { type: 'string', default: 'bench/out/pacing' },
+  },
+});
+const draws = Number(values.draws);
+const chosen = values.workloads ? values.workloads.split(',') : WORKLOADS.map((w) => w.name);
+const { startsAt, endsAt } = monthBounds('2026-11');
+const PER_MONTH = 40_000;
+await mkdir(values.out, { recursive: true });
+
+const s = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
+const range = (xs: number[]) =>
+  xs.length === 0 ? '-' : `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
+const readme: string[] = [
+  '| workload | p95 / best fixed + re-poll | mean / best fixed + re-poll | never claimed (df-worker / best) | month ran out | 429s |',
+  '|---|---|---|---|---|---|',
+];
+
+for (const name of chosen) {
+  const w = WORKLOADS.find((x) => x.name === name);
+  if (!w) throw new Error(`no workload '${name}'`);
+  console.log(`\n## ${w.name}: ${w.description}`);
+  console.log(
+    'draw | poller                     | claimed | never | p50 s  | p95 s   | mean s  | requests | 429 | ran out on day',
+  );
+  const p95Ratios: number[] = [];
+  const meanRatios: number[] = [];
+  const never: string[] = [];
+  const ranOut: string[] = [];
+  let rateLimited = 0;
+  for (let draw = 1; draw <= draws; draw++) {
+    const arrivals = w.generate(draw * 7_919);
+    const started = performance.now();
+    const df = await replayMonth({ arrivals });
+    const dfMs = performance.now() - started;
+    const base = { startsAt, endsAt, perMonth: PER_MONTH };
+    const pollers: ReplayResult[] = [
+      df,
+      fixedPoller(arrivals, { ...base, intervalMs: 1_000 }),
+      fixedPoller(arrivals, { ...base, intervalMs: 5_000 }),
+      {
+        ...fixedPoller(arrivals, { ...base, intervalMs: (endsAt - startsAt) / PER_MONTH }),
+        name: 'budget-exact (64.8 s)',
+      },
+    ];
+    const best = bestFixedInHindsight(arrivals, base);
+    const bestRepoll = bestFixedInHindsight(arrivals, { ...base, repollAfterHit: true });
+    pollers.push({ ...best, name: `best ${best.name}` }, { ...bestRepoll, name: `best ${bestRepoll.name}` });
+    const summaries = pollers.map((p) => summarize(p, PER_MONTH));
+    for (const sm of summaries) {
+      console.log(
+        `${String(draw).padEnd(4)} | ${sm.name.padEnd(26)} | ${String(sm.claimed).padStart(7)} | ${String(sm.neverClaimed).padStart(5)} | ` +
+          `${s(sm.pickup.p50).padStart(6)} | ${s(sm.pickup.p95).padStart(7)} | ${s(sm.pickup.mean).padStart(7)} | ` +
+          `${String(sm.requests).padStart(8)} | ${String(sm.rateLimited).padStart(3)} | ${sm.exhaustedOnDay ?? '-'}`,
+      );
+    }
+    const dfs = summaries[0]!;
+    const ref = summaries.at(-1)!;
+    const strict = summaries.at(-2)!;
+    console.log(`     df-worker replayed in ${(dfMs / 1000).toFixed(1)} s`);
+    p95Ratios.push(dfs.pickup.p95 / ref.pickup.p95);
+    meanRatios.push(dfs.pickup.mean / ref.pickup.mean);
+    const mostClaimed = Math.max(ref.claimed, strict.claimed);
+    never.push(`${dfs.neverClaimed}/${Math.min(ref.neverClaimed, strict.neverClaimed)}`);
+    ranOut.push(dfs.exhaustedOnDay === null ? 'no' : `day ${dfs.exhaustedOnDay}`);
+    rateLimited += dfs.rateLimited;
+    if (w.overload)
+      console.log(
+        `     claims: df-worker ${dfs.claimed}, best fixed ${mostClaimed} (${dfs.claimed >= mostClaimed ? 'at least as many' : 'FEWER'})`,
+      );
+    if (draw === 1)
+      await writeFile(join(values.out, `${w.name}.svg`), chart(w.name, pollers[0]!, best, bestRepoll, dfs));
+  }
+  console.log(`ratios over ${draws} draws: p95 ${range(p95Ratios)}, mean ${range(meanRatios)}`);
+  readme.push(
+    `| ${w.name} | ${range(p95Ratios)} | ${range(meanRatios)} | ${never.join(', ')} | ${[...new Set(ranOut)].join(', ')} | ${rateLimited} |`,
+  );
+}
+console.log(`\n${readme.join('\n')}`);
+console.log(`\ncharts in ${values.out}/`);
+
+function chart(
+  name: string,
+  df: ReplayResult,
+  best: ReplayResult,
+  bestRepoll: ReplayResult,
+  _s: ReplaySummary,
+): string {
+  const day = 86_400_000;
+  const cumulative = (r: ReplayResult): [number, number][] => {
+    const at = r.requests
+      .filter((q) => q.status !== 429)
+      .map((q) => q.at)
+      .sort((a, b) => a - b);
+    const points: [number, number][] = [];
+    const step = Math.max(1, Math.floor(at.length / 300));
+    for (let i = 0; i < at.length; i += step) points.push([(at[i]! - startsAt) / day, i + 1]);
+    if (at.length > 0) points.push([(at.at(-1)! - startsAt) / day, at.length]);
+    return points;
+  };
+  const days = (endsAt - startsAt) / day;
+  const spend = lineChart({
+    title: `${name}: cumulative requests`,
+    xLabel: 'day of November 2026',
+    yLabel: 'requests',
+    series: [
+      {
+        name: 'even spend',
+        color: '#999',
+        dashed: true,
+        points: [
+          [0, 0],
+          [days, PER_MONTH],
+        ],
+      },
+      { name: best.name.replace(/^fixed/, 'best fixed'), color: '#e69f00', points: cumulative(best) },
+      {
+        name: bestRepoll.name.replace(/^fixed/, 'best fixed'),
+        color: '#56b4e9',
+        points: cumulative(bestRepoll),
+      },
+      { name: 'df-worker', color: '#d55e00', points: cumulative(df) },
+    ],
+  });
+  const latency = lineChart({
+    title: `${name}: p95 pickup by day (s, log scale)`,
+    xLabel: 'day of November 2026',
+    yLabel: 'p95 pickup, s',
+    logY: true,
+    yMin: 0.1,
+    series: [
+      {
+        name: best.name.replace(/^fixed/, 'best fixed'),
+        color: '#e69f00',
+        points: pickupByDay(best).map((d) => [d.day, d.p95 / 1000]),
+      },
+      {
+        name: bestRepoll.name.replace(/^fixed/, 'best fixed'),
+        color: '#56b4e9',
+        points: pickupByDay(bestRepoll).map((d) => [d.day, d.p95 / 1000]),
+      },
+      { name: 'df-worker', color: '#d55e00', points: pickupByDay(df).map((d) => [d.day, d.p95 / 1000]) },
+    ],
+  });
+  // Two charts stacked in one file.
+  const inner = (svg: string, y: number) =>
+    svg.replace('<svg xmlns="http://www.w3.org/2000/svg"', `<svg y="${y}"`);
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="640" viewBox="0 0 640 640">\n${inner(spend, 0)}${inner(latency, 320)}</svg>\n`;
+}

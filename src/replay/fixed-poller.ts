@@ -1,0 +1,117 @@
+// The baselines: fixed-interval pollers over the same arrivals and the same service rules (one pending
+// execution handed out per poll, oldest first; 5 requests a second, 50 a minute, the month's quota). A
+// synchronous event simulation: a month of 40,000 requests takes milliseconds.
+import type { Arrival, ClaimRecord, ReplayResult, RequestRecord } from './types.ts';
+import { summarize } from './summary.ts';
+
+export interface FixedPollerOptions {
+  /** Each task is polled every `intervalMs` (several tasks: round robin, evenly staggered). */
+  intervalMs: number;
+  /** Poll the task again at once after each hit, until a poll comes back empty. */
+  repollAfterHit?: boolean;
+  startsAt: number;
+  endsAt: number;
+  /** The month's quota; the poller stops when it is used up. Default 40,000. */
+  perMonth?: number;
+  /** A hit is reported this long after it, in ms. Default 0. */
+  handlerMs?: number;
+}
+
+const PER_SECOND = 5;
+const PER_MINUTE = 50;
+
+export function fixedPoller(arrivals: readonly Arrival[], o: FixedPollerOptions): ReplayResult {
+  const perMonth = o.perMonth ?? 40_000;
+  const handlerMs = o.handlerMs ?? 0;
+  const tasks = [...new Set(arrivals.map((a) => a.task))].sort();
+  const pending = new Map(tasks.map((t) => [t, [] as ClaimRecord[]]));
+  const claims: ClaimRecord[] = [];
+  for (const a of [...arrivals].sort((x, y) => x.at - y.at)) {
+    if (a.at < o.startsAt || a.at >= o.endsAt) continue;
+    const claim: ClaimRecord = { task: a.task, arrivedAt: a.at, claimedAt: null, reportedAt: null };
+    claims.push(claim);
+    pending.get(a.task)!.push(claim);
+  }
+  const heads = new Map(tasks.map((t) => [t, 0]));
+  const requests: RequestRecord[] = [];
+  /** Instants of the last PER_MINUTE requests, for the windows. */
+  const recent: number[] = [];
+  const sendAt = (t: number): number => {
+    let at = t;
+    if (recent.length >= PER_SECOND) at = Math.max(at, recent[recent.length - PER_SECOND]! + 1_000);
+    if (recent.length >= PER_MINUTE) at = Math.max(at, recent[recent.length - PER_MINUTE]! + 60_000);
+    return at;
+  };
+  const record = (r: RequestRecord) => {
+    requests.push(r);
+    recent.push(r.at);
+    if (recent.length > PER_MINUTE) recent.shift();
+  };
+  // Reports wait for their handler: kept in time order and sent before any later poll.
+  const reports: { at: number; claim: ClaimRecord }[] = [];
+  const flushReports = (until: number) => {
+    while (reports.length > 0 && reports[0]!.at <= until && requests.length < perMonth) {
+      const { at, claim } = reports.shift()!;
+      const sent = sendAt(at);
+      claim.reportedAt = sent;
+      record({ at: sent, kind: 'report', task: claim.task, status: 200 });
+    }
+  };
+  const slotMs = o.intervalMs / Math.max(1, tasks.length);
+  let clock = o.startsAt;
+  outer: for (let slot = 0; ; slot++) {
+    const due = o.startsAt + slot * slotMs;
+    if (due >= o.endsAt) break;
+    const task = tasks[slot % tasks.length]!;
+    let t = Math.max(due, clock);
+    for (;;) {
+      flushReports(t);
+      if (requests.length >= perMonth) break outer;
+      t = sendAt(t);
+      if (t >= o.endsAt) break outer;
+      const queue = pending.get(task)!;
+      const head = heads.get(task)!;
+      const claim = head < queue.length && queue[head]!.arrivedAt <= t ? queue[head]! : undefined;
+      record({ at: t, kind: 'poll', task, status: claim ? 200 : 404 });
+      if (!claim) break;
+      heads.set(task, head + 1);
+      claim.claimedAt = t;
+      reports.push({ at: t + handlerMs, claim });
+      if (!o.repollAfterHit) break;
+    }
+    clock = t;
+  }
+  flushReports(o.endsAt);
+  const name = `fixed ${(o.intervalMs / 1000).toFixed(1)} s${o.repollAfterHit ? ' + re-poll' : ''}`;
+  return { name, startsAt: o.startsAt, endsAt: o.endsAt, claims, requests };
+}
+
+/**
+ * The fixed poller chosen in hindsight: the smallest interval (to 0.1 s) whose month does not run out, or,
+ * when every interval runs out (more work than the month can carry), the one that claims the most.
+ */
+export function bestFixedInHindsight(
+  arrivals: readonly Arrival[],
+  o: Omit<FixedPollerOptions, 'intervalMs'>,
+): ReplayResult {
+  const perMonth = o.perMonth ?? 40_000;
+  const run = (intervalMs: number) => fixedPoller(arrivals, { ...o, intervalMs });
+  const runsOut = (r: ReplayResult) => r.requests.length >= perMonth;
+  const longest = run(86_400_000);
+  if (runsOut(longest)) {
+    let best = longest;
+    for (let ms = 1_000; ms <= 3_600_000; ms *= 1.02) {
+      const r = run(ms);
+      if (summarize(r, perMonth).claimed > summarize(best, perMonth).claimed) best = r;
+    }
+    return best;
+  }
+  let low = 100;
+  let high = 86_400_000;
+  while (high - low > 100) {
+    const mid = (low + high) / 2;
+    if (runsOut(run(mid))) low = mid;
+    else high = mid;
+  }
+  return run(high);
+}

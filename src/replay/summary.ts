@@ -1,0 +1,80 @@
+// What a replayed month comes to: pickup latency percentiles, requests, 429s, and when the month ran out.
+import type { ReplayResult, ReplaySummary } from './types.ts';
+
+export function summarize(result: ReplayResult, perMonth = 40_000): ReplaySummary {
+  const pickups = result.claims
+    .filter((c) => c.claimedAt !== null)
+    .map((c) => c.claimedAt! - c.arrivedAt)
+    .sort((a, b) => a - b);
+  const accepted = result.requests.filter((r) => r.status !== 429).sort((a, b) => a.at - b.at);
+  const exhaustedAt = accepted.length >= perMonth ? accepted[perMonth - 1]!.at : null;
+  const polls = result.requests.filter((r) => r.kind === 'poll');
+  return {
+    name: result.name,
+    executions: result.claims.length,
+    claimed: pickups.length,
+    neverClaimed: result.claims.length - pickups.length,
+    pickup: {
+      p50: percentile(pickups, 0.5),
+      p95: percentile(pickups, 0.95),
+      p99: percentile(pickups, 0.99),
+      max: pickups.at(-1) ?? NaN,
+      mean: pickups.length === 0 ? NaN : pickups.reduce((sum, p) => sum + p, 0) / pickups.length,
+    },
+    requests: accepted.length,
+    rateLimited: result.requests.length - accepted.length,
+    exhaustedOnDay:
+      exhaustedAt === null ? null : Math.floor((exhaustedAt - result.startsAt) / 86_400_000) + 1,
+    lastPollAt: polls.length === 0 ? null : Math.max(...polls.map((p) => p.at)),
+  };
+}
+
+/** The value below which `q` (0..1) of the sorted values fall (nearest rank); NaN when there are none. */
+export function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+/** Most requests the service accepted in any `windowMs` (sliding). */
+export function busiestWindow(result: ReplayResult, windowMs: number): number {
+  const at = result.requests
+    .filter((r) => r.status !== 429)
+    .map((r) => r.at)
+    .sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, first = 0; i < at.length; i++) {
+    while (at[i]! - at[first]! >= windowMs) first++;
+    most = Math.max(most, i - first + 1);
+  }
+  return most;
+}
+
+/** Mean and p95 pickup per day of the month (1-based), by arrival day. */
+export function pickupByDay(result: ReplayResult): { day: number; mean: number; p95: number }[] {
+  const byDay = new Map<number, number[]>();
+  for (const c of result.claims) {
+    if (c.claimedAt === null) continue;
+    const day = Math.floor((c.arrivedAt - result.startsAt) / 86_400_000) + 1;
+    let list = byDay.get(day);
+    if (!list) byDay.set(day, (list = []));
+    list.push(c.claimedAt - c.arrivedAt);
+  }
+  return [...byDay.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([day, list]) => {
+      list.sort((a, b) => a - b);
+      return { day, mean: list.reduce((s, v) => s + v, 0) / list.length, p95: percentile(list, 0.95) };
+    });
+}
+
+const seconds = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : '-');
+
+export function formatSummary(s: ReplaySummary): string {
+  const p = s.pickup;
+  return [
+    `${s.name}: ${s.executions} executions, ${s.claimed} claimed, ${s.neverClaimed} never claimed`,
+    `  pickup p50 ${seconds(p.p50)}, p95 ${seconds(p.p95)}, p99 ${seconds(p.p99)}, max ${seconds(p.max)}, mean ${seconds(p.mean)}`,
+    `  ${s.requests} requests, ${s.rateLimited} answered 429, ` +
+      (s.exhaustedOnDay === null ? 'the month lasted' : `the month ran out on day ${s.exhaustedOnDay}`),
+  ].join('\n');
+}
