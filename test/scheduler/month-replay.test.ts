@@ -4,7 +4,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { bestFixedInHindsight } from '../../src/replay/fixed-poller.ts';
 import { replayMonth } from '../../src/replay/replay.ts';
+import { summarize } from '../../src/replay/summary.ts';
+import { workload } from '../../src/replay/workloads.ts';
 import type { Arrival, ReplayResult } from '../../src/replay/types.ts';
 
 const START = Date.UTC(2026, 10, 1);
@@ -61,6 +64,26 @@ function figures(result: ReplayResult) {
 }
 
 describe('a replayed month', () => {
+  it('on Poisson arrivals (1 per 5 min): p95 pickup within 1.1x of the best fixed poller with re-poll, chosen in hindsight', async () => {
+    for (const seed of [101, 202]) {
+      const arrivals = workload('poisson-5min').generate(seed);
+      const df = summarize(await replayMonth({ arrivals }));
+      const best = summarize(
+        bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, repollAfterHit: true }),
+      );
+      const ratio = df.pickup.p95 / best.pickup.p95;
+      console.log(
+        `poisson-5min seed ${seed}: df-worker p95 ${(df.pickup.p95 / 1000).toFixed(1)} s, mean ${(df.pickup.mean / 1000).toFixed(1)} s; ` +
+          `${best.name}: p95 ${(best.pickup.p95 / 1000).toFixed(1)} s, mean ${(best.pickup.mean / 1000).toFixed(1)} s; ratio ${ratio.toFixed(3)}`,
+      );
+      expect(ratio).toBeLessThanOrEqual(1.1);
+      expect(df.pickup.mean / best.pickup.mean).toBeLessThanOrEqual(1.1);
+      expect(df.rateLimited).toBe(0);
+      expect(df.requests).toBeLessThanOrEqual(40_000);
+      expect(df.neverClaimed).toBeLessThanOrEqual(3);
+    }
+  });
+
   it('with no work: spends the month evenly on polls, to its last hour, each task within the 15-minute maximum', async () => {
     const tasks = ['a', 'b', 'c'];
     const result = await replayMonth({ arrivals: tasks.map((task) => ({ task, at: END - 1 })) });
