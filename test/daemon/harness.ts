@@ -28,6 +28,8 @@ export async function startHarness(options: {
   handlers: TaskSpec[];
   /** Create the handlers' tasks on the emulator before the worker starts. Default true. */
   createTasks?: boolean;
+  /** Handlers whose task is not created (the worker then refreshes the task list every DF_TASK_REFRESH_MS). */
+  withoutTask?: string[];
   start?: boolean;
 }): Promise<Harness> {
   const emulator = new Emulator({ apiKeys: [TEST_KEY], ...options.emulator });
@@ -50,6 +52,7 @@ export async function startHarness(options: {
   const modules = new Map<string, TaskModule>(options.handlers.map((spec) => [spec.key, defineTask(spec)]));
   if (options.createTasks ?? true) {
     for (const m of modules.values()) {
+      if (options.withoutTask?.includes(m.key)) continue;
       emulator.createTask({
         key: m.key,
         retryCount: m.retryCount,

@@ -159,7 +159,12 @@ describe('the service misbehaving', () => {
   it('pauses every request after a 429 on a task list refresh too, not only on polls and reports', async () => {
     harness = await startHarness({
       settings: { 'scheduler.taskRefreshMs': 300, 'scheduler.minPollIntervalMs': 0 },
-      handlers: [{ key: 'echo', handle: (i) => i }],
+      // A handler without its task keeps the list refreshed every DF_TASK_REFRESH_MS (else daily).
+      handlers: [
+        { key: 'echo', handle: (i) => i },
+        { key: 'not-yet-created', handle: (i) => i },
+      ],
+      withoutTask: ['not-yet-created'],
     });
     const { emulator, worker } = harness;
     emulator.setFaults([{ operation: 'tasks.list', kind: 'rateLimit', retryAfterSeconds: 1, count: 1 }]);
