@@ -61,12 +61,7 @@ export class ManualClock implements Clock {
     for (;;) {
       const next = this.nextWakeAt;
       if (next === undefined || next > target) break;
-      this.#now = Math.max(this.#now, next);
-      const due = this.#sleepers
-        .filter((s) => s.wakeAt <= this.#now)
-        .sort((a, b) => a.wakeAt - b.wakeAt || a.seq - b.seq);
-      this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#now);
-      for (const s of due) s.resolve();
+      this.wakeNext();
       await flushMicrotasks();
     }
     this.#now = target;
