@@ -285,8 +285,6 @@ export class Budget implements RequestGate {
     const allowance = cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
     const windowsAt = Math.max(this.#windows.nextFreeAt(nowMs), this.#pausedUntil, nowMs);
     if (allowance <= 0) return Math.max(windowsAt, this.#month.endMs);
-    // Polls keep to the month's pace: however much work waits, the month lasts to its end.
-    if (cls === 'poll') return Math.max(windowsAt, this.#paceReachesAt(this.#used + 1));
     return windowsAt;
   }
 
@@ -309,7 +307,7 @@ export class Budget implements RequestGate {
 
   /**
    * True when the month's usage has reached its pace: an even spend of the month so far plus the run-ahead
-   * allowance. A poll waits for the pace (see earliestSendAt); a re-poll after a hit is then not worth it.
+   * allowance. A re-poll after a hit then waits for the idle pace instead.
    */
   aheadOfPace(nowMs = this.#clock.now()): boolean {
     this.#rollMonth(nowMs);
@@ -335,26 +333,6 @@ export class Budget implements RequestGate {
 
   get #minAllowance(): number {
     return Math.min(this.limits.perMinute, this.limits.perMonth);
-  }
-
-  /**
-   * The first instant at which the month's pace allows `count` requests: -Infinity when it does from the
-   * month's start, Infinity when not this month.
-   */
-  #paceReachesAt(count: number): number {
-    const { startMs, endMs } = this.#month;
-    const perMonth = this.limits.perMonth;
-    if (count > perMonth) return Infinity;
-    if (count <= this.#paceAt(startMs)) return -Infinity;
-    // The pace rises with time (each part linear): bisect to the millisecond.
-    let low = startMs;
-    let high = endMs;
-    while (high - low > 1) {
-      const mid = Math.floor((low + high) / 2);
-      if (this.#paceAt(mid) >= count) high = mid;
-      else low = mid;
-    }
-    return high;
   }
 
   /** Fraction (0..1) of the per-minute limit still free in the last 60 s. */
@@ -503,8 +481,6 @@ export class Budget implements RequestGate {
     for (const waiter of this.#waiters) {
       const allowance = waiter.cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
       if (count >= room || count >= allowance) break;
-      // The same test as earliestSendAt's, so that the pump never waits for a send it is told may go.
-      if (waiter.cls === 'poll' && this.#paceReachesAt(this.#used + count + 1) > nowMs) break;
       count++;
     }
     return count;

@@ -1,8 +1,8 @@
-// When work arrives, learned per task: arrivals and observed time per hour of the week (UTC), so polls can be
+// When work arrives, learnt per task: arrivals and observed time per hour of the week (UTC), so polls can be
 // placed where work comes. Each claimed execution's `createdAt` is an exact arrival instant. Hour-of-week
-// figures fade by half every week, and a per-hour-of-day profile that fades by half every two days stands in
-// for hours not yet seen, so a new or changed pattern is followed within days. Pure and serializable: the
-// daemon keeps it in the state folder, so a restart does not forget it.
+// figures fade by half every week; per-hour-of-day figures (weekdays apart from weekends) fade by half every
+// two days and are trusted too, so a new or changed pattern is followed within a day or two. Pure and
+// serializable: the daemon keeps it in the state folder, so a restart does not forget it.
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -11,14 +11,10 @@ const WEEK_HOURS = 168;
 /** Half-lives of what was learned: hour of the week, hour of the day, and the task's overall rate. */
 const WEEK_HALF_LIFE_MS = WEEK_MS;
 const DAY_HALF_LIFE_MS = 2 * DAY_MS;
-/**
- * How many arrivals the broader estimate a bucket falls back on counts for: a bucket's own figures outweigh
- * it once it has seen more than this many (or the time in which the estimate expects as many). Arrivals are
- * random: an hour with 2 arrivals and one with none, of a task that gets one an hour, differ by chance.
- */
-const PRIOR_ARRIVALS = 6;
-/** The most observed time the fallback estimate counts for: a bucket's own figures win after it. */
-const MAX_PRIOR_MS = 4 * WEEK_MS;
+/** How many standard deviations (of a Poisson count) a bucket's count must differ by to be believed. */
+const SIGNIFICANCE = 2;
+/** Arrivals' worth of the broader estimate a bucket's own figure starts from. */
+const PSEUDO = 0.2;
 
 interface Bucket {
   /** Arrivals seen (faded). */
@@ -103,7 +99,10 @@ export class ArrivalProfile {
     if (!task) return priorPerHour;
     const overall = rate(task.all, priorPerHour);
     const day = rate(task.day[hourOfDay(atMs)]!, overall);
-    return rate(task.week[hourOfWeek(atMs)]!, day);
+    // The hour of the week has one pass a week; the hour of the day (weekdays apart from weekends) one a
+    // day: when work moves to other hours, the latter sees it within a day. The higher of the two is taken,
+    // so that an hour is never thought quiet while either says work comes in it.
+    return Math.max(rate(task.week[hourOfWeek(atMs)]!, day), day);
   }
 
   /** How long the task has been watched (faded as its figures are). */
@@ -128,7 +127,7 @@ export class ArrivalProfile {
       const bucket = (): Bucket => ({ count: 0, exposureMs: 0, at: 0 });
       task = {
         week: Array.from({ length: WEEK_HOURS }, bucket),
-        day: Array.from({ length: 24 }, bucket),
+        day: Array.from({ length: 48 }, bucket),
         all: bucket(),
       };
       this.#tasks.set(key, task);
@@ -137,11 +136,21 @@ export class ArrivalProfile {
   }
 }
 
-/** Arrivals per hour: the bucket's own, pulled towards `prior` (per hour) as if it had seen PRIOR_ARRIVALS. */
+/**
+ * Arrivals per hour in a bucket, given the broader estimate `prior` (per hour). Arrivals are random: what a
+ * bucket saw is only believed as far as it differs from the prior by more than chance would (a Poisson count
+ * is within about two square roots of its mean), so an hour with 2 arrivals and one with none, of a task that
+ * gets one an hour, both read as one an hour, while an hour that stays empty where 15 were expected, or busy
+ * where none were, reads as it is within a pass or two.
+ */
 function rate(b: Bucket, prior: number): number {
-  const priorMs = prior > 0 ? Math.min(MAX_PRIOR_MS, (PRIOR_ARRIVALS / prior) * HOUR_MS) : MAX_PRIOR_MS;
-  const exposure = b.exposureMs + priorMs;
-  return ((b.count + (prior * priorMs) / HOUR_MS) / exposure) * HOUR_MS;
+  const hours = b.exposureMs / HOUR_MS;
+  // The bucket's own figure, with one pseudo-arrival's worth of the prior.
+  const own = prior > 0 ? (b.count + PSEUDO) / (hours + PSEUDO / prior) : b.count / (hours + 1);
+  const expected = prior * hours;
+  const surprise = (b.count - expected) ** 2 / (SIGNIFICANCE ** 2 * Math.max(expected, 1));
+  const weight = Math.min(1, surprise);
+  return weight * own + (1 - weight) * prior;
 }
 
 function add(b: Bucket, count: number, exposureMs: number, nowMs: number, halfLifeMs: number): void {
@@ -162,8 +171,10 @@ export function hourOfWeek(ms: number): number {
   return ((hours % WEEK_HOURS) + WEEK_HOURS) % WEEK_HOURS;
 }
 
+/** The hour of the day (UTC), 0–23 on weekdays and 24–47 on Saturdays and Sundays: the two follow apart. */
 function hourOfDay(ms: number): number {
-  return ((Math.floor(ms / HOUR_MS) % 24) + 24) % 24;
+  const hour = ((Math.floor(ms / HOUR_MS) % 24) + 24) % 24;
+  return hourOfWeek(ms) >= 5 * 24 ? 24 + hour : hour;
 }
 
 function isState(value: unknown): value is ArrivalProfileState {
@@ -181,7 +192,7 @@ function isState(value: unknown): value is ArrivalProfileState {
       t.week.length === WEEK_HOURS &&
       t.week.every(isBucket) &&
       Array.isArray(t.day) &&
-      t.day.length === 24 &&
+      t.day.length === 48 &&
       t.day.every(isBucket) &&
       isBucket(t.all),
   );
