@@ -44,6 +44,7 @@ export function sandboxFromConfig(
     logger,
     redact,
     maxIdle: config.concurrency,
+    idleTimeoutMs: config.handlers.idleTimeoutMs,
     ...(options.observer ? { observer: options.observer } : {}),
   });
   return {
