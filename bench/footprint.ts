@@ -1,14 +1,15 @@
 // Resource use of the real daemon (`df-worker start` as a child process) against the emulator on loopback, with
 // 20 handler modules and 20 tasks: time from spawn to the first poll, resident memory and CPU while idle, then
-// peak resident memory draining a backlog with the service's limits lifted. Each figure is printed beside the
-// baseline measured in the same run: the daemon as it behaved before the footprint work, chosen by environment
-// (handler workers kept warm for ever, the main heap unsized), each configuration in a fresh emulator and process.
-//   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --snapshot DIR]
+// peak resident memory draining a backlog with the service's limits lifted, and what is left once the handler
+// workers were idle past DF_HANDLER_IDLE_TIMEOUT_MS. Each figure is printed beside the baseline measured in the
+// same run: the daemon's code as it was before the footprint work (git ref --baseline-ref, extracted with
+// `git archive` to a temp folder), each configuration in a fresh emulator and process.
+//   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2']
 // With --snapshot DIR, each daemon writes a heap snapshot of its main thread after the idle phase and after the
 // drain, into DIR/<configuration> (node --heapsnapshot-signal, through NODE_OPTIONS).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     snapshot: { type: 'string' },
     only: { type: 'string' },
     try: { type: 'string', multiple: true },
+    // The commit before issue 10's footprint work.
+    'baseline-ref': { type: 'string', default: 'face1c1' },
   },
 });
 const idleSeconds = Number(values['idle-s']);
@@ -33,19 +36,56 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const ticksPerSecond = 100;
 const DRAIN_LIMIT_S = 240;
 
-/** The configurations compared: the baseline restores the behaviour before the footprint work. */
-const CONFIGURATIONS: Record<string, Record<string, string>> = {
-  baseline: { DF_HANDLER_IDLE_TIMEOUT_MS: '0' },
-  current: {},
+const AFTER_DRAIN_S = 35;
+const STARTS = 5;
+
+interface Configuration {
+  /** The checkout whose src/cli/main.ts runs. */
+  root: string;
+  env: Record<string, string>;
+  /**
+   * Node's compile cache folder of this configuration's starts (NODE_COMPILE_CACHE); none for the code before,
+   * since the variable alone turns the cache on.
+   */
+  compileCache?: string;
+}
+
+/** The configurations compared: the code before the footprint work, and this checkout's defaults. */
+const CONFIGURATIONS: Record<string, Configuration> = {
+  before: { root: await checkout(values['baseline-ref']), env: {} },
+  now: { root, env: {}, compileCache: await emptyFolder() },
 };
 
+function emptyFolder(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'df-worker-compile-cache-'));
+}
+
+/** The daemon's code at `ref`, in a temp folder beside this checkout's node_modules. */
+async function checkout(ref: string): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), 'df-worker-baseline-'));
+  const archive = spawnSync(
+    'git',
+    ['-C', root, 'archive', '--format=tar', ref, 'src', 'config', 'package.json'],
+    {
+      maxBuffer: 256 * 2 ** 20,
+    },
+  );
+  if (archive.status !== 0) throw new Error(`git archive ${ref} failed: ${archive.stderr.toString()}`);
+  const untar = spawnSync('tar', ['-x', '-C', folder], { input: archive.stdout });
+  if (untar.status !== 0) throw new Error(`tar failed: ${untar.stderr.toString()}`);
+  await symlink(join(root, 'node_modules'), join(folder, 'node_modules'));
+  return folder;
+}
+
 interface Figures {
-  firstPollMs: number;
+  /** The first start, with an empty compile cache (a fresh container), then the median of the others. */
+  firstPollMs: { cold: number; warm: number };
   idle: { seconds: number; rssMb: number; cpuPercent: number; memory: MemoryBreakdown };
   drain: {
     executions: number;
     seconds: number;
     peakRssMb: number;
+    rssMbDrained: number;
     rssMbAfter: number;
     cpuPercent: number;
     memory: MemoryBreakdown;
@@ -72,7 +112,7 @@ interface Daemon {
 /** A fresh emulator with 20 tasks, and the daemon started against it with 20 handler modules. */
 async function startDaemon(
   name: string,
-  extraEnv: Record<string, string>,
+  configuration: Configuration,
   limitsLifted: boolean,
 ): Promise<Daemon> {
   const dir = await mkdtemp(join(tmpdir(), 'df-worker-footprint-'));
@@ -101,10 +141,14 @@ async function startDaemon(
   const spawnedAt = Date.now();
   const child = spawn(
     process.execPath,
-    ['--conditions=df-worker-source', join(root, 'src/cli/main.ts'), 'start'],
+    ['--conditions=df-worker-source', join(configuration.root, 'src/cli/main.ts'), 'start'],
     {
       env: {
         PATH: process.env.PATH ?? '',
+        // Empty at the first start of each configuration, as in a fresh container.
+        ...(configuration.compileCache === undefined
+          ? {}
+          : { NODE_COMPILE_CACHE: configuration.compileCache }),
         DF_API_URL: url,
         DF_API_KEY: 'bench',
         DF_HANDLERS_DIR: join(dir, 'handlers'),
@@ -124,7 +168,7 @@ async function startDaemon(
           : {
               NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${join(values.snapshot, name)}`,
             }),
-        ...extraEnv,
+        ...configuration.env,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     },
@@ -153,10 +197,29 @@ async function firstPoll(daemon: Daemon): Promise<number> {
   return poll()!.at - daemon.spawnedAt;
 }
 
-async function measure(name: string, env: Record<string, string>): Promise<Figures> {
+/**
+ * Start to first poll, on a first start (an empty compile cache) and then as the median of a few more starts
+ * (it varies from start to start with the disk cache and what the other core does).
+ */
+async function startsToFirstPoll(
+  name: string,
+  configuration: Configuration,
+): Promise<{ cold: number; warm: number }> {
+  const figures: number[] = [];
+  for (let i = 0; i < STARTS; i++) {
+    const daemon = await startDaemon(name, configuration, false);
+    figures.push(await firstPoll(daemon));
+    await daemon.close();
+  }
+  const warm = figures.slice(1).sort((a, b) => a - b);
+  return { cold: figures[0]!, warm: warm[Math.floor(warm.length / 2)]! };
+}
+
+async function measure(name: string, configuration: Configuration): Promise<Figures> {
+  const firstPollMs = await startsToFirstPoll(name, configuration);
   // Idle: the service's default limits and budget, as deployed; nothing to do for 20 tasks.
-  const idler = await startDaemon(name, env, false);
-  const firstPollMs = await firstPoll(idler);
+  const idler = await startDaemon(name, configuration, false);
+  await firstPoll(idler);
   await sleep(3_000); // the first round of polls and the start-up garbage settle
   const idle = await phase(idler.child.pid!, idleSeconds);
   const idleMemory = await breakdown(idler.metricsUrl);
@@ -164,7 +227,7 @@ async function measure(name: string, env: Record<string, string>): Promise<Figur
   await idler.close();
 
   // Draining: the service's limits and the budget lifted, so only the daemon sets the pace.
-  const drainer = await startDaemon(name, env, true);
+  const drainer = await startDaemon(name, configuration, true);
   await firstPoll(drainer);
   await sleep(1_000);
   const { emulator, keys } = drainer;
@@ -172,7 +235,8 @@ async function measure(name: string, env: Record<string, string>): Promise<Figur
   const drain = await phase(drainer.child.pid!, DRAIN_LIMIT_S, () =>
     emulator.executions().every((e) => e.reports.length > 0),
   );
-  await sleep(2_000);
+  const settled = await sample(drainer.child.pid!);
+  await sleep(AFTER_DRAIN_S * 1000);
   const after = await sample(drainer.child.pid!);
   const drainMemory = await breakdown(drainer.metricsUrl);
   await snapshot(drainer.child, name, 'drained');
@@ -185,6 +249,7 @@ async function measure(name: string, env: Record<string, string>): Promise<Figur
       executions: reported,
       seconds: drain.seconds,
       peakRssMb: drain.rssMbMax,
+      rssMbDrained: Math.round(settled.rssMb),
       rssMbAfter: Math.round(after.rssMb),
       cpuPercent: drain.cpuPercent,
       memory: drainMemory,
@@ -247,28 +312,37 @@ async function phase(pid: number, seconds: number, until?: () => boolean) {
 
 // --try 'DF_X=1 DF_Y=2' adds a configuration, for trying a setting beside the two above.
 for (const [i, assignments] of (values.try ?? []).entries()) {
-  CONFIGURATIONS[`try ${i + 1}`] = Object.fromEntries(
-    assignments.split(/\s+/).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]),
-  );
+  CONFIGURATIONS[`try ${i + 1}`] = {
+    root,
+    compileCache: await emptyFolder(),
+    env: Object.fromEntries(
+      assignments.split(/\s+/).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]),
+    ),
+  };
 }
 const results: Record<string, Figures> = {};
-for (const [name, env] of Object.entries(CONFIGURATIONS)) {
+for (const [name, configuration] of Object.entries(CONFIGURATIONS)) {
   if (values.only !== undefined && !values.only.split(',').includes(name)) continue;
-  results[name] = await measure(name, env);
+  results[name] = await measure(name, configuration);
   console.error(`${name}: ${JSON.stringify(results[name])}`);
 }
 const rows: Array<[string, (f: Figures) => number | string]> = [
-  ['start to first poll (ms)', (f) => f.firstPollMs],
+  ['start to first poll, first start (ms)', (f) => f.firstPollMs.cold],
+  [`start to first poll, median of the next ${STARTS - 1} starts (ms)`, (f) => f.firstPollMs.warm],
   [`idle RSS, ${taskCount} tasks, after ${idleSeconds} s (MB)`, (f) => f.idle.rssMb],
   [`idle CPU over ${idleSeconds} s (%)`, (f) => f.idle.cpuPercent],
   [`peak RSS draining ${backlog} executions (MB)`, (f) => f.drain.peakRssMb],
-  ['RSS 2 s after the drain (MB)', (f) => f.drain.rssMbAfter],
+  ['RSS as the drain ends (MB)', (f) => f.drain.rssMbDrained],
+  [`RSS ${AFTER_DRAIN_S} s after the drain (MB)`, (f) => f.drain.rssMbAfter],
   ['drain time (s)', (f) => f.drain.seconds],
   ['executions reported', (f) => f.drain.executions],
   ['idle: main heap used / total, external (MB)', (f) => memory(f.idle.memory)],
   ['idle: handler workers alive', (f) => f.idle.memory.handlerWorkers],
-  ['drained: main heap used / total, external (MB)', (f) => memory(f.drain.memory)],
-  ['drained: handler workers alive', (f) => f.drain.memory.handlerWorkers],
+  [
+    `${AFTER_DRAIN_S} s after the drain: main heap used / total, external (MB)`,
+    (f) => memory(f.drain.memory),
+  ],
+  [`${AFTER_DRAIN_S} s after the drain: handler workers alive`, (f) => f.drain.memory.handlerWorkers],
 ];
 function memory(m: MemoryBreakdown): string {
   return `${m.heapUsedMb} / ${m.heapTotalMb}, ${m.externalMb}`;
@@ -278,3 +352,7 @@ console.log(['figure', ...names].join(' | '));
 console.log(['---', ...names.map(() => '---')].join(' | '));
 for (const [label, read] of rows)
   console.log([label, ...names.map((n) => String(read(results[n]!)))].join(' | '));
+await rm(CONFIGURATIONS.before!.root, { recursive: true, force: true });
+for (const { compileCache } of Object.values(CONFIGURATIONS)) {
+  if (compileCache !== undefined) await rm(compileCache, { recursive: true, force: true });
+}
