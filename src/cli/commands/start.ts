@@ -1,6 +1,7 @@
 // `df-worker start`: the daemon. Config from DF_* variables and DF_CONFIG; exits 0 after a drained stop.
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { saveCompileCache } from '../../sandbox/index.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
 import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
@@ -40,6 +41,8 @@ Options:
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
     try {
       const daemon = await runDaemon(config, logger);
+      // Every module of the daemon is loaded by now; a daemon that is killed rather than stopped keeps them.
+      saveCompileCache();
       // The daemon has drained; whatever still holds the event loop is handler code left running (with
       // DF_HANDLER_ISOLATION=none, one that ignores ctx.signal): it must not keep a stopped daemon alive.
       process.exit(await daemon.exited);
