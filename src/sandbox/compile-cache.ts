@@ -1,6 +1,6 @@
 // Node's compile cache (enabled by the CLI at start) for the handler workers and the loading thread: a worker
-// thread or child process uses it only when its environment names the folder, and a module compiled there is
-// kept for the next worker once the cache is flushed, not only when the process exits.
+// thread or child process uses it only when its environment names the folder. A thread writes what it compiled
+// when it ends; saveCompileCache writes it sooner, for a daemon that is killed rather than stopped.
 import { flushCompileCache, getCompileCacheDir } from 'node:module';
 
 /** `env` with NODE_COMPILE_CACHE naming this process's cache folder, when it has one and `env` names none. */

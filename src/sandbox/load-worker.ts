@@ -3,7 +3,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { HandlersDirectoryError } from '../handlers/load-errors.ts';
 import { loadHandlers } from '../handlers/loader.ts';
-import { saveCompileCache } from './compile-cache.ts';
 import type { LoadReport } from './load-handlers.ts';
 
 const { dir } = workerData as { dir: string };
@@ -29,6 +28,4 @@ try {
       ? { kind: 'directory', message: error.message }
       : { kind: 'failed', message: error instanceof Error ? error.message : String(error) };
 }
-// The thread is terminated once it reported: what it compiled is saved for the handler workers first.
-saveCompileCache();
 parentPort?.postMessage(report);

@@ -2,7 +2,7 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Emulator } from '../../src/emulator/index.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { runCli, type CliProcess } from './process.ts';
@@ -240,13 +240,14 @@ export default defineTask({
     const cache = join(dir, 'compile-cache');
     cli = runCli(['start'], env({ NODE_COMPILE_CACHE: cache }));
     await waitFor(() => emulator.executions()[0]?.reports.length === 1, 'the report', 15_000);
-    // kill -9: nothing is written at exit, so what is there was saved while the daemon ran.
+    // Every module the daemon loads (over 300; the threads alone save under 100 as they end), written while it
+    // runs: kill -9 then leaves them, since nothing is written at exit.
+    const entries = () => readdir(cache, { recursive: true }).catch(() => []);
+    await vi.waitFor(async () => expect((await entries()).length).toBeGreaterThan(250), { timeout: 10_000 });
     cli.child.kill('SIGKILL');
     await cli.exited;
-    const cached = await readdir(cache, { recursive: true });
-    // Every module the daemon loads (over 300; the threads alone save under 100 as they end), and the handler
-    // module compiled in its worker thread.
-    expect(cached.length).toBeGreaterThan(250);
+    const cached = await entries();
+    // The handler module, compiled in its worker thread, is among them.
     const files = await Promise.all(
       cached.map((name) => readFile(join(cache, name)).catch(() => Buffer.alloc(0))),
     );
