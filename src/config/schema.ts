@@ -170,6 +170,12 @@ export const schema = {
       max: 65_536,
       doc: 'Heap limit of each handler worker, in MB (with DF_HANDLER_ISOLATION thread or process): a handler that exceeds it fails its attempt and its worker is replaced. Up to DF_CONCURRENCY workers run at once.',
     }),
+    idleTimeoutMs: milliseconds({
+      env: 'DF_HANDLER_IDLE_TIMEOUT_MS',
+      default: 30_000,
+      min: 0,
+      doc: 'Time a handler worker (with DF_HANDLER_ISOLATION thread or process) may wait for its next attempt before it is terminated to give its memory back, in milliseconds; the next attempt then starts a new one (0.1 to 0.4 s more for that attempt). 0 keeps idle workers for ever.',
+    }),
   },
   state: {
     dir: string({

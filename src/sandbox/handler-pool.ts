@@ -22,6 +22,11 @@ export interface HandlerPoolOptions {
   redact: Redact;
   /** Workers kept alive between attempts (the daemon's concurrency). */
   maxIdle: number;
+  /**
+   * How long a worker may wait for its next attempt before it is terminated, in ms (DF_HANDLER_IDLE_TIMEOUT_MS);
+   * 0 keeps idle workers for ever. Default: 0.
+   */
+  idleTimeoutMs?: number;
   /** How long an aborted attempt's `ctx.signal` has to stop the handler before its worker is terminated. */
   abortSettleMs?: number;
   observer?: PoolObserver;
@@ -42,6 +47,8 @@ interface PoolWorker {
   lastExecutionId: string | undefined;
   exitCode: number | undefined;
   gone: boolean;
+  /** While it waits in the idle list: the timer that reaps it. */
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
 interface Running {
@@ -86,7 +93,7 @@ export class HandlerPool implements AttemptHost {
     const file = spec.handler.file;
     // A handler given as an object (embedding, tests) has no module a worker could import: it runs inline.
     if (file === undefined) return inlineHost.run(spec, signal);
-    const worker = this.#idle.pop() ?? this.#spawn();
+    const worker = this.#takeIdle() ?? this.#spawn();
     const attemptId = this.#nextAttemptId++;
     return new Promise<HostResult>((resolve) => {
       let settleTimer: NodeJS.Timeout | undefined;
@@ -175,6 +182,7 @@ export class HandlerPool implements AttemptHost {
       lastExecutionId: undefined,
       exitCode: undefined,
       gone: false,
+      idleTimer: undefined,
     };
     worker.channel = openChannel({
       isolation: this.#o.isolation,
@@ -191,8 +199,27 @@ export class HandlerPool implements AttemptHost {
   #release(worker: PoolWorker): void {
     if (worker.gone) return;
     worker.channel.unref();
-    if (this.#closed || this.#idle.length >= this.#o.maxIdle) void this.#terminate(worker, 'idle');
-    else this.#idle.push(worker);
+    if (this.#closed || this.#idle.length >= this.#o.maxIdle) {
+      void this.#terminate(worker, 'idle');
+      return;
+    }
+    this.#idle.push(worker);
+    const idleTimeoutMs = this.#o.idleTimeoutMs ?? 0;
+    if (idleTimeoutMs > 0) {
+      // A warm worker costs tens of MB for as long as it lives; one that waited this long is not needed.
+      worker.idleTimer = setTimeout(() => void this.#terminate(worker, 'idle'), idleTimeoutMs);
+      worker.idleTimer.unref();
+    }
+  }
+
+  /** The worker that went idle last (its code is the warmest), its reaping called off. */
+  #takeIdle(): PoolWorker | undefined {
+    const worker = this.#idle.pop();
+    if (worker) {
+      clearTimeout(worker.idleTimer);
+      worker.idleTimer = undefined;
+    }
+    return worker;
   }
 
   async #terminate(worker: PoolWorker, reason: WorkerGoneReason): Promise<void> {
@@ -207,6 +234,7 @@ export class HandlerPool implements AttemptHost {
   }
 
   #forget(worker: PoolWorker): void {
+    clearTimeout(worker.idleTimer);
     this.#workers.delete(worker);
     const i = this.#idle.indexOf(worker);
     if (i >= 0) this.#idle.splice(i, 1);

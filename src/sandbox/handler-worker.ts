@@ -9,6 +9,7 @@ import { parentPort } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
 import { defineTask, isNonRetryableError, isTaskModule, type TaskModule } from '../handlers/define-task.ts';
 import { registerSelfResolution } from '../handlers/self-resolve.ts';
+import { saveCompileCache } from './compile-cache.ts';
 import { HandlerTimeoutError, summariseError } from '../runner/errors.ts';
 import { checkOutput } from '../runner/output.ts';
 import {
@@ -152,6 +153,8 @@ async function importHandler(file: string, taskKey: string): Promise<TaskModule>
   if (task.key !== taskKey) {
     throw new Error(`${file} now defines task "${task.key}", not "${taskKey}"; restart df-worker`);
   }
+  // Idle workers are terminated, never exit: the next one starts from what this one compiled.
+  saveCompileCache();
   return task;
 }
 

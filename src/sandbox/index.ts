@@ -4,12 +4,14 @@ import type { WorkerConfig } from '../config/schema.ts';
 import { loadHandlersOrThrow, type LoadedHandler } from '../handlers/loader.ts';
 import { inlineHost, type AttemptHost } from '../runner/attempt-host.ts';
 import { redactor, type Redact } from '../runner/redact.ts';
+import { withCompileCache } from './compile-cache.ts';
 import { HandlerPool, type PoolObserver } from './handler-pool.ts';
 import { loadHandlersIsolated } from './load-handlers.ts';
 import { handlerEnvironment, secretValues } from './secrets.ts';
 
 export { HandlerPool, type PoolObserver, type WorkerGoneReason } from './handler-pool.ts';
 export { handlerEnvironment, secretValues, SECRET_VARIABLES } from './secrets.ts';
+export { saveCompileCache } from './compile-cache.ts';
 
 export interface Sandbox {
   /** Imports the handler modules: in a thread with the handlers' environment, unless isolation is none. */
@@ -36,7 +38,7 @@ export function sandboxFromConfig(
       close: () => Promise.resolve(),
     };
   }
-  const env = handlerEnvironment(options.env ?? process.env, secrets);
+  const env = withCompileCache(handlerEnvironment(options.env ?? process.env, secrets));
   const pool = new HandlerPool({
     isolation: config.handlers.isolation,
     memoryMb: config.handlers.memoryMb,
@@ -44,6 +46,7 @@ export function sandboxFromConfig(
     logger,
     redact,
     maxIdle: config.concurrency,
+    idleTimeoutMs: config.handlers.idleTimeoutMs,
     ...(options.observer ? { observer: options.observer } : {}),
   });
   return {

@@ -52,28 +52,38 @@ export class EventLoopLag {
   }
 }
 
+/**
+ * The ticker's period for a stall limit, in ms: a tenth of the limit, so every stall of 1.1 times the limit is
+ * seen whatever its phase, and at most a second, so an idle daemon wakes once a second for it, not ten times.
+ */
+export function tickMsFor(limitMs: number): number {
+  return Math.min(1_000, Math.max(10, Math.floor(limitMs / 10)));
+}
+
 /** The shell: a ticker that measures its own lateness into an EventLoopLag. */
 export class EventLoopLagMonitor {
-  static readonly TICK_MS = 100;
+  readonly tickMs: number;
   readonly #lag: EventLoopLag;
   #lastTick = performance.now();
   readonly #ticker: NodeJS.Timeout;
 
   constructor(options: EventLoopLagOptions) {
     this.#lag = new EventLoopLag(options);
+    const tickMs = tickMsFor(options.limitMs);
+    this.tickMs = tickMs;
     // performance.now(), not Date.now(): a wall clock stepped by NTP would read as a stall.
     this.#ticker = setInterval(() => {
       const now = performance.now();
-      this.#lag.record(now - this.#lastTick - EventLoopLagMonitor.TICK_MS, now);
+      this.#lag.record(now - this.#lastTick - tickMs, now);
       this.#lastTick = now;
-    }, EventLoopLagMonitor.TICK_MS);
+    }, tickMs);
     this.#ticker.unref();
   }
 
   health(): LoopHealth {
     // A probe read in the same turn as the end of a stall runs before the ticker could measure it.
     const now = performance.now();
-    const overdue = now - this.#lastTick - EventLoopLagMonitor.TICK_MS;
+    const overdue = now - this.#lastTick - this.tickMs;
     if (overdue > 0) this.#lag.record(overdue, now);
     return this.#lag.health(now);
   }

@@ -4,6 +4,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { OPERATIONS, type Operation } from '../api/types.ts';
 import type { BudgetSnapshot } from '../budget/budget.ts';
 
+/** How often the event-loop delay histograms (`dfworker_nodejs_eventloop_lag_*`) take a sample, in ms. */
+export const EVENT_LOOP_SAMPLE_MS = 1_000;
+
 export type PollResultLabel = 'hit' | 'empty' | 'error';
 
 export class WorkerMetrics {
@@ -45,7 +48,13 @@ export class WorkerMetrics {
   ) {
     const registers = [this.registry];
     if (options.defaultMetrics ?? true)
-      collectDefaultMetrics({ register: this.registry, prefix: 'dfworker_' });
+      collectDefaultMetrics({
+        register: this.registry,
+        prefix: 'dfworker_',
+        // prom-client samples the loop delay every 10 ms by default: 100 wake-ups a second of an idle daemon
+        // (most of its idle CPU). Once a second still dates every stall that /healthz cares about (10 s).
+        eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+      });
     this.requests = new Counter({
       name: 'dfworker_service_requests_total',
       help: 'Requests sent to the service, by operation and status class (2xx, 4xx, 5xx, network).',

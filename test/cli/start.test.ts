@@ -1,8 +1,8 @@
 // `df-worker start` as users run it: a real process, real signals, the emulator on loopback.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Emulator } from '../../src/emulator/index.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { runCli, type CliProcess } from './process.ts';
@@ -233,5 +233,26 @@ export default defineTask({
     );
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
+  });
+
+  it("keeps its compiled modules and its handlers' in Node's compile cache, even when killed, for a faster next start", async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.createTask({ key: 'slow', inputKeys: [{ key: 'ms', description: '' }] });
+    emulator.enqueueExecution('slow', { ms: 1 });
+    const cache = join(dir, 'compile-cache');
+    cli = runCli(['start'], env({ NODE_COMPILE_CACHE: cache }));
+    await waitFor(() => emulator.executions()[0]?.reports.length === 1, 'the report', 15_000);
+    // Every module the daemon loads (over 300; the threads alone save under 100 as they end), written while it
+    // runs: kill -9 then leaves them, since nothing is written at exit.
+    const entries = () => readdir(cache, { recursive: true }).catch(() => []);
+    await vi.waitFor(async () => expect((await entries()).length).toBeGreaterThan(250), { timeout: 10_000 });
+    cli.child.kill('SIGKILL');
+    await cli.exited;
+    const cached = await entries();
+    // The handler module, compiled in its worker thread, is among them.
+    const files = await Promise.all(
+      cached.map((name) => readFile(join(cache, name)).catch(() => Buffer.alloc(0))),
+    );
+    expect(files.some((bytes) => bytes.includes('slept: input.ms'))).toBe(true);
   });
 });

@@ -73,6 +73,8 @@ export interface PoolRig {
   handler: TaskModule & { file: string };
   log: RecordingLogger;
   gone: WorkerGoneReason[];
+  /** Resolves once `count` workers in all have gone away. */
+  goneCount(count: number): Promise<void>;
   started: () => number;
   dir: string;
   run(input: JsonObject, options?: RunOptions): Promise<ExecutionOutcome>;
@@ -89,13 +91,14 @@ export interface RunOptions {
 
 export async function poolRig(
   isolation: Isolation,
-  options: { memoryMb?: number; env?: Record<string, string> } = {},
+  options: { memoryMb?: number; env?: Record<string, string>; idleTimeoutMs?: number } = {},
 ): Promise<PoolRig> {
   const dir = await mkdtemp(path.join(tmpdir(), 'df-sandbox-'));
   const file = path.join(dir, 'misbehaving.ts');
   await writeFile(file, MISBEHAVING_HANDLER);
   const log = recordingLogger();
   const gone: WorkerGoneReason[] = [];
+  const goneWaiters: Array<() => void> = [];
   let started = 0;
   const redact = redactor([SECRET]);
   const pool = new HandlerPool({
@@ -106,8 +109,18 @@ export async function poolRig(
     redact,
     maxIdle: 2,
     abortSettleMs: 200,
-    observer: { workerStarted: () => started++, workerGone: (reason) => gone.push(reason) },
+    ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+    observer: {
+      workerStarted: () => started++,
+      workerGone: (reason) => {
+        gone.push(reason);
+        for (const wake of goneWaiters.splice(0)) wake();
+      },
+    },
   });
+  const goneCount = async (count: number) => {
+    while (gone.length < count) await new Promise<void>((resolve) => goneWaiters.push(resolve));
+  };
   const declared = defineTask({ key: 'misbehaving', outputKeys: ['result'], handle: () => ({ result: 0 }) });
   const handler = { ...declared, file };
   return {
@@ -115,6 +128,7 @@ export async function poolRig(
     handler,
     log,
     gone,
+    goneCount,
     started: () => started,
     dir,
     run: (input, run = {}) =>

@@ -31,6 +31,30 @@ describe.each(['thread', 'process'] as const)('HandlerPool (%s)', (isolation) =>
     expect(rig.started()).toBe(1);
   });
 
+  it('terminates a worker left idle past its idle timeout, and starts a new one for the next attempt', async () => {
+    rig = await poolRig(isolation, { idleTimeoutMs: 300 });
+    const pids = new Set<number>();
+    expect((await rig.run({ mode: 'ok', n: 1 })).status).toBe('COMPLETED');
+    for (const pid of rig.pool.workerPids()) pids.add(pid);
+    expect(rig.pool.workers).toEqual({ total: 1, busy: 0 });
+    await rig.goneCount(1);
+    expect(rig.gone).toEqual(['idle']);
+    expect(rig.pool.workers.total).toBe(0);
+    expect((await rig.run({ mode: 'ok', n: 4 })).output).toEqual({ result: 8 });
+    expect(rig.started()).toBe(2);
+    if (isolation === 'process') expect(pids.has(rig.pool.workerPids()[0]!)).toBe(false);
+  });
+
+  it('does not reap a worker that took an attempt before its idle timeout, even one that outlasts it', async () => {
+    rig = await poolRig(isolation, { idleTimeoutMs: 300 });
+    await rig.run({ mode: 'ok', n: 1 });
+    // Taken from the idle list at once, then busy for longer than the idle timeout.
+    const outcome = await rig.run({ mode: 'ignore-signal', delayMs: 600, file: path.join(rig.dir, 'side') });
+    expect(outcome.output).toEqual({ result: 'done' });
+    expect(rig.started()).toBe(1);
+    expect(rig.gone).toEqual([]);
+  });
+
   it('terminates a handler that never yields at its deadline, while the daemon loop keeps ticking', async () => {
     rig = await poolRig(isolation);
     const { value: outcome, stallMs } = await longestLoopStall(rig.run({ mode: 'spin' }, { timeoutMs: 300 }));

@@ -1,7 +1,7 @@
 // The stall bookkeeping behind /healthz, with times passed in: a stall over the limit is reported to every
 // probe until the loop has run the recovery time without another.
 import { describe, expect, it } from 'vitest';
-import { EventLoopLag } from '../../src/telemetry/event-loop-lag.ts';
+import { EventLoopLag, EventLoopLagMonitor, tickMsFor } from '../../src/telemetry/event-loop-lag.ts';
 
 const lagWith = () => new EventLoopLag({ limitMs: 1_000, recoveryMs: 5_000 });
 
@@ -34,5 +34,27 @@ describe('EventLoopLag', () => {
     // A later episode reports its own stalls, not the earlier one's.
     lag.record(1_200, 60_000);
     expect(lag.health(60_000)).toMatchObject({ stalled: true, lagMs: 1_200 });
+  });
+});
+
+describe('EventLoopLagMonitor', () => {
+  it('wakes an idle daemon once a second for the default 10 s limit, and often enough for a short one', () => {
+    expect(tickMsFor(10_000)).toBe(1_000);
+    expect(tickMsFor(60_000)).toBe(1_000);
+    expect(tickMsFor(150)).toBe(15);
+    expect(tickMsFor(1)).toBe(10);
+  });
+
+  it('sees a stall of 1.1 times the limit whenever it starts between two ticks', () => {
+    const monitor = new EventLoopLagMonitor({ limitMs: 200, recoveryMs: 1_000 });
+    try {
+      const until = performance.now() + 220 + monitor.tickMs;
+      while (performance.now() < until) {
+        // holds the loop, as a handler on it would
+      }
+      expect(monitor.health().stalled).toBe(true);
+    } finally {
+      monitor.stop();
+    }
   });
 });

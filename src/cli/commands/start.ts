@@ -1,9 +1,13 @@
 // `df-worker start`: the daemon. Config from DF_* variables and DF_CONFIG; exits 0 after a drained stop.
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { saveCompileCache } from '../../sandbox/index.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
 import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
+
+/** How long after start the compile cache is written, in ms. */
+const COMPILE_CACHE_SAVE_DELAY_MS = 2_000;
 
 /** sysexits EX_CONFIG: the configuration is wrong; restarting will not help. */
 export const EXIT_CONFIG = 78;
@@ -40,6 +44,9 @@ Options:
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
     try {
       const daemon = await runDaemon(config, logger);
+      // Every module of the daemon is loaded by now; a daemon that is killed rather than stopped keeps them. Not at
+      // once: writing the cache of a first start takes some 100 ms, which would hold up the first polls.
+      setTimeout(saveCompileCache, COMPILE_CACHE_SAVE_DELAY_MS).unref();
       // The daemon has drained; whatever still holds the event loop is handler code left running (with
       // DF_HANDLER_ISOLATION=none, one that ignores ctx.signal): it must not keep a stopped daemon alive.
       process.exit(await daemon.exited);
