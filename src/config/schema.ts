@@ -226,7 +226,7 @@ export const schema = {
       default: 0.1,
       min: 0,
       max: 0.9,
-      doc: "How far polls may run ahead of an even spend of the month, as a fraction of the month's budget; the allowance shrinks as the month passes, so that even more work than the month can carry leaves polls to its last hour.",
+      doc: "How far re-polls after a hit may run ahead of an even spend of the month, as a fraction of the month's budget; the allowance shrinks as the month passes. Past it, a task that found work waits for its idle pace.",
     }),
     safetyMarginMs: milliseconds({
       env: 'DF_BUDGET_SAFETY_MARGIN_MS',
