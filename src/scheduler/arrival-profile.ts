@@ -13,6 +13,8 @@ const WEEK_HALF_LIFE_MS = WEEK_MS;
 const DAY_HALF_LIFE_MS = 2 * DAY_MS;
 /** How many standard deviations (of a Poisson count) a bucket's count must differ by to be believed. */
 const SIGNIFICANCE = 2;
+/** Arrivals closer than this to the one before are one group (a batch enqueued at once). */
+const GROUP_GAP_MS = 10_000;
 /** Arrivals' worth of the broader estimate a bucket's own figure starts from. */
 const PSEUDO = 0.2;
 
@@ -29,6 +31,10 @@ interface TaskProfile {
   week: Bucket[];
   day: Bucket[];
   all: Bucket;
+  /** Groups of arrivals (`count`: groups started, faded as `all`), for how bursty the task's work is. */
+  groups: Bucket;
+  /** The latest arrival seen, in ms. */
+  lastArrivalAt: number;
 }
 
 /** The saved form (`arrival-profile.json`). */
@@ -87,6 +93,10 @@ export class ArrivalProfile {
     add(task.week[hourOfWeek(arrivedAt)]!, 1, 0, nowMs, WEEK_HALF_LIFE_MS);
     add(task.day[hourOfDay(arrivedAt)]!, 1, 0, nowMs, DAY_HALF_LIFE_MS);
     add(task.all, 1, 0, nowMs, WEEK_HALF_LIFE_MS);
+    // Arrivals within seconds of the one before belong to its group (a batch enqueued at once).
+    const startsGroup = Math.abs(arrivedAt - task.lastArrivalAt) > GROUP_GAP_MS;
+    add(task.groups, startsGroup ? 1 : 0, 0, nowMs, WEEK_HALF_LIFE_MS);
+    task.lastArrivalAt = Math.max(task.lastArrivalAt, arrivedAt);
   }
 
   /**
@@ -97,12 +107,26 @@ export class ArrivalProfile {
   ratePerHour(key: string, atMs: number, priorPerHour = 0): number {
     const task = this.#tasks.get(key);
     if (!task) return priorPerHour;
-    const overall = rate(task.all, priorPerHour);
-    const day = rate(task.day[hourOfDay(atMs)]!, overall);
+    // Work that comes in batches varies by the batch, not by the arrival: an empty hour says less.
+    const spread = this.batchSize(key);
+    const overall = rate(task.all, priorPerHour, spread);
+    const day = rate(task.day[hourOfDay(atMs)]!, overall, spread);
     // The hour of the week has one pass a week; the hour of the day (weekdays apart from weekends) one a
     // day: when work moves to other hours, the latter sees it within a day. The higher of the two is taken,
     // so that an hour is never thought quiet while either says work comes in it.
-    return Math.max(rate(task.week[hourOfWeek(atMs)]!, day), day);
+    return Math.max(rate(task.week[hourOfWeek(atMs)]!, day, spread), day);
+  }
+
+  /** Mean arrivals per group (1 for work that arrives one at a time; a batch's size for batches). */
+  batchSize(key: string): number {
+    const task = this.#tasks.get(key);
+    return task ? Math.max(1, task.all.count / Math.max(1, task.groups.count)) : 1;
+  }
+
+  /** The task's arrivals per hour over all hours (fading by half a week), leaning on `priorPerHour`. */
+  overallRatePerHour(key: string, priorPerHour = 0): number {
+    const task = this.#tasks.get(key);
+    return task ? rate(task.all, priorPerHour, 1) : priorPerHour;
   }
 
   /** How long the task has been watched (faded as its figures are). */
@@ -129,6 +153,8 @@ export class ArrivalProfile {
         week: Array.from({ length: WEEK_HOURS }, bucket),
         day: Array.from({ length: 48 }, bucket),
         all: bucket(),
+        groups: bucket(),
+        lastArrivalAt: 0,
       };
       this.#tasks.set(key, task);
     }
@@ -143,12 +169,13 @@ export class ArrivalProfile {
  * gets one an hour, both read as one an hour, while an hour that stays empty where 15 were expected, or busy
  * where none were, reads as it is within a pass or two.
  */
-function rate(b: Bucket, prior: number): number {
+function rate(b: Bucket, prior: number, spread: number): number {
   const hours = b.exposureMs / HOUR_MS;
   // The bucket's own figure, with one pseudo-arrival's worth of the prior.
   const own = prior > 0 ? (b.count + PSEUDO) / (hours + PSEUDO / prior) : b.count / (hours + 1);
   const expected = prior * hours;
-  const surprise = (b.count - expected) ** 2 / (SIGNIFICANCE ** 2 * Math.max(expected, 1));
+  // A Poisson count of batches of `spread` arrivals has `spread` times the variance of single arrivals.
+  const surprise = (b.count - expected) ** 2 / (SIGNIFICANCE ** 2 * spread * Math.max(expected, 1));
   const weight = Math.min(1, surprise);
   return weight * own + (1 - weight) * prior;
 }
@@ -194,6 +221,8 @@ function isState(value: unknown): value is ArrivalProfileState {
       Array.isArray(t.day) &&
       t.day.length === 48 &&
       t.day.every(isBucket) &&
-      isBucket(t.all),
+      isBucket(t.all) &&
+      isBucket(t.groups) &&
+      typeof t.lastArrivalAt === 'number',
   );
 }

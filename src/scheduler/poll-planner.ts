@@ -55,6 +55,8 @@ const QUIET_RATE = 0.25;
 const QUIET_SHARE = 0.03;
 /** Small enough that a quiet hour's interval is always the maximum. */
 const QUIET_ROOT = 1e-9;
+/** How long the work must have been watched before overload is concluded. */
+const OVERLOAD_WATCH_MS = 60 * 60_000;
 /** How many times as long as a task was watched its rate is projected ahead (a day → the month). */
 const FORECAST_REACH = 30;
 /** The work is more than the month can carry when idle polls would be left less than this share of it. */
@@ -315,10 +317,14 @@ export class PollPlanner {
     }
     const roots: { weight: number; root: number }[] = [];
     const rootsByKey = new Map<string, Float64Array>();
-    let forecast = 0;
-    /** The forecast as if every rate held to the month's end: enough to call overload after an hour. */
-    let fullForecast = 0;
+    // Overload is a rate sustained beyond what the month can carry, not a busy hour or a burst: each task's
+    // overall rate (fading by half a week), as if it held to the month's end.
+    const sustained = keys.reduce(
+      (sum, key) => sum + this.profile.overallRatePerHour(key, meanPerHour) * (leftMs / HOUR_MS),
+      0,
+    );
     const buckets: { key: string; hour: number; rate: number; hours: number }[] = [];
+    let forecast = 0;
     for (const key of keys.length > 0 ? keys : ['']) {
       // A rate watched for minutes is no month's forecast: it is projected FORECAST_REACH times as far ahead
       // as it was watched, until that covers the month.
@@ -330,7 +336,6 @@ export class PollPlanner {
         const hours = hoursLeft[h]!;
         buckets.push({ key, hour: h, rate, hours });
         forecast += rate * hours * trust;
-        fullForecast += rate * hours;
       }
     }
     const quiet = quietBuckets(buckets);
@@ -346,10 +351,11 @@ export class PollPlanner {
     // Work beyond what the month can carry (overload) still needs polls to be claimed: half of what is left
     // then goes to polls (each brings a report), and the month's pace (the budget's gate) holds them to it.
     const idleShare = left - REQUESTS_PER_EXECUTION * forecast - margin;
-    // A burst is not a rate: overload is only concluded from an hour of watching the work at least.
+    // A start is not a rate: overload is only concluded after watching the work for a while.
     const watchedMs = Math.max(0, ...keys.map((k) => this.profile.watchedMs(k)));
     const overloaded =
-      left - REQUESTS_PER_EXECUTION * fullForecast - margin < OVERLOAD_SHARE * left && watchedMs >= HOUR_MS;
+      left - REQUESTS_PER_EXECUTION * sustained - margin < OVERLOAD_SHARE * left &&
+      watchedMs >= OVERLOAD_WATCH_MS;
     const spendable = overloaded ? left / 2 : Math.max(idleShare, OVERLOAD_SHARE * left);
     const floorPolls = (leftMs / this.#maxPollIntervalMs) * taskCount;
     const base = { at: nowMs, taskCount, roots: rootsByKey, overloaded, learning: meanPerHour === 0 };
