@@ -1,0 +1,118 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Budget } from '../../src/budget/budget.ts';
+import { ManualClock } from '../../src/clock/manual-clock.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { plannerFromConfig } from '../../src/daemon/service-wiring.ts';
+import { ArrivalProfile } from '../../src/scheduler/arrival-profile.ts';
+import { loadProfile, saveProfile } from '../../src/scheduler/profile-store.ts';
+import { mulberry32 } from '../../src/replay/workloads.ts';
+
+const HOUR = 3_600_000;
+const START = Date.UTC(2026, 10, 2); // a Monday
+
+/** Watches `key` for `hours` from `from`, with Poisson arrivals at `ratePerHour(t)` (seeded), claimed at once. */
+function feed(
+  profile: ArrivalProfile,
+  key: string,
+  from: number,
+  hours: number,
+  ratePerHour: (t: number) => number,
+  seed = 1,
+): number {
+  const random = mulberry32(seed);
+  const end = from + hours * HOUR;
+  for (let t = from; t < end; t += 60_000) {
+    profile.observe([key], t);
+    if (random() < ratePerHour(t) / 60) profile.arrival(key, t, t);
+  }
+  return end;
+}
+
+const businessHours = (t: number) => {
+  const d = new Date(t);
+  return d.getUTCDay() >= 1 && d.getUTCDay() <= 5 && d.getUTCHours() >= 8 && d.getUTCHours() < 18 ? 15 : 0;
+};
+
+describe('ArrivalProfile', () => {
+  it('learns business hours in a week: busy weekday hours read busy, nights and Sundays quiet', () => {
+    const profile = new ArrivalProfile();
+    const now = feed(profile, 'work', START, 7 * 24, businessHours);
+    const monday10 = profile.ratePerHour('work', now + 10 * HOUR);
+    const monday3 = profile.ratePerHour('work', now + 3 * HOUR);
+    const sunday10 = profile.ratePerHour('work', now + 6 * 24 * HOUR + 10 * HOUR);
+    expect(monday10).toBeGreaterThan(8);
+    expect(monday3).toBeLessThan(monday10 / 10);
+    expect(sunday10).toBeLessThan(monday10 / 10);
+  });
+
+  it('reads random arrivals at one steady rate as the same rate every hour (no hour looks busier by chance)', () => {
+    const profile = new ArrivalProfile();
+    const now = feed(profile, 'work', START, 14 * 24, () => 1, 7);
+    const rates = Array.from({ length: 168 }, (_, h) => profile.ratePerHour('work', now + h * HOUR));
+    const mean = rates.reduce((a, b) => a + b, 0) / rates.length;
+    expect(mean).toBeGreaterThan(0.7);
+    expect(mean).toBeLessThan(1.4);
+    // Chance moves an hour's figure a little (none reads under 0.4 of the mean: far from the quarter under
+    // which an hour counts as quiet), and few read over 1.5 times the mean.
+    expect(Math.min(...rates)).toBeGreaterThan(0.4 * mean);
+    expect(rates.filter((r) => r > 1.5 * mean).length).toBeLessThan(168 / 10);
+  });
+
+  it('follows work that moves to other hours within two days', () => {
+    const profile = new ArrivalProfile();
+    const morning = (t: number) =>
+      new Date(t).getUTCHours() >= 9 && new Date(t).getUTCHours() < 12 ? 20 : 0;
+    const evening = (t: number) =>
+      new Date(t).getUTCHours() >= 18 && new Date(t).getUTCHours() < 23 ? 20 : 0;
+    let now = feed(profile, 'work', START, 7 * 24, morning, 3); // a week of mornings
+    expect(profile.ratePerHour('work', now + 2 * 24 * HOUR + 19 * HOUR)).toBeLessThan(2);
+    now = feed(profile, 'work', now, 2 * 24, evening, 4); // then Monday and Tuesday: evenings
+    // Wednesday evening: its hour of the week saw only quiet evenings, the hour of the day sees the change.
+    expect(profile.ratePerHour('work', now + 19 * HOUR)).toBeGreaterThan(8);
+  });
+
+  it('survives the state folder: saved and loaded, every hour reads the same, and the planner starts from it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'df-worker-profile-'));
+    try {
+      const profile = new ArrivalProfile();
+      const now = feed(profile, 'work', START, 7 * 24, businessHours);
+      await saveProfile(dir, profile);
+      const loaded = await loadProfile(dir);
+      expect(loaded.result).toBe('restored');
+      for (let h = 0; h < 168; h++) {
+        expect(loaded.profile.ratePerHour('work', now + h * HOUR)).toBeCloseTo(
+          profile.ratePerHour('work', now + h * HOUR),
+          9,
+        );
+      }
+      const config = loadConfig({ env: { DF_STATE_DIR: dir } });
+      const clock = new ManualClock(now);
+      const budget = new Budget({ limits: config.budget, clock });
+      const planner = await plannerFromConfig(config, budget);
+      planner.setTasks([{ id: 't', key: 'work' }], now);
+      // A restart on a Sunday: the task is polled at the floor, and as soon as Monday's business hours begin.
+      const sunday = now + 6 * 24 * HOUR + 10 * HOUR;
+      const mondayMorning = now + 7 * 24 * HOUR + 10 * HOUR;
+      expect(planner.idleIntervalMs(sunday, 'work')).toBe(config.scheduler.maxPollIntervalMs);
+      expect(planner.idleIntervalMs(mondayMorning, 'work')).toBeLessThan(40_000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('starts afresh from a damaged file, saying so', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'df-worker-profile-'));
+    try {
+      await writeFile(join(dir, 'arrival-profile.json'), '{"version": 1, "tasks": {"work": {"week": []}}}');
+      const loaded = await loadProfile(dir);
+      expect(loaded.result).toBe('unreadable');
+      expect(loaded.problem).toMatch(/arrival-profile\.json/);
+      expect(loaded.profile.ratePerHour('work', START)).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
