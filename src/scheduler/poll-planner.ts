@@ -2,8 +2,9 @@
 // at once after a poll that found work, and otherwise at its idle pace. The idle pace spends the month's
 // budget evenly over what is left of it, after what the expected work will cost (a report and a re-poll per
 // execution), and places polls where work arrives, as learnt in an ArrivalProfile: the quietest hours of the
-// week (together at most 3% of the expected work) are polled every `maxPollIntervalMs`, every other hour at
-// one common, shorter interval, which minimises the 95th percentile of pickup for the polls the month has.
+// week are polled every `maxPollIntervalMs` (or, when they hold more than 4% of the expected work, just often
+// enough that no more than 4% waits longer than elsewhere), every other hour at one common, shorter interval,
+// which minimises the 95th percentile of pickup for the polls the month has.
 // Pure and synchronous: the daemon's loop and the month replay drive the very same decisions.
 import type { Budget } from '../budget/budget.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
@@ -48,11 +49,14 @@ const FORECAST_MARGIN = 0.005;
 const REQUESTS_PER_EXECUTION = 2;
 /** A quiet hour gets less than this share of the typical arrival's hour rate... */
 const QUIET_RATE = 0.25;
+/** ... and all quiet hours together at most this share of the arrivals expected. */
+const MAX_QUIET_SHARE = 0.12;
 /**
- * ... and all quiet hours together at most this share of the arrivals expected: below the 5% that p95 may
- * leave slow, with a margin for rates that are only estimates.
+ * The share of the work that may wait longer than the common interval: under the 5% that p95 may leave slow,
+ * with a margin for rates that are only estimates. Quiet hours holding no more than this wait for the
+ * maximum interval; holding more, they are polled more often (see quietBuckets).
  */
-const QUIET_SHARE = 0.03;
+const SLOW_SHARE = 0.04;
 /** Small enough that a quiet hour's interval is always the maximum. */
 const QUIET_ROOT = 1e-9;
 /** How long the work must have been watched before overload is concluded. */
@@ -338,11 +342,11 @@ export class PollPlanner {
         forecast += rate * hours * trust;
       }
     }
-    const quiet = quietBuckets(buckets);
+    const { quiet, root: quietRoot } = quietBuckets(buckets);
     for (const b of buckets) {
       let byHour = rootsByKey.get(b.key);
       if (!byHour) rootsByKey.set(b.key, (byHour = new Float64Array(168)));
-      const root = quiet.has(b) ? QUIET_ROOT : 1;
+      const root = quiet.has(b) ? quietRoot : 1;
       byHour[b.hour] = root;
       if (b.hours > 0) roots.push({ weight: b.hours, root });
     }
@@ -370,26 +374,33 @@ export class PollPlanner {
 }
 
 /**
- * Hours of the week (per task) polled only every `maxPollIntervalMs`: the quietest, each expected to get less
- * than a quarter of the average arrival's hour, as long as together they hold at most QUIET_SHARE of the work
- * expected. Every other hour gets the same interval. This minimises the 95th percentile of pickup for a
- * number of polls (an arrival in a quiet hour is in the slowest 5%; one in any other hour waits at most the
- * common interval), where a square-root rule would minimise the mean and leave the busier off-peak hours,
- * where p95 is decided, long intervals. Rates from a short or even history are all alike: nothing is quiet.
+ * The quiet hours of the week (per task) and their weight (`root`): the quietest, each expected to get less
+ * than a quarter of the typical arrival's hour, together at most MAX_QUIET_SHARE of the work expected. Every
+ * other hour gets the same interval. For the 95th percentile of pickup the best use of a number of polls is
+ * all-or-nothing by hour: an arrival in a quiet hour may be among the slowest 5%, one in any other waits at
+ * most the common interval (a square-root rule would minimise the mean instead, and leave the busier off-peak
+ * hours, where p95 is decided, long intervals). Rates from a short or even history are all alike: then
+ * nothing is quiet.
  */
-function quietBuckets<B extends { rate: number; hours: number }>(buckets: B[]): Set<B> {
+function quietBuckets<B extends { rate: number; hours: number }>(
+  buckets: B[],
+): { quiet: Set<B>; root: number } {
   const mass = (b: B) => b.rate * b.hours;
   const total = buckets.reduce((sum, b) => sum + mass(b), 0);
   const quiet = new Set<B>();
-  if (total <= 0) return quiet;
+  if (total <= 0) return { quiet, root: 1 };
   const typical = buckets.reduce((sum, b) => sum + b.rate * mass(b), 0) / total;
   let share = 0;
   for (const b of [...buckets].filter((x) => x.rate < QUIET_RATE * typical).sort((x, y) => x.rate - y.rate)) {
+    if (share + mass(b) / total > MAX_QUIET_SHARE) break;
     share += mass(b) / total;
-    if (share > QUIET_SHARE) break;
     quiet.add(b);
   }
-  return quiet;
+  // Up to SLOW_SHARE of the work, quiet hours may wait the longest interval; beyond it, a pickup k times the
+  // common interval in quiet hours leaves share × (1 − 1/k) of the work slower than it, which is kept to
+  // SLOW_SHARE: k = 1 / (1 − SLOW_SHARE / share).
+  const root = share <= SLOW_SHARE ? QUIET_ROOT : 1 - SLOW_SHARE / share;
+  return { quiet, root };
 }
 
 /**
