@@ -4,7 +4,7 @@
 // workers were idle past DF_HANDLER_IDLE_TIMEOUT_MS. Each figure is printed beside the baseline measured in the
 // same run: the daemon's code as it was before the footprint work (git ref --baseline-ref, extracted with
 // `git archive` to a temp folder), each configuration in a fresh emulator and process.
-//   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2']
+//   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2' --built]
 // With --snapshot DIR, each daemon writes a heap snapshot of its main thread after the idle phase and after the
 // drain, into DIR/<configuration> (node --heapsnapshot-signal, through NODE_OPTIONS).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -25,6 +25,8 @@ const { values } = parseArgs({
     snapshot: { type: 'string' },
     only: { type: 'string' },
     try: { type: 'string', multiple: true },
+    // Also run the compiled build (dist/, built first), as the container image does.
+    built: { type: 'boolean', default: false },
     // The commit before issue 10's footprint work.
     'baseline-ref': { type: 'string', default: 'face1c1' },
   },
@@ -48,6 +50,8 @@ interface Configuration {
    * since the variable alone turns the cache on.
    */
   compileCache?: string;
+  /** Runs dist/cli/main.js (the image's entry point) instead of the sources. */
+  built?: boolean;
 }
 
 /** The configurations compared: the code before the footprint work, and this checkout's defaults. */
@@ -141,7 +145,9 @@ async function startDaemon(
   const spawnedAt = Date.now();
   const child = spawn(
     process.execPath,
-    ['--conditions=df-worker-source', join(configuration.root, 'src/cli/main.ts'), 'start'],
+    configuration.built
+      ? [join(configuration.root, 'dist/cli/main.js'), 'start']
+      : ['--conditions=df-worker-source', join(configuration.root, 'src/cli/main.ts'), 'start'],
     {
       env: {
         PATH: process.env.PATH ?? '',
@@ -311,6 +317,11 @@ async function phase(pid: number, seconds: number, until?: () => boolean) {
 }
 
 // --try 'DF_X=1 DF_Y=2' adds a configuration, for trying a setting beside the two above.
+if (values.built) {
+  const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('npm run build failed');
+  CONFIGURATIONS.built = { root, env: {}, compileCache: await emptyFolder(), built: true };
+}
 for (const [i, assignments] of (values.try ?? []).entries()) {
   CONFIGURATIONS[`try ${i + 1}`] = {
     root,

@@ -123,6 +123,11 @@ export class ArrivalProfile {
     return task ? Math.max(1, task.all.count / Math.max(1, task.groups.count)) : 1;
   }
 
+  /** Groups of arrivals seen (faded by half a week): each arrival alone, or each batch. */
+  groups(key: string): number {
+    return this.#tasks.get(key)?.groups.count ?? 0;
+  }
+
   /** The task's arrivals per hour over all hours (fading by half a week), leaning on `priorPerHour`. */
   overallRatePerHour(key: string, priorPerHour = 0): number {
     const task = this.#tasks.get(key);

@@ -60,7 +60,11 @@ const SLOW_SHARE = 0.04;
 /** Small enough that a quiet hour's interval is always the maximum. */
 const QUIET_ROOT = 1e-9;
 /** How long the work must have been watched before overload is concluded. */
-const OVERLOAD_WATCH_MS = 60 * 60_000;
+const OVERLOAD_WATCH_MS = 20 * 60_000;
+/** Batches seen before a batched task's rate is projected over the rest of the month in full. */
+const FORECAST_GROUPS = 30;
+/** A task whose arrivals come this many at a time on average works in batches. */
+const BATCHED = 3;
 /** How many times as long as a task was watched its rate is projected ahead (a day → the month). */
 const FORECAST_REACH = 30;
 /** The work is more than the month can carry when idle polls would be left less than this share of it. */
@@ -323,16 +327,22 @@ export class PollPlanner {
     const rootsByKey = new Map<string, Float64Array>();
     // Overload is a rate sustained beyond what the month can carry, not a busy hour or a burst: each task's
     // overall rate (fading by half a week), as if it held to the month's end.
-    const sustained = keys.reduce(
-      (sum, key) => sum + this.profile.overallRatePerHour(key, meanPerHour) * (leftMs / HOUR_MS),
-      0,
-    );
+    // Work that comes in batches is left out: one batch is no rate, and a re-poll after a hit is what drains
+    // a batch at the service's pace (the run-ahead allowance still keeps that to the month's).
+    const sustained = keys
+      .filter((key) => this.profile.batchSize(key) < BATCHED)
+      .reduce((sum, key) => sum + this.profile.overallRatePerHour(key, meanPerHour) * (leftMs / HOUR_MS), 0);
     const buckets: { key: string; hour: number; rate: number; hours: number }[] = [];
     let forecast = 0;
     for (const key of keys.length > 0 ? keys : ['']) {
       // A rate watched for minutes is no month's forecast: it is projected FORECAST_REACH times as far ahead
       // as it was watched, until that covers the month.
-      const trust = Math.min(1, (FORECAST_REACH * this.profile.watchedMs(key)) / Math.max(1, leftMs));
+      // For work in batches, what a few batches said is no rate either: trusted as FORECAST_GROUPS are seen.
+      const trust = Math.min(
+        1,
+        (FORECAST_REACH * this.profile.watchedMs(key)) / Math.max(1, leftMs),
+        this.profile.batchSize(key) >= BATCHED ? this.profile.groups(key) / FORECAST_GROUPS : 1,
+      );
       for (let h = 0; h < 168; h++) {
         // Any instant in that hour of the week: the profile reads nothing else from it.
         const at = nowMs + ((h - hourOfWeek(nowMs) + 168) % 168) * HOUR_MS;
@@ -342,7 +352,10 @@ export class PollPlanner {
         forecast += rate * hours * trust;
       }
     }
-    const { quiet, root: quietRoot } = quietBuckets(buckets);
+    // Batches come when they come: an hour no batch came in yet is no quieter than the others.
+    const { quiet, root: quietRoot } = quietBuckets(
+      buckets.filter((b) => this.profile.batchSize(b.key) < BATCHED),
+    );
     for (const b of buckets) {
       let byHour = rootsByKey.get(b.key);
       if (!byHour) rootsByKey.set(b.key, (byHour = new Float64Array(168)));
