@@ -320,7 +320,13 @@ async function phase(pid: number, seconds: number, until?: () => boolean) {
 if (values.built) {
   const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('npm run build failed');
-  CONFIGURATIONS.built = { root, env: {}, compileCache: await emptyFolder(), built: true };
+  // With the image's NODE_OPTIONS (see Dockerfile).
+  CONFIGURATIONS.built = {
+    root,
+    env: { NODE_OPTIONS: '--max-semi-space-size=2' },
+    compileCache: await emptyFolder(),
+    built: true,
+  };
 }
 for (const [i, assignments] of (values.try ?? []).entries()) {
   CONFIGURATIONS[`try ${i + 1}`] = {
