@@ -49,9 +49,8 @@ COPY handlers ./handlers
 RUN mkdir -p /var/lib/df-worker \
  && chown 1000:1000 /var/lib/df-worker
 # Semi-spaces of 2 MB for the young generation (V8 otherwise grows them several times over under allocation, in the
-# main thread's heap and in each handler thread's): peak
-# memory draining 3,000 executions falls from 228 to 180 MB for a drain about 1 s longer (bench:footprint --built);
-# the daemon's pace is the service's 5 requests a second, not the CPU.
+# main thread's heap and in each handler thread's): peak memory draining 3,000 executions falls from 228 to 180 MB
+# for a drain about 1 s longer (bench:footprint --built); the daemon's pace is the service's 5 requests a second.
 ENV DF_STATE_DIR=/var/lib/df-worker \
     DF_HANDLERS_DIR=/app/handlers \
     HOME=/home/node \
