@@ -1,0 +1,110 @@
+// The month replay's baselines and figures: fixed-interval pollers, the hindsight search, the summary and the
+// standard workloads, checked on cases small enough to work out by hand.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { bestFixedInHindsight, fixedPoller } from '../../src/replay/fixed-poller.ts';
+import { busiestWindow, percentile, summarize } from '../../src/replay/summary.ts';
+import type { Arrival } from '../../src/replay/types.ts';
+import { monthBounds, readArrivals, WORKLOADS, writeArrivals } from '../../src/replay/workloads.ts';
+
+const { startsAt, endsAt } = monthBounds('2026-11');
+const at = (seconds: number) => startsAt + seconds * 1000;
+
+describe('a fixed-interval poller', () => {
+  it('claims each arrival at the first poll after it, one per poll, and reports it after the handler', () => {
+    const arrivals: Arrival[] = [
+      { task: 'a', at: at(5) },
+      { task: 'a', at: at(12) },
+      { task: 'a', at: at(13) },
+    ];
+    const result = fixedPoller(arrivals, { intervalMs: 10_000, startsAt, endsAt, handlerMs: 2_000 });
+    const claims = result.claims.map((c) => [
+      (c.claimedAt! - startsAt) / 1000,
+      (c.reportedAt! - startsAt) / 1000,
+    ]);
+    // Polls at 0, 10, 20, 30 s: the one at 20 s takes the first of the two waiting, the one at 30 s the other.
+    expect(claims).toEqual([
+      [10, 12],
+      [20, 22],
+      [30, 32],
+    ]);
+  });
+
+  it('with a re-poll after each hit drains a batch at once, within 5 requests a second and 50 a minute', () => {
+    const batch = Array.from({ length: 100 }, (_, i): Arrival => ({ task: 'a', at: at(1) + i }));
+    const result = fixedPoller(batch, { intervalMs: 60_000, startsAt, endsAt, repollAfterHit: true });
+    const s = summarize(result);
+    expect(s.claimed).toBe(100);
+    expect(busiestWindow(result, 1_000)).toBeLessThanOrEqual(5);
+    expect(busiestWindow(result, 60_000)).toBeLessThanOrEqual(50);
+    // 100 claims and 100 reports at 50 a minute: all claimed within about 4 minutes of the first poll.
+    expect(s.pickup.max).toBeLessThan(5 * 60_000);
+  });
+
+  it('stops at the month quota, and the hindsight search finds the smallest interval that does not run out', () => {
+    const arrivals = WORKLOADS.find((w) => w.name === 'poisson-hourly')!.generate(1);
+    const tight = fixedPoller(arrivals, { intervalMs: 30_000, startsAt, endsAt });
+    expect(tight.requests).toHaveLength(40_000);
+    expect(summarize(tight).exhaustedOnDay).toBeLessThan(30);
+    const best = bestFixedInHindsight(arrivals, { startsAt, endsAt });
+    const bestMs = Number(/fixed ([\d.]+) s/.exec(best.name)![1]) * 1000;
+    expect(best.requests.length).toBeLessThan(40_000);
+    expect(fixedPoller(arrivals, { intervalMs: bestMs - 1_000, startsAt, endsAt }).requests).toHaveLength(
+      40_000,
+    );
+  });
+});
+
+describe('the replay summary', () => {
+  it('reads percentiles by nearest rank and names the day the month ran out', () => {
+    expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.95)).toBe(10);
+    expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.5)).toBe(5);
+    expect(percentile([], 0.5)).toBeNaN();
+    const requests = Array.from({ length: 10 }, (_, i) => ({
+      at: at(86_400 * 2 + i),
+      kind: 'poll' as const,
+      status: 404,
+    }));
+    const s = summarize({ name: 'x', startsAt, endsAt, claims: [], requests }, 10);
+    expect(s.exhaustedOnDay).toBe(3);
+    expect(s.requests).toBe(10);
+  });
+});
+
+describe('the standard workloads', () => {
+  it('are the same for a seed and keep to their hours and rates', () => {
+    for (const w of WORKLOADS) expect(w.generate(7)).toEqual(w.generate(7));
+    const business = WORKLOADS.find((w) => w.name === 'business-hours')!.generate(3);
+    for (const a of business) {
+      const d = new Date(a.at);
+      expect(d.getUTCDay() >= 1 && d.getUTCDay() <= 5 && d.getUTCHours() >= 8 && d.getUTCHours() < 18).toBe(
+        true,
+      );
+    }
+    // 1 per 5 min over 30 days: 8,640 expected, within 4 standard deviations.
+    const poisson = WORKLOADS.find((w) => w.name === 'poisson-5min')!.generate(3);
+    expect(Math.abs(poisson.length - 8_640)).toBeLessThan(4 * Math.sqrt(8_640));
+  });
+
+  it('round-trip through an arrivals file, and a bad line is named', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'df-worker-arrivals-'));
+    try {
+      const arrivals = WORKLOADS.find((w) => w.name === 'ten-tasks')!
+        .generate(5)
+        .slice(0, 50);
+      await writeArrivals(join(dir, 'a.jsonl'), arrivals);
+      expect(await readArrivals(join(dir, 'a.jsonl'))).toEqual(arrivals);
+      await writeFile(
+        join(dir, 'b.jsonl'),
+        '{"task":"a","at":"2026-11-01T00:00:00Z"}\n{"task":"a","at":"soon"}\n',
+      );
+      await expect(readArrivals(join(dir, 'b.jsonl'))).rejects.toThrow(
+        /b\.jsonl:2: "at" must be an ISO 8601 instant/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
