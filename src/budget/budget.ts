@@ -335,11 +335,6 @@ export class Budget implements RequestGate {
     return Math.min(this.limits.perMinute, this.limits.perMonth);
   }
 
-  /** Fraction (0..1) of the per-minute limit still free in the last 60 s. */
-  minuteHeadroom(nowMs = this.#clock.now()): number {
-    return Math.max(0, 1 - this.#windows.usedIn(60_000, nowMs) / this.limits.perMinute);
-  }
-
   get monthUsed(): number {
     this.#rollMonth(this.#clock.now());
     return this.#used;

@@ -61,11 +61,6 @@ export class ArrivalProfile {
     return { version: 1, observedUntil: this.#observedUntil, tasks: Object.fromEntries(this.#tasks) };
   }
 
-  /** True when nothing was observed yet for this task (its rate is then unknown: the same every hour). */
-  isNew(key: string): boolean {
-    return (this.#tasks.get(key)?.all.exposureMs ?? 0) === 0;
-  }
-
   /**
    * Counts [observedUntil, nowMs] as time every given task was watched (polled), bucket by bucket. A gap
    * longer than an hour (the daemon was not running) is not counted: nothing could be seen in it.
