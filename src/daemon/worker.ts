@@ -15,7 +15,7 @@ import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
 import { classifyFailure } from '../scheduler/retry-policy.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import { WorkerMetrics } from '../telemetry/metrics.ts';
+import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
 import {
   backoffFromConfig,
@@ -89,7 +89,11 @@ export class Worker {
     // /metrics may be scraped while the worker starts, before the budget exists.
     this.metrics =
       options.metrics ??
-      new WorkerMetrics({ budget: () => this.#budget?.snapshot(), ready: () => this.readiness().ready });
+      new WorkerMetrics({
+        budget: () => this.#budget?.snapshot(),
+        ready: () => this.readiness().ready,
+        pacing: () => this.#pacing(),
+      });
   }
 
   get state(): State {
@@ -249,6 +253,16 @@ export class Worker {
       },
       'df-worker started',
     );
+  }
+
+  #pacing(): PacingSnapshot | undefined {
+    const planner = this.#planner;
+    if (!planner) return undefined;
+    const now = this.#clock.now();
+    return {
+      tasks: planner.tasks.map((t) => ({ key: t.key, idleIntervalMs: planner.idleIntervalMs(now, t.key) })),
+      overloaded: planner.overloaded(now),
+    };
   }
 
   /** Polls one task (or all) now, within budget. Returns how many tasks matched. */

@@ -9,6 +9,11 @@ export const EVENT_LOOP_SAMPLE_MS = 1_000;
 
 export type PollResultLabel = 'hit' | 'empty' | 'error';
 
+export interface PacingSnapshot {
+  tasks: { key: string; idleIntervalMs: number }[];
+  overloaded: boolean;
+}
+
 export class WorkerMetrics {
   readonly registry = new Registry();
   readonly requests: Counter<'operation' | 'status_class'>;
@@ -34,6 +39,8 @@ export class WorkerMetrics {
   readonly aheadOfPace: Gauge;
   readonly pausedSeconds: Gauge;
   readonly ready: Gauge;
+  readonly idleInterval: Gauge<'task'>;
+  readonly overloaded: Gauge;
   readonly tasksServed: Gauge;
   readonly handlerWorkers: Gauge;
   readonly handlerWorkerExits: Counter<'reason'>;
@@ -42,6 +49,8 @@ export class WorkerMetrics {
     options: {
       defaultMetrics?: boolean;
       budget?: () => BudgetSnapshot | undefined;
+      /** What the poll planner plans now: each task's idle interval, and whether the work is overloaded. */
+      pacing?: () => PacingSnapshot | undefined;
       /** Read at each scrape, so the gauge always agrees with /readyz. Without it, set by hand. */
       ready?: () => boolean;
     } = {},
@@ -210,11 +219,35 @@ export class WorkerMetrics {
     });
     this.aheadOfPace = new Gauge({
       name: 'dfworker_budget_ahead_of_pace',
-      help: '1 while work has used the month faster than an even spend plus the reserve allows (polling slows).',
+      help: '1 while the month is used faster than an even spend plus the run-ahead allowance (re-polls after a hit wait for the idle pace).',
       registers,
       collect() {
         const s = snapshot();
         if (s) this.set(s.aheadOfPace ? 1 : 0);
+      },
+    });
+    const pacing = options.pacing ?? (() => undefined);
+    this.idleInterval = new Gauge({
+      name: 'dfworker_poll_idle_interval_seconds',
+      help: 'Interval between polls of a task that find nothing, as planned for the current hour (learnt arrivals, the month left).',
+      labelNames: ['task'],
+      registers,
+      collect() {
+        const p = pacing();
+        if (!p) return;
+        this.reset();
+        for (const t of p.tasks) {
+          this.set({ task: t.key }, Number.isFinite(t.idleIntervalMs) ? t.idleIntervalMs / 1000 : -1);
+        }
+      },
+    });
+    this.overloaded = new Gauge({
+      name: 'dfworker_work_overloaded',
+      help: 'Set to 1 while the steady work is more than the month can carry: each poll then claims one execution, and no re-poll follows a hit.',
+      registers,
+      collect() {
+        const p = pacing();
+        if (p) this.set(p.overloaded ? 1 : 0);
       },
     });
     this.pausedSeconds = new Gauge({

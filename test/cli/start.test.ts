@@ -182,6 +182,14 @@ describe('df-worker start', () => {
     expect(metrics).toMatch(/dfworker_budget_limit_requests\{window="month"\} 40000/);
     expect(metrics).toMatch(/dfworker_tasks_served 1/);
     expect(metrics).toMatch(/^dfworker_ready 1$/m);
+    // The planner's pace for the one task: what is left of the month spread over the time left (a minute or
+    // so mid-month, down to the windows' 1.2 s in its last hours), never past the 15-minute maximum.
+    const interval = Number(
+      /^dfworker_poll_idle_interval_seconds\{task="slow"\} ([\d.]+)$/m.exec(metrics)?.[1],
+    );
+    expect(interval).toBeGreaterThanOrEqual(1.2);
+    expect(interval).toBeLessThanOrEqual(900);
+    expect(metrics).toMatch(/^dfworker_work_overloaded 0$/m);
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
   });
