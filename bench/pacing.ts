@@ -10,7 +10,7 @@ import { bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts
 import { replayMonth } from '../src/replay/replay.ts';
 import { pickupByDay, summarize } from '../src/replay/summary.ts';
 import { lineChart } from '../src/replay/svg-chart.ts';
-import type { ReplayResult, ReplaySummary } from '../src/replay/types.ts';
+import type { ReplayResult } from '../src/replay/types.ts';
 import { monthBounds, WORKLOADS } from '../src/replay/workloads.ts';
 
 const { values } = parseArgs({
@@ -87,7 +87,7 @@ for (const name of chosen) {
         `     claims: df-worker ${dfs.claimed}, best fixed ${mostClaimed} (${dfs.claimed >= mostClaimed ? 'at least as many' : 'FEWER'})`,
       );
     if (draw === 1)
-      await writeFile(join(values.out, `${w.name}.svg`), chart(w.name, pollers[0]!, best, bestRepoll, dfs));
+      await writeFile(join(values.out, `${w.name}.svg`), chart(w.name, pollers[0]!, best, bestRepoll));
   }
   console.log(`ratios over ${draws} draws: p95 ${range(p95Ratios)}, mean ${range(meanRatios)}`);
   readme.push(
@@ -97,13 +97,7 @@ for (const name of chosen) {
 console.log(`\n${readme.join('\n')}`);
 console.log(`\ncharts in ${values.out}/`);
 
-function chart(
-  name: string,
-  df: ReplayResult,
-  best: ReplayResult,
-  bestRepoll: ReplayResult,
-  _s: ReplaySummary,
-): string {
+function chart(name: string, df: ReplayResult, best: ReplayResult, bestRepoll: ReplayResult): string {
   const day = 86_400_000;
   const cumulative = (r: ReplayResult): [number, number][] => {
     const at = r.requests

@@ -99,6 +99,8 @@ export class PollPlanner {
   readonly #minPollIntervalMs: number;
   readonly #errorBackoff: BackoffOptions;
   readonly #tasks = new Map<string, PlannedTask>();
+  /** The served tasks' keys, as of the last setTasks. */
+  #keys: string[] = [];
   #plan: PacePlan | undefined;
   /** Arrivals learnt since the pace was planned. */
   #learnt = 0;
@@ -131,6 +133,7 @@ export class PollPlanner {
         });
       }
     }
+    this.#keys = [...this.#tasks.values()].map((task) => task.key);
     this.#plan = undefined;
   }
 
@@ -160,7 +163,7 @@ export class PollPlanner {
   idleIntervalMs(nowMs: number, key?: string): number {
     const plan = this.#planAt(nowMs);
     if (key !== undefined) return this.#intervalOf(plan, key, nowMs);
-    const keys = [...this.#tasks.values()].map((t) => t.key);
+    const keys = this.#keys;
     if (keys.length === 0) return this.#budget.idlePaceMs(nowMs);
     const perHour = keys.reduce((sum, k) => sum + HOUR_MS / this.#intervalOf(plan, k, nowMs), 0);
     return (keys.length * HOUR_MS) / perHour;
@@ -274,10 +277,7 @@ export class PollPlanner {
     if (t) {
       t.lastPolledAt = nowMs;
       // Every served task was watched until now: time in which its arrivals would have been seen.
-      this.profile.observe(
-        [...this.#tasks.values()].map((task) => task.key),
-        nowMs,
-      );
+      this.profile.observe(this.#keys, nowMs);
     }
     return t;
   }
@@ -310,7 +310,7 @@ export class PollPlanner {
    * interval except in its quiet hours (see quietBuckets), and at least every `maxPollIntervalMs`.
    */
   #planPace(nowMs: number): PacePlan {
-    const keys = [...this.#tasks.values()].map((t) => t.key);
+    const keys = this.#keys;
     const taskCount = Math.max(1, keys.length);
     const month = this.#budget.month(nowMs);
     const monthMs = month.endsAt - month.startsAt;

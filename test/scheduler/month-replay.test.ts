@@ -6,23 +6,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bestFixedInHindsight } from '../../src/replay/fixed-poller.ts';
 import { replayMonth } from '../../src/replay/replay.ts';
-import { summarize } from '../../src/replay/summary.ts';
-import { workload } from '../../src/replay/workloads.ts';
+import { busiestWindow, summarize } from '../../src/replay/summary.ts';
+import { mulberry32, workload } from '../../src/replay/workloads.ts';
 import type { Arrival, ReplayResult } from '../../src/replay/types.ts';
 
 const START = Date.UTC(2026, 10, 1);
 const END = Date.UTC(2026, 11, 1);
 const HOUR = 3_600_000;
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Poisson arrivals over November 2026 with mean gap `meanMs`, where `inside` says work may arrive. */
 function poisson(seed: number, meanMs: number, inside: (t: number) => boolean = () => true): Arrival[] {
@@ -36,30 +26,17 @@ function poisson(seed: number, meanMs: number, inside: (t: number) => boolean = 
 }
 
 function figures(result: ReplayResult) {
-  const pickups = result.claims
-    .filter((c) => c.claimedAt !== null)
-    .map((c) => c.claimedAt! - c.arrivedAt)
-    .sort((a, b) => a - b);
-  const sent = result.requests.filter((r) => r.status !== 429);
-  const polls = result.requests.filter((r) => r.kind === 'poll');
-  let perSecond = 0;
-  let perMinute = 0;
-  for (let i = 0, s = 0, m = 0; i < sent.length; i++) {
-    while (sent[i]!.at - sent[s]!.at >= 1_000) s++;
-    while (sent[i]!.at - sent[m]!.at >= 60_000) m++;
-    perSecond = Math.max(perSecond, i - s + 1);
-    perMinute = Math.max(perMinute, i - m + 1);
-  }
+  const summary = summarize(result);
   return {
-    claimed: pickups.length,
-    neverClaimed: result.claims.length - pickups.length,
-    p95: pickups[Math.floor(pickups.length * 0.95)] ?? NaN,
-    requests: sent.length,
-    rateLimited: result.requests.length - sent.length,
-    lastPollAt: polls.at(-1)?.at ?? 0,
-    perSecond,
-    perMinute,
-    polls,
+    claimed: summary.claimed,
+    neverClaimed: summary.neverClaimed,
+    p95: summary.pickup.p95,
+    requests: summary.requests,
+    rateLimited: summary.rateLimited,
+    lastPollAt: summary.lastPollAt ?? 0,
+    perSecond: busiestWindow(result, 1_000),
+    perMinute: busiestWindow(result, 60_000),
+    polls: result.requests.filter((r) => r.kind === 'poll'),
   };
 }
 
