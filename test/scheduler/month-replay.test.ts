@@ -41,7 +41,9 @@ function figures(result: ReplayResult) {
 }
 
 describe('a replayed month', () => {
-  it('on Poisson arrivals (1 per 5 min): p95 pickup within 1.1x of the best fixed poller with re-poll, chosen in hindsight', async () => {
+  // The issue's floor is 1.1; df-worker measures 0.92-0.93 on these seeds (re-polls that would most likely come
+  // back empty are skipped), so the test holds it to the goal of 1.0.
+  it('on Poisson arrivals (1 per 5 min): p95 pickup at most that of the best fixed poller with re-poll, chosen in hindsight', async () => {
     for (const seed of [101, 202]) {
       const arrivals = workload('poisson-5min').generate(seed);
       const df = summarize(await replayMonth({ arrivals }));
@@ -53,8 +55,8 @@ describe('a replayed month', () => {
         `poisson-5min seed ${seed}: df-worker p95 ${(df.pickup.p95 / 1000).toFixed(1)} s, mean ${(df.pickup.mean / 1000).toFixed(1)} s; ` +
           `${best.name}: p95 ${(best.pickup.p95 / 1000).toFixed(1)} s, mean ${(best.pickup.mean / 1000).toFixed(1)} s; ratio ${ratio.toFixed(3)}`,
       );
-      expect(ratio).toBeLessThanOrEqual(1.1);
-      expect(df.pickup.mean / best.pickup.mean).toBeLessThanOrEqual(1.1);
+      expect(ratio).toBeLessThanOrEqual(1.0);
+      expect(df.pickup.mean / best.pickup.mean).toBeLessThanOrEqual(1.05);
       expect(df.rateLimited).toBe(0);
       expect(df.requests).toBeLessThanOrEqual(40_000);
       expect(df.neverClaimed).toBeLessThanOrEqual(3);
@@ -123,6 +125,21 @@ describe('a replayed month', () => {
     // as an even spend would (the last day's share is what the month left; earlier weekdays get more).
     expect(pollsIn(29, 0, 24)).toBeLessThanOrEqual(24 * 4 + 2);
     expect(pollsIn(30, 8, 18) / 10).toBeGreaterThan(1.5 * evenPerHour);
+  });
+
+  it('on a weekly pattern (peaks, quiet nights and weekends): p95 pickup under 0.8x the best fixed poller with re-poll', async () => {
+    const arrivals = workload('weekly-pattern').generate(101);
+    const df = summarize(await replayMonth({ arrivals }));
+    const best = summarize(
+      bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, repollAfterHit: true }),
+    );
+    const ratio = df.pickup.p95 / best.pickup.p95;
+    console.log(`weekly-pattern seed 101: p95 ratio ${ratio.toFixed(3)}`);
+    // Measured 0.77 on this seed (0.85 before quiet hours took 6% of the work and hour-of-day figures faded
+    // by pass); 0.72 on bench:pacing's seeds.
+    expect(ratio).toBeLessThan(0.8);
+    expect(df.neverClaimed).toBe(0);
+    expect(df.rateLimited).toBe(0);
   });
 
   it('keeps what it learnt across a restart, in the state folder', async () => {

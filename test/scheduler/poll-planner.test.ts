@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { Budget } from '../../src/budget/budget.ts';
 import { DEFAULT_BACKOFF } from '../../src/clock/backoff.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
+import { ArrivalProfile } from '../../src/scheduler/arrival-profile.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
+import { mulberry32 } from '../../src/replay/workloads.ts';
+
+const HOUR = 3_600_000;
 
 function setup(taskCount = 2, start = Date.UTC(2026, 10, 1)) {
   const clock = new ManualClock(start);
@@ -143,5 +147,46 @@ describe('PollPlanner', () => {
     planner.onHit('t0', now);
     planner.onEmpty('t0', now);
     expect(planner.next()!.nextDueAt - now).toBeGreaterThan(60_000);
+  });
+});
+
+describe('PollPlanner re-polls after a hit', () => {
+  /** A planner whose profile has watched one task get `perHour` Poisson arrivals for three days. */
+  function learnt(perHour: number, batch = 1) {
+    const start = Date.UTC(2026, 10, 2);
+    const profile = new ArrivalProfile();
+    const random = mulberry32(5);
+    let t = start - 3 * 24 * HOUR;
+    for (; t < start; t += 60_000) {
+      profile.observe(['k0'], t);
+      if (random() < perHour / batch / 60)
+        for (let i = 0; i < batch; i++) profile.arrival('k0', t + i, t + i);
+    }
+    const clock = new ManualClock(start);
+    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
+    const planner = new PollPlanner({
+      budget,
+      profile,
+      maxPollIntervalMs: 900_000,
+      errorBackoff: DEFAULT_BACKOFF,
+    });
+    planner.setTasks([{ id: 't0', key: 'k0' }], start);
+    return { planner, start, intervalMs: planner.idleIntervalMs(start, 'k0') };
+  }
+
+  it('skips the re-poll after an execution that arrived just before the poll (the next one most likely has not), not after one that waited', () => {
+    const { planner, start, intervalMs } = learnt(12);
+    // 12 an hour and an interval of about 100 s: one that waited 2 s leaves about 1% odds of another pending.
+    planner.onHit('t0', start, start - 2_000);
+    expect(planner.next()!.nextDueAt - start).toBeGreaterThan(0.9 * intervalMs);
+    // One that waited most of an interval: another arrived since with odds of about a quarter, so go again.
+    planner.onHit('t0', start + 1, start + 1 - 0.9 * intervalMs);
+    expect(planner.next()!.nextDueAt).toBe(start + 1);
+  });
+
+  it('always re-polls work that arrives in batches: a hit means the rest of its batch is waiting', () => {
+    const { planner, start } = learnt(12, 20);
+    planner.onHit('t0', start, start - 2_000);
+    expect(planner.next()!.nextDueAt).toBe(start);
   });
 });
