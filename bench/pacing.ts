@@ -1,9 +1,12 @@
 // df-worker's pacing against fixed-interval pollers, on the standard workloads over seeded draws.
 //   npm run bench:pacing [-- --draws 5 --workloads poisson-5min,overload --out bench/out/pacing]
+// Each draw replays November twice: from a cold start (nothing learnt), and warm, as a daemon that ran through
+// October keeps it in its state folder (October's arrivals drawn from the same workload with another seed).
 // Prints per workload the pollers side by side and df-worker's ratios to the best fixed poller with re-poll
 // after a hit (chosen in hindsight), and writes an SVG chart per workload (first draw): cumulative requests
 // against the even spend, and p95 pickup by day.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
@@ -30,8 +33,8 @@ const s = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
 const range = (xs: number[]) =>
   xs.length === 0 ? '-' : `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
 const readme: string[] = [
-  '| workload | p95 / best fixed + re-poll | mean / best fixed + re-poll | never claimed (df-worker / best) | month ran out | 429s |',
-  '|---|---|---|---|---|---|',
+  '| workload | p95 / best fixed + re-poll | mean / best fixed + re-poll | warm: p95 / mean | never claimed (df-worker / best) | month ran out | 429s |',
+  '|---|---|---|---|---|---|---|',
 ];
 
 for (const name of chosen) {
@@ -43,6 +46,8 @@ for (const name of chosen) {
   );
   const p95Ratios: number[] = [];
   const meanRatios: number[] = [];
+  const warmP95Ratios: number[] = [];
+  const warmMeanRatios: number[] = [];
   const never: string[] = [];
   const ranOut: string[] = [];
   let rateLimited = 0;
@@ -51,9 +56,19 @@ for (const name of chosen) {
     const started = performance.now();
     const df = await replayMonth({ arrivals });
     const dfMs = performance.now() - started;
+    const stateDir = await mkdtemp(join(tmpdir(), 'df-worker-pacing-'));
+    let warm: ReplayResult;
+    try {
+      const october = w.generate(draw * 7_919 + 1, '2026-10');
+      await replayMonth({ arrivals: october, month: '2026-10', stateDir });
+      warm = { ...(await replayMonth({ arrivals, stateDir })), name: 'df-worker, warm' };
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
     const base = { startsAt, endsAt, perMonth: PER_MONTH };
     const pollers: ReplayResult[] = [
       df,
+      warm,
       fixedPoller(arrivals, { ...base, intervalMs: 1_000 }),
       fixedPoller(arrivals, { ...base, intervalMs: 5_000 }),
       {
@@ -78,20 +93,28 @@ for (const name of chosen) {
     console.log(`     df-worker replayed in ${(dfMs / 1000).toFixed(1)} s`);
     p95Ratios.push(dfs.pickup.p95 / ref.pickup.p95);
     meanRatios.push(dfs.pickup.mean / ref.pickup.mean);
+    const warmS = summaries[1]!;
+    warmP95Ratios.push(warmS.pickup.p95 / ref.pickup.p95);
+    warmMeanRatios.push(warmS.pickup.mean / ref.pickup.mean);
     const mostClaimed = Math.max(ref.claimed, strict.claimed);
     never.push(`${dfs.neverClaimed}/${Math.min(ref.neverClaimed, strict.neverClaimed)}`);
-    ranOut.push(dfs.exhaustedOnDay === null ? 'no' : `day ${dfs.exhaustedOnDay}`);
-    rateLimited += dfs.rateLimited;
+    // Cold and warm alike: neither may run out of the month or draw a 429.
+    for (const run of [dfs, warmS]) {
+      ranOut.push(run.exhaustedOnDay === null ? 'no' : `day ${run.exhaustedOnDay}`);
+      rateLimited += run.rateLimited;
+    }
     if (w.overload)
       console.log(
-        `     claims: df-worker ${dfs.claimed}, best fixed ${mostClaimed} (${dfs.claimed >= mostClaimed ? 'at least as many' : 'FEWER'})`,
+        `     claims: df-worker ${dfs.claimed}, warm ${warmS.claimed}, best fixed ${mostClaimed} (${dfs.claimed >= mostClaimed ? 'at least as many' : 'FEWER'})`,
       );
     if (draw === 1)
       await writeFile(join(values.out, `${w.name}.svg`), chart(w.name, pollers[0]!, best, bestRepoll));
   }
-  console.log(`ratios over ${draws} draws: p95 ${range(p95Ratios)}, mean ${range(meanRatios)}`);
+  console.log(
+    `ratios over ${draws} draws: p95 ${range(p95Ratios)}, mean ${range(meanRatios)}; warm: p95 ${range(warmP95Ratios)}, mean ${range(warmMeanRatios)}`,
+  );
   readme.push(
-    `| ${w.name} | ${range(p95Ratios)} | ${range(meanRatios)} | ${never.join(', ')} | ${[...new Set(ranOut)].join(', ')} | ${rateLimited} |`,
+    `| ${w.name} | ${range(p95Ratios)} | ${range(meanRatios)} | ${range(warmP95Ratios)} / ${range(warmMeanRatios)} | ${never.join(', ')} | ${[...new Set(ranOut)].join(', ')} | ${rateLimited} |`,
   );
 }
 console.log(`\n${readme.join('\n')}`);
