@@ -353,7 +353,7 @@ export class Worker {
         const match = await this.#registry!.refresh(signal);
         this.#everyHandlerServed = match.missing.length === 0;
         this.#serviceAnswered = true;
-        this.metrics.tasksServed.set(match.registered.length);
+        this.metrics.observeTaskMatch(match.registered.length, match.missing);
         if (match.registered.length === 0) {
           this.#logger.warn(
             { handlers: [...this.#handlers!.keys()] },
@@ -461,6 +461,7 @@ export class Worker {
         const match = await this.#registry!.refresh(signal);
         this.#everyHandlerServed = match.missing.length === 0;
         this.#planTasks();
+        this.metrics.observeTaskMatch(match.registered.length, match.missing);
       } catch (error) {
         if (signal.aborted) return;
         this.#logger.warn({ err: error as Error }, 'task list refresh failed; keeping the current tasks');
