@@ -353,9 +353,13 @@ describe('PrometheusRule', () => {
     expect(names.filter((name) => !knownMetrics.has(name))).toEqual([]);
   });
 
-  it('alerts on a nearly spent month, 429s, dead letters, a lasting not-ready, a growing journal, a lost poll answer and dying handler workers', () => {
+  it('alerts on a nearly spent month or one projected to run out, 429s, dead letters, a lasting not-ready, a growing or stuck journal, a lost poll answer, dying handler workers and handlers without a task', () => {
     for (const alert of [
       'DfWorkerBudgetNearlySpent',
+      'DfWorkerBudgetProjectedToRunOut',
+      'DfWorkerJournalStuck',
+      'DfWorkerNoTaskServed',
+      'DfWorkerHandlerWithoutTask',
       'DfWorkerRateLimited',
       'DfWorkerDeadLetters',
       'DfWorkerNotReady',
