@@ -333,6 +333,9 @@ describe('Grafana dashboard', () => {
       'dfworker_journal_pending',
       'dfworker_journal_dead_lettered',
       'dfworker_ready',
+      'dfworker_tasks_served',
+      'dfworker_handler_task_missing',
+      'dfworker_budget_month_end_timestamp_seconds',
     ]) {
       expect(all, needed).toContain(needed);
     }
