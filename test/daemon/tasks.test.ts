@@ -20,6 +20,11 @@ describe('tasks served by the daemon', () => {
     );
     // Nothing to poll: no task is served, so waking the scheduler sends nothing.
     expect((await harness.worker.metrics.tasksServed.get()).values[0]?.value).toBe(0);
+    // /readyz names the handler without its task, and stays ready: the alerts report it.
+    expect(harness.worker.readiness()).toMatchObject({
+      ready: true,
+      tasks: { served: [], withoutTask: ['orphan'] },
+    });
     // The alert DfWorkerHandlerWithoutTask reads this series.
     expect((await harness.worker.metrics.handlerTaskMissing.get()).values).toEqual([
       expect.objectContaining({ labels: { task: 'orphan' }, value: 1 }),
