@@ -46,6 +46,12 @@ export class StartupError extends Error {
 export interface Readiness {
   ready: boolean;
   checks: Record<string, { ok: boolean; reason?: string }>;
+  /**
+   * The tasks polled, and the handlers whose task is not on the service (as of the last task list). Information,
+   * not a check: a worker serving no task stays ready; the alerts DfWorkerNoTaskServed and
+   * DfWorkerHandlerWithoutTask report it.
+   */
+  tasks: { served: string[]; withoutTask: string[] };
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -67,6 +73,8 @@ export class Worker {
   #saveProfile: (() => Promise<void>) | undefined;
   /** Every handler has its task on the service (the task list is then refreshed less often). */
   #everyHandlerServed = false;
+  /** Handler keys with no task on the service, as of the last task list. */
+  #withoutTask: string[] = [];
   #scheduler: Scheduler | undefined;
   #pipeline: ExecutionPipeline | undefined;
   readonly #pollStop = new AbortController();
@@ -284,7 +292,11 @@ export class Worker {
           ? { ok: false, reason: this.#journal.lastError?.message ?? 'journal not writable' }
           : { ok: this.#journal !== undefined },
     };
-    return { ready: Object.values(checks).every((c) => c.ok), checks };
+    const tasks = {
+      served: this.#registry?.tasks.map((t) => t.task.key) ?? [],
+      withoutTask: [...this.#withoutTask],
+    };
+    return { ready: Object.values(checks).every((c) => c.ok), checks, tasks };
   }
 
   /**
@@ -353,7 +365,8 @@ export class Worker {
         const match = await this.#registry!.refresh(signal);
         this.#everyHandlerServed = match.missing.length === 0;
         this.#serviceAnswered = true;
-        this.metrics.tasksServed.set(match.registered.length);
+        this.#withoutTask = match.missing;
+        this.metrics.observeTaskMatch(match.registered.length, match.missing);
         if (match.registered.length === 0) {
           this.#logger.warn(
             { handlers: [...this.#handlers!.keys()] },
@@ -461,6 +474,8 @@ export class Worker {
         const match = await this.#registry!.refresh(signal);
         this.#everyHandlerServed = match.missing.length === 0;
         this.#planTasks();
+        this.#withoutTask = match.missing;
+        this.metrics.observeTaskMatch(match.registered.length, match.missing);
       } catch (error) {
         if (signal.aborted) return;
         this.#logger.warn({ err: error as Error }, 'task list refresh failed; keeping the current tasks');

@@ -6,7 +6,12 @@ import type { Logger } from 'pino';
 import { EventLoopLagMonitor } from './event-loop-lag.ts';
 
 export interface ProbeSource {
-  readiness(): { ready: boolean; checks: Record<string, { ok: boolean; reason?: string }> };
+  readiness(): {
+    ready: boolean;
+    checks: Record<string, { ok: boolean; reason?: string }>;
+    /** Shown in /readyz as information; readiness depends on the checks alone. */
+    tasks?: { served: string[]; withoutTask: string[] };
+  };
   wake(taskKey?: string): number;
   metrics(): Promise<string>;
   metricsContentType: string;
@@ -77,7 +82,11 @@ export class WorkerHttpServer {
     if (req.method === 'GET' && url.pathname === '/healthz') return this.#healthz(res);
     if (req.method === 'GET' && url.pathname === '/readyz') {
       const r = this.#source.readiness();
-      return send(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
+      return send(res, r.ready ? 200 : 503, {
+        status: r.ready ? 'ready' : 'not ready',
+        checks: r.checks,
+        ...(r.tasks ? { tasks: r.tasks } : {}),
+      });
     }
     if (req.method === 'GET' && url.pathname === '/metrics') {
       const body = await this.#source.metrics();

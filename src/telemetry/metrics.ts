@@ -35,6 +35,7 @@ export class WorkerMetrics {
   readonly budgetUsed: Gauge<'window'>;
   readonly budgetLimit: Gauge<'window'>;
   readonly budgetRemaining: Gauge<'window'>;
+  readonly budgetMonthEnd: Gauge;
   readonly idlePace: Gauge;
   readonly aheadOfPace: Gauge;
   readonly pausedSeconds: Gauge;
@@ -42,6 +43,7 @@ export class WorkerMetrics {
   readonly idleInterval: Gauge<'task'>;
   readonly overloaded: Gauge;
   readonly tasksServed: Gauge;
+  readonly handlerTaskMissing: Gauge<'task'>;
   readonly handlerWorkers: Gauge;
   readonly handlerWorkerExits: Counter<'reason'>;
 
@@ -208,6 +210,15 @@ export class WorkerMetrics {
         this.set({ window: 'month' }, s.month.remaining);
       },
     });
+    this.budgetMonthEnd = new Gauge({
+      name: 'dfworker_budget_month_end_timestamp_seconds',
+      help: "When the budget's month ends and its quota resets (Unix time, in DF_BUDGET_TIME_ZONE's calendar).",
+      registers,
+      collect() {
+        const s = snapshot();
+        if (s) this.set(s.month.endsAt / 1000);
+      },
+    });
     this.idlePace = new Gauge({
       name: 'dfworker_budget_idle_pace_seconds',
       help: "Interval between idle polls (all tasks together) that makes the month's budget last to its end.",
@@ -277,6 +288,12 @@ export class WorkerMetrics {
       help: 'Service tasks matched to a handler and polled.',
       registers,
     });
+    this.handlerTaskMissing = new Gauge({
+      name: 'dfworker_handler_task_missing',
+      help: 'Set to 1 for each loaded handler whose task is not on the service (as of the last task list): it is not polled.',
+      labelNames: ['task'],
+      registers,
+    });
     this.handlerWorkers = new Gauge({
       name: 'dfworker_handler_workers',
       help: 'Handler workers (threads or processes) alive, busy or idle (DF_HANDLER_ISOLATION).',
@@ -291,6 +308,13 @@ export class WorkerMetrics {
     for (const reason of ['timeout', 'out-of-memory', 'exit', 'crash']) {
       this.handlerWorkerExits.inc({ reason }, 0);
     }
+  }
+
+  /** What the last task list matched: the number of tasks served, and a series for each handler left without one. */
+  observeTaskMatch(served: number, missing: readonly string[]): void {
+    this.tasksServed.set(served);
+    this.handlerTaskMissing.reset();
+    for (const task of missing) this.handlerTaskMissing.set({ task }, 1);
   }
 
   /** What the handler pool reports of its workers. */

@@ -177,7 +177,7 @@ describe('df-worker start', () => {
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);
     const ready = (await (await fetch(`${url}/readyz`)).json()) as { status: string };
-    expect(ready.status).toBe('ready');
+    expect(ready).toMatchObject({ status: 'ready', tasks: { served: ['slow'], withoutTask: [] } });
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/dfworker_budget_limit_requests\{window="month"\} 40000/);
     expect(metrics).toMatch(/dfworker_tasks_served 1/);

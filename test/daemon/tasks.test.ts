@@ -1,5 +1,5 @@
 // Which tasks are polled: matching handlers to the service's tasks, task sync, refresh, and backpressure.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startHarness, waitFor, type Harness } from './harness.ts';
 
 let harness: Harness | undefined;
@@ -20,6 +20,15 @@ describe('tasks served by the daemon', () => {
     );
     // Nothing to poll: no task is served, so waking the scheduler sends nothing.
     expect((await harness.worker.metrics.tasksServed.get()).values[0]?.value).toBe(0);
+    // /readyz names the handler without its task, and stays ready: the alerts report it.
+    expect(harness.worker.readiness()).toMatchObject({
+      ready: true,
+      tasks: { served: [], withoutTask: ['orphan'] },
+    });
+    // The alert DfWorkerHandlerWithoutTask reads this series.
+    expect((await harness.worker.metrics.handlerTaskMissing.get()).values).toEqual([
+      expect.objectContaining({ labels: { task: 'orphan' }, value: 1 }),
+    ]);
     expect(harness.worker.wake()).toBe(0);
     expect(harness.emulator.requests().filter((r) => r.operation === 'tasks.poll')).toEqual([]);
   });
@@ -55,11 +64,18 @@ describe('tasks served by the daemon', () => {
       createTasks: false,
       settings: { 'scheduler.taskRefreshMs': 200 },
     });
+    expect((await harness.worker.metrics.handlerTaskMissing.get()).values).toEqual([
+      expect.objectContaining({ labels: { task: 'late' }, value: 1 }),
+    ]);
     harness.emulator.createTask({ key: 'late' });
     const e = harness.emulator.enqueueExecution('late', {});
     await waitFor(
       () => harness!.logs.some((l) => l.msg === 'serving task' && l.taskKey === 'late'),
       'refresh',
+    );
+    // The refresh that found the task clears the handler's missing-task series.
+    await vi.waitFor(async () =>
+      expect((await harness!.worker.metrics.handlerTaskMissing.get()).values).toEqual([]),
     );
     harness.worker.wake();
     await waitFor(

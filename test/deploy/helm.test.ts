@@ -292,6 +292,33 @@ describe('templates', () => {
   });
 });
 
+describe('deploy/kubernetes/tasks-sync-job.yaml', () => {
+  it("runs `tasks sync` with the deployment's settings, key file, state volume and security context", async () => {
+    const job = await readYaml(path.join(repoRoot, 'deploy/kubernetes/tasks-sync-job.yaml'));
+    const pod = (job.spec as { template: { spec: Values } }).template.spec;
+    const [container] = pod.containers as {
+      args: string[];
+      env: { name: string; value: string }[];
+      volumeMounts: { name: string; mountPath: string }[];
+      securityContext: Values;
+    }[];
+    expect(container!.args).toEqual(['tasks', 'sync']);
+    const deployment = templateTexts.get('deployment.yaml')!;
+    for (const { name, value } of container!.env) {
+      expect(deployment, name).toContain(`- name: ${name}\n              value: ${value}\n`);
+    }
+    for (const { name, mountPath } of container!.volumeMounts) {
+      expect(deployment, name).toContain(`- name: ${name}\n              mountPath: ${mountPath}\n`);
+    }
+    expect(pod.securityContext).toMatchObject({ runAsUser: 1000, fsGroup: 1000, runAsNonRoot: true });
+    expect(container!.securityContext).toMatchObject({ readOnlyRootFilesystem: true });
+    expect(pod.volumes).toContainEqual({
+      name: 'state',
+      persistentVolumeClaim: { claimName: 'df-worker-state' },
+    });
+  });
+});
+
 describe('Grafana dashboard', () => {
   const dashboardPromise = readFile(path.join(chartDir, 'dashboards/df-worker.json'), 'utf8');
 
@@ -333,6 +360,9 @@ describe('Grafana dashboard', () => {
       'dfworker_journal_pending',
       'dfworker_journal_dead_lettered',
       'dfworker_ready',
+      'dfworker_tasks_served',
+      'dfworker_handler_task_missing',
+      'dfworker_budget_month_end_timestamp_seconds',
     ]) {
       expect(all, needed).toContain(needed);
     }
@@ -353,9 +383,13 @@ describe('PrometheusRule', () => {
     expect(names.filter((name) => !knownMetrics.has(name))).toEqual([]);
   });
 
-  it('alerts on a nearly spent month, 429s, dead letters, a lasting not-ready, a growing journal, a lost poll answer and dying handler workers', () => {
+  it('alerts on a nearly spent month or one projected to run out, 429s, dead letters, a lasting not-ready, a growing or stuck journal, a lost poll answer, dying handler workers and handlers without a task', () => {
     for (const alert of [
       'DfWorkerBudgetNearlySpent',
+      'DfWorkerBudgetProjectedToRunOut',
+      'DfWorkerJournalStuck',
+      'DfWorkerNoTaskServed',
+      'DfWorkerHandlerWithoutTask',
       'DfWorkerRateLimited',
       'DfWorkerDeadLetters',
       'DfWorkerNotReady',
