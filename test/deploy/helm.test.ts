@@ -292,9 +292,9 @@ describe('templates', () => {
   });
 });
 
-describe('deploy/kubernetes/tasks-sync-job.yaml', () => {
+describe('helm/manifests/tasks-sync-job.yaml', () => {
   it("runs `tasks sync` with the deployment's settings, key file, state volume and security context", async () => {
-    const job = await readYaml(path.join(repoRoot, 'deploy/kubernetes/tasks-sync-job.yaml'));
+    const job = await readYaml(path.join(repoRoot, 'helm/manifests/tasks-sync-job.yaml'));
     const pod = (job.spec as { template: { spec: Values } }).template.spec;
     const [container] = pod.containers as {
       args: string[];
