@@ -21,6 +21,8 @@ const DAY_HALF_LIFE_PASSES = 4;
 const SIGNIFICANCE = 2;
 /** Arrivals closer than this to the one before are one group (a batch enqueued at once). */
 const GROUP_GAP_MS = 10_000;
+/** Groups this many times larger than chance would make them mean the work comes clustered. */
+const CLUSTERED = 1.2;
 /** Arrivals' worth of the broader estimate a bucket's own figure starts from. */
 const PSEUDO = 0.2;
 
@@ -122,6 +124,16 @@ export class ArrivalProfile {
   batchSize(key: string): number {
     const task = this.#tasks.get(key);
     return task ? Math.max(1, task.all.count / Math.max(1, task.groups.count)) : 1;
+  }
+
+  /**
+   * True when the task's arrivals come in groups more than chance would make them: a Poisson process of its
+   * rate puts an arrival within GROUP_GAP_MS of the one before with odds 1 − e^(−rate × gap), so its groups
+   * average e^(rate × gap) arrivals. Pairs, batches and bursts read clustered; steady random work does not.
+   */
+  clustered(key: string): boolean {
+    const perMs = this.overallRatePerHour(key) / HOUR_MS;
+    return this.batchSize(key) > CLUSTERED * Math.exp(perMs * GROUP_GAP_MS);
   }
 
   /** Groups of arrivals seen (faded by half a week): each arrival alone, or each batch. */

@@ -425,8 +425,14 @@ export class PollPlanner {
       const minimumMs = this.#budget.minimumIntervalMs * taskCount;
       for (const b of steady) {
         const intervalMs = Math.min(this.#maxPollIntervalMs, Math.max(minimumMs, scaleMs / b.root));
-        // Skipping rests on the task's rate: a few arrivals (or a backlog found at start) are no rate yet.
-        const skips = b.root === 1 && !overloaded && this.profile.groups(b.key) >= RATE_GROUPS;
+        // Skipping rests on the task's rate, and on arrivals that come one at a time at random: a few arrivals
+        // (or a backlog found at start) are no rate yet, and where work comes in pairs or bursts a hit says
+        // the rest of its group is pending.
+        const skips =
+          b.root === 1 &&
+          !overloaded &&
+          this.profile.groups(b.key) >= RATE_GROUPS &&
+          !this.profile.clustered(b.key);
         b.repollAfterMs = skips ? repollThresholdMs(b.rate, intervalMs, skipShare) : 0;
       }
       plan = { ...base, ...byKey(buckets), scaleMs, longestMs: this.#maxPollIntervalMs };

@@ -79,6 +79,28 @@ describe('ArrivalProfile', () => {
     expect(profile.ratePerHour('work', now + 19 * HOUR)).toBeGreaterThan(Math.max(8, wednesday));
   });
 
+  it('tells work that comes in pairs or batches from random work that happens to come close together', () => {
+    const random = (seed: number, rate: number) => {
+      const profile = new ArrivalProfile();
+      feed(profile, 'work', START, 7 * 24, () => rate, seed);
+      return profile;
+    };
+    // Random arrivals at 12 and 60 an hour: chance alone puts some within seconds of each other.
+    expect(random(8, 12).clustered('work')).toBe(false);
+    expect(random(9, 60).clustered('work')).toBe(false);
+    // The same 12 an hour as 6 pairs, each second one 2 s after the first.
+    const pairs = new ArrivalProfile();
+    const draw = mulberry32(10);
+    for (let t = START; t < START + 7 * 24 * HOUR; t += 60_000) {
+      pairs.observe(['work'], t);
+      if (draw() < 6 / 60) {
+        pairs.arrival('work', t, t);
+        pairs.arrival('work', t + 2_000, t + 2_000);
+      }
+    }
+    expect(pairs.clustered('work')).toBe(true);
+  });
+
   it('survives the state folder: saved and loaded, every hour reads the same, and the planner starts from it', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'df-worker-profile-'));
     try {

@@ -142,6 +142,23 @@ describe('a replayed month', () => {
     expect(df.rateLimited).toBe(0);
   });
 
+  it('on work that comes in pairs (a second execution 1-5 s after each): p95 within 1.05x of the best fixed poller with re-poll', async () => {
+    // Pairs break the Poisson odds behind skipping a re-poll (a hit means the other one is most likely
+    // pending): skipping them anyway measured 1.19x; they are always re-polled, 1.03x.
+    const random = mulberry32(1);
+    const arrivals = poisson(1, 600_000).flatMap((a) => [
+      a,
+      { task: a.task, at: Math.min(END - 1, a.at + 1_000 + Math.round(random() * 4_000)) },
+    ]);
+    const df = summarize(await replayMonth({ arrivals }));
+    const best = summarize(
+      bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, repollAfterHit: true }),
+    );
+    expect(df.pickup.p95 / best.pickup.p95).toBeLessThan(1.05);
+    expect(df.pickup.mean / best.pickup.mean).toBeLessThan(1.05);
+    expect(df.rateLimited).toBe(0);
+  });
+
   it('keeps what it learnt across a restart, in the state folder', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'df-worker-replay-'));
     try {
