@@ -372,6 +372,10 @@ export class PollPlanner {
       // as it was watched, until that covers the month.
       // For work in batches, what a few batches said is no rate either: trusted as FORECAST_GROUPS are seen.
       const batched = this.profile.batchSize(key) >= BATCHED;
+      // Skipping a re-poll rests on the task's rate, and on arrivals that come one at a time at random: a few
+      // arrivals (or a backlog found at start) are no rate yet, and where work comes in pairs or bursts a hit
+      // says the rest of its group is pending.
+      const random = this.profile.groups(key) >= RATE_GROUPS && !this.profile.clustered(key);
       const trust = Math.min(
         1,
         (FORECAST_REACH * this.profile.watchedMs(key)) / Math.max(1, leftMs),
@@ -381,7 +385,17 @@ export class PollPlanner {
         // Any instant in that hour of the week: the profile reads nothing else from it.
         const at = nowMs + ((h - hourOfWeek(nowMs) + 168) % 168) * HOUR_MS;
         const rate = this.profile.ratePerHour(key, at, meanPerHour);
-        buckets.push({ key, hour: h, rate, hours: hoursLeft[h]!, trust, batched, root: 1, repollAfterMs: 0 });
+        buckets.push({
+          key,
+          hour: h,
+          rate,
+          hours: hoursLeft[h]!,
+          trust,
+          batched,
+          random,
+          root: 1,
+          repollAfterMs: 0,
+        });
       }
     }
     // Batches come when they come: an hour no batch came in yet is no quieter than the others; and a batch
@@ -405,7 +419,12 @@ export class PollPlanner {
     for (let round = 0; round < 3; round++) {
       // Each execution costs its report and, unless skipped, a re-poll.
       const forecast = buckets.reduce(
-        (sum, b) => sum + b.rate * b.hours * b.trust * (2 - skippedShare(b, plan, this.#maxPollIntervalMs)),
+        (sum, b) =>
+          sum +
+          b.rate *
+            b.hours *
+            b.trust *
+            (REQUESTS_PER_EXECUTION - skippedShare(b, plan, this.#maxPollIntervalMs)),
         0,
       );
       // Work beyond what the month can carry (overload) still needs polls to be claimed: half of what is left
@@ -425,14 +444,7 @@ export class PollPlanner {
       const minimumMs = this.#budget.minimumIntervalMs * taskCount;
       for (const b of steady) {
         const intervalMs = Math.min(this.#maxPollIntervalMs, Math.max(minimumMs, scaleMs / b.root));
-        // Skipping rests on the task's rate, and on arrivals that come one at a time at random: a few arrivals
-        // (or a backlog found at start) are no rate yet, and where work comes in pairs or bursts a hit says
-        // the rest of its group is pending.
-        const skips =
-          b.root === 1 &&
-          !overloaded &&
-          this.profile.groups(b.key) >= RATE_GROUPS &&
-          !this.profile.clustered(b.key);
+        const skips = b.random && b.root === 1 && !overloaded;
         b.repollAfterMs = skips ? repollThresholdMs(b.rate, intervalMs, skipShare) : 0;
       }
       plan = { ...base, ...byKey(buckets), scaleMs, longestMs: this.#maxPollIntervalMs };
@@ -452,6 +464,8 @@ interface PaceBucket {
   /** How far its rate is trusted as the month's forecast (0–1). */
   trust: number;
   batched: boolean;
+  /** Its task's arrivals come one at a time at random, at a known rate: a re-poll may be skipped. */
+  random: boolean;
   /** Weight of its polls: 1, or less in a quiet hour (its interval is the common one / root). */
   root: number;
   /** See PacePlan.repollAfterMs. */
