@@ -269,13 +269,18 @@ export class FaultRig {
   /**
    * Polls the task as a client would, so the service marks its next execution claimed, and returns the
    * answer as sent: a scenario then hands a garbled copy of it to the daemon through a fault rule.
+   * In process, not over a socket: called right after the execution is queued, it claims it before any
+   * request of the daemon's can be read (over HTTP, a poll of the daemon's could claim it first, and a
+   * loaded machine saw that happen).
    */
   async claimOutOfBand(taskId: string): Promise<JsonObject> {
-    const answer = await fetch(`${this.url}/v1/data-factory/tasks/${encodeURIComponent(taskId)}/poll`, {
+    const answer = await this.emulator.answer({
+      method: 'GET',
+      path: `/v1/data-factory/tasks/${encodeURIComponent(taskId)}/poll`,
       headers: { 'x-api-key': API_KEY },
     });
-    if (answer.status !== 200) throw new Error(`out-of-band poll of ${taskId} answered ${answer.status}`);
-    return (await answer.json()) as JsonObject;
+    if (answer?.status !== 200) throw new Error(`out-of-band poll of ${taskId} answered ${answer?.status}`);
+    return JSON.parse(answer.body ?? '') as JsonObject;
   }
 
   /** Starts `df-worker start` on the rig's state folder. */
