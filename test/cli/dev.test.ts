@@ -131,6 +131,10 @@ describe('df-worker dev', () => {
     // The worker's wake endpoint is open on loopback in a session.
     expect((await fetch(`${workerUrl}/wake?task=greet`, { method: 'POST' })).status).toBe(202);
 
+    const unknown = await cli(['dev', '--enqueue', 'nope'], {}, dir);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('the dev session has no task "nope"; its tasks: greet');
+
     // A second session on the same state folder is refused, naming the first.
     const second = await cli(['dev'], {}, dir);
     expect(second.code).toBe(1);

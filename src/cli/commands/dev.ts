@@ -233,6 +233,8 @@ async function session(options: SessionOptions): Promise<number> {
     watch = new HandlerWatch({
       dir: handlersDir,
       onChange: async (files) => {
+        // Edits while the session stops wait for the next one.
+        if (live.worker.state !== 'running') return;
         try {
           const handlers = await loader.load(files);
           await live.worker.replaceHandlers(handlers);
