@@ -27,13 +27,15 @@ export class HandlerWatch {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
+  /** The folders there at the start are watched: a folder found later may hold modules written before its watch. */
+  #started = false;
 
   constructor(options: HandlerWatchOptions) {
     this.#o = options;
     // Not fs.watch's recursive mode: on Linux it watches each file, and loses one that an editor saves by
     // writing a new file over it (sed -i, vim). A folder's own watch sees those saves.
     this.#watchFolder('');
-    void this.#watchSubfolders();
+    void this.#watchSubfolders().then(() => (this.#started = true));
   }
 
   close(): void {
@@ -73,13 +75,28 @@ export class HandlerWatch {
     for (const entry of entries) {
       if (!entry.isDirectory() || entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
       const child = path.join(folder, entry.name);
+      if (this.#watchers.has(child)) {
+        await this.#watchSubfolders(child);
+        continue;
+      }
       this.#watchFolder(child);
+      if (this.#started) await this.#changedBeforeWatch(child);
       await this.#watchSubfolders(child);
     }
   }
 
+  /** The modules already in a folder just watched count as changed. */
+  async #changedBeforeWatch(folder: string): Promise<void> {
+    const entries = await readdir(path.join(this.#o.dir, folder), { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) if (entry.isFile()) this.#event(path.join(folder, entry.name));
+  }
+
   #event(file: string): void {
-    if (file !== '' && !isCodeFile(file)) return;
+    if (file !== '' && !isCodeFile(file)) {
+      // Perhaps a new subfolder: it needs a watch before the modules written into it can be seen.
+      if (path.extname(file) === '') void this.#watchSubfolders();
+      return;
+    }
     this.#pending.add(file);
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.#flush(), this.#o.debounceMs ?? DEFAULT_DEBOUNCE_MS);
