@@ -249,6 +249,8 @@ async function session(options: SessionOptions): Promise<number> {
     printReports(emulator, tracked, say);
     return code;
   } finally {
+    // Already stopped after a signal; stopped here when the session failed after the daemon started.
+    await daemon?.stop();
     watch?.close();
     await watch?.settled();
     clearInterval(reportWatch);
