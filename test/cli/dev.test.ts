@@ -10,9 +10,15 @@ import { cli, tempDir } from './run-cli.ts';
 
 let session: CliProcess | undefined;
 
-afterEach(() => {
-  if (session && session.child.exitCode === null) session.child.kill('SIGKILL');
+afterEach(async () => {
+  const running = session;
   session = undefined;
+  if (!running || running.child.exitCode !== null) return;
+  // Stopped as a developer stops it, so that it removes its temp folder; killed if that does not work.
+  running.child.kill('SIGTERM');
+  const killer = setTimeout(() => running.child.kill('SIGKILL'), 10_000);
+  await running.exited;
+  clearTimeout(killer);
 });
 
 function greet(version: string): string {
