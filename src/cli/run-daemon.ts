@@ -13,6 +13,8 @@ export const EXIT_INTERNAL_ERROR = 70;
 export interface RunningDaemon {
   worker: Worker;
   http: WorkerHttpServer | undefined;
+  /** Where `http` listens, e.g. `http://127.0.0.1:9464`. */
+  url: string | undefined;
   /** Resolves with the exit code once the worker has stopped. */
   exited: Promise<number>;
   stop(): Promise<void>;
@@ -38,6 +40,7 @@ export async function runDaemon(
 ): Promise<RunningDaemon> {
   const worker = new Worker({ ...options, config, logger });
   let http: WorkerHttpServer | undefined;
+  let url: string | undefined;
   if (options.http ?? true) {
     http = new WorkerHttpServer(
       {
@@ -54,7 +57,7 @@ export async function runDaemon(
         logger,
       },
     );
-    const url = await http.listen();
+    url = await http.listen();
     logger.info({ url }, 'serving /metrics, /healthz and /readyz');
   }
 
@@ -105,5 +108,5 @@ export async function runDaemon(
     await http?.close();
     throw error;
   }
-  return { worker, http, exited, stop };
+  return { worker, http, url, exited, stop };
 }

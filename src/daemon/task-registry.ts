@@ -44,7 +44,7 @@ export function matchTasks(tasks: Task[], handlers: ReadonlyMap<string, TaskModu
 
 export class TaskRegistry {
   #byId = new Map<string, RegisteredTask>();
-  readonly #handlers: ReadonlyMap<string, TaskModule>;
+  #handlers: ReadonlyMap<string, TaskModule>;
   readonly #client: ServiceClient;
   readonly #logger: Logger;
   readonly #sync: boolean;
@@ -63,6 +63,11 @@ export class TaskRegistry {
 
   get tasks(): RegisteredTask[] {
     return [...this.#byId.values()];
+  }
+
+  /** Serves these handlers from the next refresh on (df-worker dev, after the handler files changed). */
+  setHandlers(handlers: ReadonlyMap<string, TaskModule>): void {
+    this.#handlers = handlers;
   }
 
   byId(taskId: string): RegisteredTask | undefined {

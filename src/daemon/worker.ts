@@ -273,6 +273,25 @@ export class Worker {
     };
   }
 
+  /**
+   * Serves `handlers` instead of those it started with (df-worker dev, once the handler files changed): the task
+   * list is read again and matched to them, and handler workers started before are let go, so the next attempt
+   * imports the files afresh; attempts running finish on the code they started with. A task whose handler is
+   * not in `handlers` is no longer polled. Every task served is then polled at once.
+   */
+  async replaceHandlers(handlers: ReadonlyMap<string, TaskModule>): Promise<void> {
+    if (this.#state !== 'running') throw new Error(`Worker.replaceHandlers() called in state ${this.#state}`);
+    this.#handlers = handlers;
+    this.#registry!.setHandlers(handlers);
+    this.#sandbox?.retire();
+    const match = await this.#registry!.refresh(this.#pollStop.signal);
+    this.#everyHandlerServed = match.missing.length === 0;
+    this.#planTasks();
+    this.#withoutTask = match.missing;
+    this.metrics.observeTaskMatch(match.registered.length, match.missing);
+    this.wake();
+  }
+
   /** Polls one task (or all) now, within budget. Returns how many tasks matched. */
   wake(taskKey?: string): number {
     return this.#scheduler?.wake(taskKey) ?? 0;

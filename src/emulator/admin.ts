@@ -1,5 +1,6 @@
 // The admin surface over HTTP (`/__admin/...`): the in-process admin API for tests and tools in other
-// processes. No API key, never rate-limited, never faulted, never in the request log.
+// processes. No API key (an admin token when the emulator has one), never rate-limited, never faulted, never in
+// the request log. `GET /__admin` lists the routes below.
 import type { JobContext, JsonObject, Task } from '../api/types.ts';
 import { InvalidFaultRuleError, InvalidTaskDefinitionError, UnknownTaskError } from './errors.ts';
 import { isObject } from './store.ts';
@@ -10,12 +11,54 @@ import type { Answer } from './wire.ts';
 /** The emulator methods the admin surface exposes. */
 export interface AdminOperations {
   createTask(definition: { key: string }): Task;
+  tasks(): Task[];
   enqueueExecution(taskIdOrKey: string, input?: JsonObject, context?: JobContext): EmulatedExecution;
   executions(): EmulatedExecution[];
+  execution(id: string): EmulatedExecution | undefined;
   requests(): RequestRecord[];
   setFaults(faults: FaultRule[]): void;
   clearFaults(): void;
   reset(): void;
+}
+
+/** Every admin route, as `GET /__admin` lists them: the one catalogue the router and the docs follow. */
+export const ADMIN_ROUTES: readonly { method: string; path: string; does: string }[] = [
+  { method: 'GET', path: '/__admin', does: 'this list of routes (needs no admin token)' },
+  { method: 'GET', path: '/__admin/tasks', does: 'the tasks, as {data: [...]}' },
+  {
+    method: 'POST',
+    path: '/__admin/tasks',
+    does: 'creates a task from {key, description?, retryCount?, inputKeys?, outputKeys?}',
+  },
+  {
+    method: 'POST',
+    path: '/__admin/executions',
+    does: 'enqueues an execution: {taskKey | taskId, input?, context?}, or several with {..., inputs: [...]}',
+  },
+  { method: 'GET', path: '/__admin/executions', does: 'every execution with its claim and reports' },
+  { method: 'GET', path: '/__admin/executions/{id}', does: 'one execution with its claim and reports' },
+  {
+    method: 'GET',
+    path: '/__admin/requests',
+    does: 'the log of service requests (status, operation, latency)',
+  },
+  { method: 'PUT', path: '/__admin/faults', does: 'replaces the fault table: {rules: [...]}' },
+  { method: 'DELETE', path: '/__admin/faults', does: 'clears the fault table' },
+  {
+    method: 'POST',
+    path: '/__admin/reset',
+    does: 'forgets tasks, executions, requests, faults and used budget',
+  },
+];
+
+/** The admin root's answer: the routes, and how to authenticate when a token is required. */
+export function adminIndex(tokenRequired: boolean): Answer {
+  return jsonAnswer(200, {
+    routes: ADMIN_ROUTES.map((r) => `${r.method} ${r.path}: ${r.does}`),
+    authorization: tokenRequired
+      ? 'every route but GET /__admin needs Authorization: Bearer <admin token> (printed by df-worker dev, and in its session file)'
+      : 'none: this emulator has no admin token',
+  });
 }
 
 export function answerAdmin(
@@ -28,8 +71,13 @@ export function answerAdmin(
   const parsed = parseJson(bytes);
   if (!parsed.ok) return messageAnswer(400, 'The admin request body is not valid JSON; send a JSON object.');
   const body = parsed.value;
+  const route = path.replace(/\/+$/, '');
+  const executionId = /^\/__admin\/executions\/([^/]+)$/.exec(route)?.[1];
   try {
-    switch (`${method} ${path.replace(/\/+$/, '')}`) {
+    if (method === 'GET' && executionId !== undefined) return oneExecution(admin, executionId, nowMs);
+    switch (`${method} ${route}`) {
+      case 'GET /__admin/tasks':
+        return jsonAnswer(200, { data: admin.tasks() });
       case 'POST /__admin/tasks':
         return jsonAnswer(201, admin.createTask(body as { key: string }));
       case 'POST /__admin/executions':
@@ -51,7 +99,7 @@ export function answerAdmin(
         return errorAnswer(
           404,
           'NOT_FOUND',
-          `No admin route ${method} ${path}; see the emulator's admin surface.`,
+          `No admin route ${method} ${path}; GET /__admin lists the routes.`,
           nowMs,
         );
     }
@@ -62,6 +110,25 @@ export function answerAdmin(
     if (error instanceof UnknownTaskError) return errorAnswer(404, 'NOT_FOUND', error.message, nowMs);
     throw error;
   }
+}
+
+function oneExecution(admin: AdminOperations, id: string, nowMs: number): Answer {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(id);
+  } catch {
+    decoded = id;
+  }
+  const execution = admin.execution(decoded);
+  if (!execution) {
+    return errorAnswer(
+      404,
+      'NOT_FOUND',
+      `No execution has id '${decoded}'; GET /__admin/executions lists them.`,
+      nowMs,
+    );
+  }
+  return jsonAnswer(200, execution);
 }
 
 /** `{taskId | taskKey, input?, context?}` enqueues one execution; `{..., inputs: [...]}` enqueues several. */

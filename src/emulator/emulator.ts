@@ -1,5 +1,6 @@
 // The emulator: a node:http server that answers like the service's custom-task surface, with
 // per-key limits, a fault table and a request log, plus an admin surface to drive it from tests.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { systemClock } from '../clock/clock.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { JobContext, JsonObject, Task, TaskDefinition } from '../api/types.ts';
-import { answerAdmin } from './admin.ts';
+import { adminIndex, answerAdmin } from './admin.ts';
 import { EmulatorStateError, UnknownTaskError } from './errors.ts';
 import { FaultTable } from './faults.ts';
 import { RateLimiter } from './limits.ts';
@@ -35,6 +36,8 @@ export class Emulator {
   readonly #store: Store;
   readonly #limiter: RateLimiter;
   readonly #faults: FaultTable;
+  readonly #adminToken: string | undefined;
+  readonly #onEnqueue: ((execution: EmulatedExecution) => void) | undefined;
   #requests: RequestRecord[] = [];
   #server: Server | undefined;
   #url: string | undefined;
@@ -48,6 +51,8 @@ export class Emulator {
     this.#store = new Store(this.#clock);
     this.#limiter = new RateLimiter(options.limits);
     this.#faults = new FaultTable(options.seed ?? 1);
+    this.#adminToken = options.adminToken === '' ? undefined : options.adminToken;
+    this.#onEnqueue = options.onEnqueue;
   }
 
   /** Starts serving; resolves the base URL, e.g. `http://127.0.0.1:PORT`. */
@@ -96,15 +101,34 @@ export class Emulator {
     return structuredClone(this.#store.createTask(definition));
   }
 
+  /** Replaces a task's definition, as PUT on the task does; throws UnknownTaskError when no task has this id. */
+  updateTask(id: string, definition: Partial<TaskDefinition> & { key: string }): Task {
+    const task = this.#store.updateTask(id, definition);
+    if (!task) throw new UnknownTaskError(id);
+    return structuredClone(task);
+  }
+
+  tasks(): Task[] {
+    const { data } = this.#store.listTasks(0, Number.MAX_SAFE_INTEGER);
+    return structuredClone(data);
+  }
+
   /** Adds a pending execution; throws UnknownTaskError when no task has this id or key. */
   enqueueExecution(taskIdOrKey: string, input?: JsonObject, context?: JobContext): EmulatedExecution {
     const task = this.#store.findTask(taskIdOrKey);
     if (!task) throw new UnknownTaskError(taskIdOrKey);
-    return structuredClone(this.#store.enqueueExecution(task, input, context));
+    const execution = structuredClone(this.#store.enqueueExecution(task, input, context));
+    this.#onEnqueue?.(structuredClone(execution));
+    return execution;
   }
 
   executions(): EmulatedExecution[] {
     return structuredClone(this.#store.executions());
+  }
+
+  execution(id: string): EmulatedExecution | undefined {
+    const execution = this.#store.getExecution(id);
+    return execution && structuredClone(execution);
   }
 
   requests(): RequestRecord[] {
@@ -135,9 +159,20 @@ export class Emulator {
       const url = new URL(target.startsWith('/') ? `http://emulator.invalid${target}` : target);
       if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
         const body = await readBody(request, this.#maxUploadBytes);
+        const method = request.method ?? 'GET';
         const answer = body.tooLarge
           ? messageAnswer(413, `The admin request body exceeds ${this.#maxUploadBytes} bytes.`)
-          : answerAdmin(this, request.method ?? 'GET', url.pathname, body.bytes, this.#clock.now());
+          : method === 'GET' && /^\/__admin\/*$/.test(url.pathname)
+            ? adminIndex(this.#adminToken !== undefined)
+            : !this.#adminAuthorized(request.headers.authorization)
+              ? errorAnswer(
+                  401,
+                  'UNAUTHENTICATED',
+                  'This emulator requires its admin token: send Authorization: Bearer <admin token> ' +
+                    '(df-worker dev prints it and writes it to its session file).',
+                  this.#clock.now(),
+                )
+              : answerAdmin(this, method, url.pathname, body.bytes, this.#clock.now());
         writeAnswer(response, answer);
       } else {
         await this.#serveService(request, response, url);
@@ -148,6 +183,13 @@ export class Emulator {
       const message = `The emulator failed to handle the request: ${reason}`;
       writeAnswer(response, errorAnswer(500, 'INTERNAL', message, this.#clock.now()));
     }
+  }
+
+  #adminAuthorized(header: string | undefined): boolean {
+    if (this.#adminToken === undefined) return true;
+    const given = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1] ?? '';
+    const digest = (text: string) => createHash('sha256').update(text).digest();
+    return timingSafeEqual(digest(given), digest(this.#adminToken));
   }
 
   async #serveService(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {

@@ -24,6 +24,13 @@ export interface EmulatorOptions {
   maxUploadBytes?: number;
   /** Seeds the PRNG that decides probabilistic fault rules, so tests are deterministic. Default 1. */
   seed?: number;
+  /**
+   * When set, every admin route but `GET /__admin` needs `Authorization: Bearer <adminToken>`, so a web page
+   * or another user of the machine cannot drive a loopback emulator. Default: none (the admin surface is open).
+   */
+  adminToken?: string;
+  /** Called after each execution is enqueued (in process or by the admin route), e.g. to wake a worker. */
+  onEnqueue?: (execution: EmulatedExecution) => void;
 }
 
 /** An execution as the emulator keeps it: the service's record plus what tests want to inspect. */

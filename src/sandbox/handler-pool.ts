@@ -49,6 +49,8 @@ interface PoolWorker {
   gone: boolean;
   /** While it waits in the idle list: the timer that reaps it. */
   idleTimer: NodeJS.Timeout | undefined;
+  /** Started before the handler code last changed (see retire): never given another attempt. */
+  retired: boolean;
 }
 
 interface Running {
@@ -126,6 +128,16 @@ export class HandlerPool implements AttemptHost {
     });
   }
 
+  /**
+   * The handler modules changed on disk (df-worker dev): a worker keeps the modules it imported, so idle workers
+   * are terminated now and busy ones once their attempt ends; the next attempt starts a worker that imports the
+   * files afresh. Attempts running finish on the code they started with.
+   */
+  retire(): void {
+    for (const worker of this.#workers) worker.retired = true;
+    for (const worker of [...this.#idle]) void this.#terminate(worker, 'idle');
+  }
+
   /** Terminates every worker; attempts still running end `stopped`. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -183,6 +195,7 @@ export class HandlerPool implements AttemptHost {
       exitCode: undefined,
       gone: false,
       idleTimer: undefined,
+      retired: false,
     };
     worker.channel = openChannel({
       isolation: this.#o.isolation,
@@ -199,7 +212,8 @@ export class HandlerPool implements AttemptHost {
   #release(worker: PoolWorker): void {
     if (worker.gone) return;
     worker.channel.unref();
-    if (this.#closed || this.#idle.length >= this.#o.maxIdle) {
+    // A retired worker counts as one not needed idle: its replacement is started by the next attempt.
+    if (this.#closed || worker.retired || this.#idle.length >= this.#o.maxIdle) {
       void this.#terminate(worker, 'idle');
       return;
     }

@@ -7,6 +7,7 @@ import { redactor, type Redact } from '../runner/redact.ts';
 import { withCompileCache } from './compile-cache.ts';
 import { HandlerPool, type PoolObserver } from './handler-pool.ts';
 import { loadHandlersIsolated } from './load-handlers.ts';
+export { loadHandlersIsolatedPartly } from './load-handlers.ts';
 import { handlerEnvironment, secretValues } from './secrets.ts';
 
 export { HandlerPool, type PoolObserver, type WorkerGoneReason } from './handler-pool.ts';
@@ -19,8 +20,21 @@ export interface Sandbox {
   host: AttemptHost;
   /** Cleans the daemon's secrets out of anything handler code produced. */
   redact: Redact;
+  /**
+   * The handler files changed: attempts from now on import them afresh, those running keep their code. A no-op
+   * with isolation `none`, where a module once imported stays for the life of the process.
+   */
+  retire(): void;
   /** Terminates the handler workers (none with isolation `none`). */
   close(): Promise<void>;
+}
+
+/** The environment handler code gets (the daemon's without its secrets), for loading modules as the pool does. */
+export function handlerEnvironmentFromConfig(
+  config: Pick<WorkerConfig, 'api' | 'http'>,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  return withCompileCache(handlerEnvironment(env, secretValues(config)));
 }
 
 export function sandboxFromConfig(
@@ -35,10 +49,11 @@ export function sandboxFromConfig(
       loadHandlers: (dir, logger) => loadHandlersOrThrow(dir, { logger }),
       host: inlineHost,
       redact,
+      retire: () => undefined,
       close: () => Promise.resolve(),
     };
   }
-  const env = withCompileCache(handlerEnvironment(options.env ?? process.env, secrets));
+  const env = handlerEnvironmentFromConfig(config, options.env);
   const pool = new HandlerPool({
     isolation: config.handlers.isolation,
     memoryMb: config.handlers.memoryMb,
@@ -53,6 +68,7 @@ export function sandboxFromConfig(
     loadHandlers: (dir, logger) => loadHandlersIsolated(dir, { env, logger }),
     host: pool,
     redact,
+    retire: () => pool.retire(),
     close: () => pool.close(),
   };
 }

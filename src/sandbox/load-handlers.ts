@@ -38,15 +38,23 @@ export async function loadHandlersIsolated(
   dir: string,
   options: { env: Record<string, string>; logger?: Logger; timeoutMs?: number },
 ): Promise<Map<string, LoadedHandler>> {
+  const { handlers, errors } = await loadHandlersIsolatedPartly(dir, options);
+  if (errors.length > 0) throw new HandlerLoadErrors(dir, errors);
+  return handlers;
+}
+
+/**
+ * Like `loadHandlersIsolated`, but the modules that load are returned beside an error for each that does not
+ * (df-worker dev serves the first and reports the others). Still throws for an unusable directory.
+ */
+export async function loadHandlersIsolatedPartly(
+  dir: string,
+  options: { env: Record<string, string>; logger?: Logger; timeoutMs?: number },
+): Promise<{ handlers: Map<string, LoadedHandler>; errors: HandlerLoadError[] }> {
   const report = await runLoadWorker(dir, options.env, options.timeoutMs ?? LOAD_TIMEOUT_MS);
   if (report.kind === 'directory') throw new HandlersDirectoryError(dir, report.message);
   if (report.kind === 'failed') throw new Error(`could not load the handlers in "${dir}": ${report.message}`);
-  if (report.errors.length > 0) {
-    throw new HandlerLoadErrors(
-      dir,
-      report.errors.map((e) => new HandlerLoadError(e.file, e.reason)),
-    );
-  }
+  const errors = report.errors.map((e) => new HandlerLoadError(e.file, e.reason));
   const handlers = new Map<string, LoadedHandler>();
   for (const declaration of report.handlers) {
     handlers.set(declaration.key, {
@@ -57,7 +65,7 @@ export async function loadHandlersIsolated(
     });
     options.logger?.info({ taskKey: declaration.key, file: declaration.file }, 'loaded handler');
   }
-  return handlers;
+  return { handlers, errors };
 }
 
 function runLoadWorker(dir: string, env: Record<string, string>, timeoutMs: number): Promise<LoadReport> {

@@ -105,6 +105,13 @@ export class WorkerHttpServer {
         return send(res, 404, { error: `no polled task has key "${task}"` });
       return send(res, 202, { woken });
     }
+    if (url.pathname === '/wake') {
+      return send(res, 404, {
+        error:
+          'POST /wake is off (DF_HTTP_WAKE=off): to enable it set DF_HTTP_WAKE=token and DF_HTTP_WAKE_TOKEN=<secret> ' +
+          '(then send Authorization: Bearer <secret>), or DF_HTTP_WAKE=open on a trusted network',
+      });
+    }
     send(res, 404, { error: 'not found; try /healthz, /readyz or /metrics' });
   }
 

@@ -4,11 +4,12 @@ import { commands } from '../../src/cli/commands/index.ts';
 import { printUsage } from '../../src/cli/usage.ts';
 
 describe('the command table', () => {
-  it('lists start, demo and emulator first, then the handler tools', () => {
+  it('lists start, demo, emulator and dev first, then the handler tools', () => {
     expect([...commands.keys()]).toEqual([
       'start',
       'demo',
       'emulator',
+      'dev',
       'new',
       'run',
       'tasks',
@@ -20,7 +21,7 @@ describe('the command table', () => {
     expect(usage).toMatch(/^ {2}journal +show the executions the state folder still owes the service/m);
   });
 
-  it.each(['new', 'run', 'tasks', 'check', 'journal'])(
+  it.each(['dev', 'new', 'run', 'tasks', 'check', 'journal'])(
     'gives %s a help text starting with its usage',
     (name) => {
       expect(commands.get(name)!.help.trim()).toMatch(new RegExp(`^Usage: df-worker ${name}\\b`));

@@ -98,8 +98,80 @@ describe('admin HTTP surface', () => {
     expect((await call(emulator, 'GET', '/v1/data-factory/tasks/task-1')).status).toBe(429);
   });
 
-  it('answers an unknown admin route with 404', async () => {
-    expect((await admin('GET', '/__admin/nothing')).status).toBe(404);
+  it('answers an unknown admin route with 404 pointing at the route list', async () => {
+    const unknown = await admin('GET', '/__admin/nothing');
+    expect(unknown.status).toBe(404);
+    expect((unknown.json as { message: string }).message).toMatch(/GET \/__admin lists the routes/);
+  });
+
+  it('lists its routes at the admin root, with or without a trailing slash', async () => {
+    for (const root of ['/__admin', '/__admin/']) {
+      const index = await admin('GET', root);
+      expect(index.status).toBe(200);
+      const { routes, authorization } = index.json as { routes: string[]; authorization: string };
+      expect(routes.map((r) => r.split(':')[0])).toEqual([
+        'GET /__admin',
+        'GET /__admin/tasks',
+        'POST /__admin/tasks',
+        'POST /__admin/executions',
+        'GET /__admin/executions',
+        'GET /__admin/executions/{id}',
+        'GET /__admin/requests',
+        'PUT /__admin/faults',
+        'DELETE /__admin/faults',
+        'POST /__admin/reset',
+      ]);
+      expect(authorization).toMatch(/no admin token/);
+    }
+  });
+
+  it('lists tasks and reads one execution with its claim and reports', async () => {
+    emulator.createTask({ key: 'k' });
+    const queued = emulator.enqueueExecution('k', { n: 1 });
+    expect(((await admin('GET', '/__admin/tasks')).json as { data: unknown[] }).data).toEqual([
+      expect.objectContaining({ key: 'k' }),
+    ]);
+    const one = await admin('GET', `/__admin/executions/${queued.id}`);
+    expect(one.status).toBe(200);
+    expect(one.json).toMatchObject({ id: queued.id, taskKey: 'k', reports: [] });
+    expect((await admin('GET', '/__admin/executions/execution-99')).status).toBe(404);
+  });
+});
+
+describe('admin token and enqueue hook', () => {
+  it('refuses admin calls without the token (401) but lists the routes to anyone', async () => {
+    const enqueued: string[] = [];
+    const guarded = await startEmulator({
+      adminToken: 'tok-123',
+      onEnqueue: (execution) => enqueued.push(execution.id),
+    });
+    try {
+      guarded.createTask({ key: 'k' });
+      const refused = await call(guarded, 'POST', '/__admin/executions', {
+        key: null,
+        body: { taskKey: 'k' },
+      });
+      expect(refused.status).toBe(401);
+      expect((refused.json as { message: string }).message).toMatch(/Authorization: Bearer/);
+      const wrong = await call(guarded, 'GET', '/__admin/executions', {
+        key: null,
+        headers: { authorization: 'Bearer tok-12' },
+      });
+      expect(wrong.status).toBe(401);
+      const index = await call(guarded, 'GET', '/__admin/', { key: null });
+      expect(index.status).toBe(200);
+      expect((index.json as { authorization: string }).authorization).toMatch(/needs Authorization: Bearer/);
+      const accepted = await call(guarded, 'POST', '/__admin/executions', {
+        key: null,
+        body: { taskKey: 'k', inputs: [{ n: 1 }, { n: 2 }] },
+        headers: { authorization: 'Bearer tok-123' },
+      });
+      expect(accepted.status).toBe(201);
+      guarded.enqueueExecution('k');
+      expect(enqueued).toEqual(['execution-1', 'execution-2', 'execution-3']);
+    } finally {
+      await guarded.close();
+    }
   });
 });
 

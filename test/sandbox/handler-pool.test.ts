@@ -1,6 +1,6 @@
 // The handler pool against real worker threads and child processes: whatever handler code does, only its
 // attempt fails, the daemon's event loop keeps running, and no secret leaves through it.
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -53,6 +53,27 @@ describe.each(['thread', 'process'] as const)('HandlerPool (%s)', (isolation) =>
     expect(outcome.output).toEqual({ result: 'done' });
     expect(rig.started()).toBe(1);
     expect(rig.gone).toEqual([]);
+  });
+
+  it('after retire(), a running attempt finishes on its code and the next attempt imports the edited module', async () => {
+    rig = await poolRig(isolation);
+    expect((await rig.run({ mode: 'ok', n: 1 })).output).toEqual({ result: 2 });
+    const running = rig.run({ mode: 'ignore-signal', delayMs: 400, file: path.join(rig.dir, 'side') });
+    await waitUntil(() => rig!.pool.workers.busy === 1);
+    const source = await readFile(rig.handler.file, 'utf8');
+    await writeFile(
+      rig.handler.file,
+      source
+        .replace('Number(input.n) * 2', 'Number(input.n) * 3')
+        .replace("result: 'done'", "result: 'done v2'"),
+    );
+    rig.pool.retire();
+    expect((await running).output).toEqual({ result: 'done' });
+    // Let go once its attempt ended, not kept idle with the old module.
+    await rig.goneCount(1);
+    expect(rig.gone).toEqual(['idle']);
+    expect((await rig.run({ mode: 'ok', n: 1 })).output).toEqual({ result: 3 });
+    expect(rig.started()).toBe(2);
   });
 
   it('terminates a handler that never yields at its deadline, while the daemon loop keeps ticking', async () => {
@@ -235,3 +256,7 @@ describe('HandlerPool.close while an attempt runs', () => {
     expect(rig.gone).toEqual(['terminated']);
   });
 });
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  while (!condition()) await sleep(5);
+}

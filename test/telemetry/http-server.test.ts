@@ -110,7 +110,9 @@ describe('worker HTTP server', () => {
   it('keeps POST /wake off by default', async () => {
     const { probe, woken } = source();
     const url = await start(probe);
-    expect((await fetch(`${url}/wake`, { method: 'POST' })).status).toBe(404);
+    const off = await fetch(`${url}/wake`, { method: 'POST' });
+    expect(off.status).toBe(404);
+    expect(((await off.json()) as { error: string }).error).toMatch(/DF_HTTP_WAKE=token/);
     expect(woken).toEqual([]);
   });
 

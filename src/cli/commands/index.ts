@@ -2,6 +2,7 @@
 import type { Command } from '../command.ts';
 import { checkCommand } from './check.ts';
 import { demoCommand } from './demo.ts';
+import { devCommand } from './dev.ts';
 import { emulatorCommand } from './emulator.ts';
 import { journalCommand } from './journal.ts';
 import { newCommand } from './new.ts';
@@ -14,6 +15,7 @@ export const commands = new Map<string, Command>(
     startCommand,
     demoCommand,
     emulatorCommand,
+    devCommand,
     newCommand,
     runCommand,
     tasksCommand,

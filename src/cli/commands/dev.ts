@@ -1,0 +1,348 @@
+// `df-worker dev`: the local loop in one command. The embedded emulator on loopback, its tasks synced from the
+// handlers' declarations, the daemon on it, every enqueue waking the daemon, and the handlers reloaded when
+// their files change. `df-worker dev --enqueue TASK [INPUT]` feeds it from a second terminal.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { JsonObject } from '../../api/types.ts';
+import { ConfigError } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import type { WorkerConfig } from '../../config/schema.ts';
+import { Emulator, type EmulatedExecution } from '../../emulator/index.ts';
+import type { LoadedHandler } from '../../handlers/loader.ts';
+import { createLogger } from '../../telemetry/logger.ts';
+import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
+import { enqueueIntoSession } from '../dev/enqueue.ts';
+import { HandlerSet } from '../dev/handler-set.ts';
+import { HandlerWatch } from '../dev/handler-watch.ts';
+import {
+  findLiveSession,
+  NoDevSessionError,
+  readLiveSession,
+  removeSessionFile,
+  writeSessionFile,
+} from '../dev/session-file.ts';
+import { describeStartupFailure, runDaemon, type RunningDaemon } from '../run-daemon.ts';
+import { describeJsonError } from './run.ts';
+import { EXIT_CONFIG } from './start.ts';
+
+const DEV_KEY = 'dev-key';
+/** How often the session looks for new reports to print, in ms. */
+const REPORT_WATCH_MS = 25;
+const DEFAULT_WAIT_MS = 60_000;
+
+export const devCommand: Command = {
+  name: 'dev',
+  summary: 'local loop: emulator + daemon + handler reload; --enqueue feeds it from another terminal',
+  help: `
+Usage: df-worker dev [--dir DIR] [--port N] [--state-dir DIR]
+       df-worker dev --enqueue TASK [INPUT_JSON] [--wait-ms MS] [--state-dir DIR]
+
+Starts the embedded emulator on 127.0.0.1 (its URL, API key and admin token are printed), creates or updates
+its tasks from the handlers' declarations, and runs the daemon on it. Every execution enqueued (by --enqueue,
+the admin route or curl) wakes the daemon, so it is picked up at once rather than at the idle pace; each
+outcome is printed as the emulator records it. Handler files are watched: after an edit the handlers are
+loaded again, tasks synced, and new attempts run the new code (attempts running finish on theirs). A handler
+that no longer loads is reported and its task pauses (not polled) until its file loads again; executions
+enqueued meanwhile wait. Ctrl-C stops it (the emulator's state is in memory and goes with it).
+
+The session is written to STATE_DIR/dev-session.json (mode 600) for --enqueue and scripts to find it.
+
+Options:
+  --dir DIR         handlers folder (default DF_HANDLERS_DIR, else ./handlers)
+  --port N          emulator port (default 0: any free port)
+  --state-dir DIR   where the session file goes (default DF_STATE_DIR, else ./.state); the daemon's own
+                    journal and budget go to a temp folder removed at exit
+  --enqueue TASK    enqueue one execution of TASK into the running session, input INPUT_JSON (default {}),
+                    wait for its report and print it (exit 0 COMPLETED, 1 FAILED or not reported in time)
+  --wait-ms MS      with --enqueue: how long to wait for the report (default 60000; 0: do not wait)
+  -h, --help        this help
+
+Settings: DF_BUDGET_PER_SECOND/MINUTE/MONTH set both the emulator's limits and the daemon's budget (default
+the service's: 5/s, 50/min, 40,000/month); DF_LOG_LEVEL (default warn) the daemon's JSON logs on stderr.
+`,
+  async run(argv) {
+    if (wantsHelp(argv, this)) return 0;
+    const parsed = parseCommandArgs('dev', {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        dir: { type: 'string' },
+        port: { type: 'string', default: '0' },
+        'state-dir': { type: 'string' },
+        enqueue: { type: 'string' },
+        'wait-ms': { type: 'string', default: String(DEFAULT_WAIT_MS) },
+      },
+    });
+    if (typeof parsed === 'number') return parsed;
+    const { values, positionals } = parsed;
+    const stateDir = values['state-dir'] ?? process.env.DF_STATE_DIR ?? './.state';
+    if (values.enqueue !== undefined) {
+      if (positionals.length > 1) {
+        return usageError('dev', 'give the input as one JSON argument (quote it), e.g. \'{"sku":"A"}\'');
+      }
+      if (!/^\d+$/.test(values['wait-ms'])) {
+        return usageError('dev', `--wait-ms must be a whole number >= 0, got "${values['wait-ms']}"`);
+      }
+      return enqueue(stateDir, values.enqueue, positionals[0] ?? '{}', Number(values['wait-ms']));
+    }
+    if (positionals.length > 0) {
+      return usageError('dev', `unexpected argument "${positionals[0]}" (an input goes with --enqueue TASK)`);
+    }
+    if (!/^\d+$/.test(values.port) || Number(values.port) > 65_535) {
+      return usageError('dev', `--port must be a whole number from 0 to 65535, got "${values.port}"`);
+    }
+    return session({ stateDir, port: Number(values.port), ...(values.dir ? { dir: values.dir } : {}) });
+  },
+};
+
+async function enqueue(
+  stateDir: string,
+  taskKey: string,
+  inputText: string,
+  waitMs: number,
+): Promise<number> {
+  let input: JsonObject;
+  try {
+    const value = JSON.parse(inputText) as unknown;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      return usageError('dev', `the input must be a JSON object such as '{"sku":"A"}', got ${inputText}`);
+    }
+    input = value as JsonObject;
+  } catch {
+    return usageError('dev', `the input is not valid JSON: ${describeJsonError(inputText)}`);
+  }
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  let devSession;
+  try {
+    devSession = await readLiveSession(stateDir);
+  } catch (error) {
+    if (!(error instanceof NoDevSessionError)) throw error;
+    process.stderr.write(`df-worker dev: ${error.message}\n`);
+    return 1;
+  }
+  const result = await enqueueIntoSession({ session: devSession, taskKey, input, waitMs, say });
+  switch (result.kind) {
+    case 'refused':
+      process.stderr.write(`df-worker dev: ${result.message}\n`);
+      return 1;
+    case 'queued':
+      return 0;
+    case 'waiting':
+      process.stderr.write(
+        `df-worker dev: ${result.execution.id} was ${result.execution.claimedAt ? 'picked up but not reported' : 'not picked up'} ` +
+          `within ${waitMs} ms; see the dev session's terminal (a task whose handler does not load is paused)\n`,
+      );
+      return 1;
+    case 'reported': {
+      const report = result.execution.reports[0]!;
+      say(
+        `${report.status === 'COMPLETED' ? '✔' : '✖'} ${result.execution.id} ${report.status}: picked up ` +
+          `${result.pickupMs} ms after the enqueue, reported after ${result.reportedMs} ms`,
+      );
+      say(JSON.stringify(report.output, null, 2));
+      return report.status === 'COMPLETED' ? 0 : 1;
+    }
+  }
+}
+
+interface SessionOptions {
+  stateDir: string;
+  port: number;
+  dir?: string;
+}
+
+async function session(options: SessionOptions): Promise<number> {
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  const running = await findLiveSession(options.stateDir);
+  if (running) {
+    process.stderr.write(
+      `df-worker dev: a dev session already runs for this state folder (pid ${running.pid}, emulator ` +
+        `${running.url}); stop it first, or give this one another --state-dir\n`,
+    );
+    return 1;
+  }
+  let config: WorkerConfig;
+  try {
+    config = devConfig(options);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`df-worker dev: ${error.message}\n`);
+    return EXIT_CONFIG;
+  }
+  const workDir = await mkdtemp(path.join(tmpdir(), 'df-worker-dev-'));
+  const adminToken = randomBytes(16).toString('hex');
+  let daemon: RunningDaemon | undefined;
+  const tracked = new Map<string, EmulatedExecution>();
+  const emulator = new Emulator({
+    apiKeys: [DEV_KEY],
+    adminToken,
+    // The service's limits unless DF_BUDGET_* says otherwise: the daemon's budget and the emulator agree.
+    limits: {
+      perSecond: config.budget.perSecond,
+      perMinute: config.budget.perMinute,
+      perMonth: config.budget.perMonth,
+    },
+    onEnqueue: (execution) => {
+      tracked.set(execution.id, execution);
+      daemon?.worker.wake(execution.taskKey);
+    },
+  });
+  let watch: HandlerWatch | undefined;
+  let reportWatch: NodeJS.Timeout | undefined;
+  try {
+    const url = await emulator.listen(options.port, '127.0.0.1');
+    config = { ...config, api: { ...config.api, url }, state: { dir: path.join(workDir, 'state') } };
+    const logger = createLogger({ level: config.log.level, destination: process.stderr });
+    const handlersDir = path.resolve(config.handlers.dir);
+    const loader = new HandlerSet(config, emulator, say);
+    let first;
+    try {
+      first = await loader.load();
+    } catch (error) {
+      process.stderr.write(`df-worker dev: ${describeStartupFailure(error)}\n`);
+      return 1;
+    }
+    try {
+      daemon = await runDaemon(config, logger, { handlers: first });
+    } catch (error) {
+      process.stderr.write(`df-worker dev: could not start: ${describeStartupFailure(error)}\n`);
+      return 1;
+    }
+    const file = await writeSessionFile(options.stateDir, {
+      pid: process.pid,
+      url,
+      apiKey: DEV_KEY,
+      adminToken,
+      workerUrl: daemon.url ?? '',
+      handlersDir,
+      startedAt: new Date().toISOString(),
+    });
+    printBanner(say, {
+      url,
+      adminToken,
+      file,
+      handlersDir,
+      workerUrl: daemon.url ?? '',
+      handlers: [...first.values()],
+      budget: config.budget,
+    });
+
+    const live = daemon;
+    watch = new HandlerWatch({
+      dir: handlersDir,
+      onChange: async (files) => {
+        // Edits while the session stops wait for the next one.
+        if (live.worker.state !== 'running') return;
+        try {
+          const handlers = await loader.load(files);
+          await live.worker.replaceHandlers(handlers);
+        } catch (error) {
+          say(`✖ reload failed: ${describeStartupFailure(error)}`);
+        }
+      },
+      onError: (error) => say(`✖ the handlers folder is no longer watched: ${error.message}`),
+    });
+    reportWatch = setInterval(() => printReports(emulator, tracked, say), REPORT_WATCH_MS);
+    const code = await daemon.exited;
+    printReports(emulator, tracked, say);
+    return code;
+  } finally {
+    // Already stopped after a signal; stopped here when the session failed after the daemon started.
+    await daemon?.stop();
+    watch?.close();
+    await watch?.settled();
+    clearInterval(reportWatch);
+    await removeSessionFile(options.stateDir).catch(() => undefined);
+    await emulator.close();
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+/** The daemon's settings in a session: DF_* as usual, but the emulator for service and a temp state folder. */
+function devConfig(options: SessionOptions): WorkerConfig {
+  const overrides: Record<string, unknown> = {
+    'api.url': 'http://127.0.0.1', // the emulator's, once it listens
+    'api.key': DEV_KEY,
+    'api.keyFile': '',
+    // The session syncs the tasks itself, updates included (see HandlerSet).
+    'tasks.sync': false,
+    'http.port': 0,
+    'http.host': '127.0.0.1',
+    'http.wake': 'open',
+    ...(options.dir === undefined ? {} : { 'handlers.dir': options.dir }),
+  };
+  const env = { DF_LOG_LEVEL: 'warn', ...process.env };
+  const config = loadConfig({ env, overrides });
+  // A module imported on the daemon's own loop stays for the life of the process: reloading needs workers.
+  if (config.handlers.isolation !== 'none') return config;
+  return loadConfig({ env, overrides: { ...overrides, 'handlers.isolation': 'thread' } });
+}
+
+interface Banner {
+  url: string;
+  adminToken: string;
+  file: string;
+  handlersDir: string;
+  workerUrl: string;
+  handlers: LoadedHandler[];
+  budget: WorkerConfig['budget'];
+}
+
+function printBanner(say: (line: string) => void, b: Banner): void {
+  const first = b.handlers[0];
+  const example = first?.key ?? 'my-task';
+  const input = JSON.stringify(Object.fromEntries((first?.inputKeys ?? []).map((k) => [k.key, '...'])));
+  const cli = cliHint();
+  say(`df-worker dev: emulator on ${b.url} (API key ${DEV_KEY})`);
+  say(`  admin routes: ${b.url}/__admin (Authorization: Bearer ${b.adminToken})`);
+  say(`  worker: ${b.workerUrl} (/metrics, /readyz, POST /wake)`);
+  say(
+    `  budget and emulator limits: ${b.budget.perSecond}/s, ${b.budget.perMinute}/min, ${b.budget.perMonth}/month; ` +
+      'every enqueue wakes the worker',
+  );
+  say(
+    `  handlers: ${path.relative(process.cwd(), b.handlersDir) || '.'} (watched): ${b.handlers.map((h) => h.key).join(', ') || 'none'}`,
+  );
+  say(`  session file: ${path.relative(process.cwd(), b.file)}`);
+  say('Enqueue from another terminal:');
+  say(`  ${cli} --enqueue ${example} '${input}'`);
+  say(
+    `  curl -X POST ${b.url}/__admin/executions -H 'authorization: Bearer ${b.adminToken}' ` +
+      `-H 'content-type: application/json' -d '{"taskKey":"${example}","input":${input}}'`,
+  );
+  say('Ctrl-C stops the session.');
+}
+
+/** How to run this command where it runs: from a source checkout through npm, else the installed bin. */
+function cliHint(): string {
+  return import.meta.url.endsWith('.ts') ? 'npm run dev --' : 'df-worker dev';
+}
+
+/** Prints each tracked execution once it has its first report, with its pickup and report times. */
+function printReports(
+  emulator: Emulator,
+  tracked: Map<string, EmulatedExecution>,
+  say: (line: string) => void,
+): void {
+  for (const id of tracked.keys()) {
+    const execution = emulator.execution(id);
+    const report = execution?.reports[0];
+    if (!execution || !report) continue;
+    tracked.delete(id);
+    const created = Date.parse(execution.createdAt);
+    const pickup = execution.claimedAt
+      ? `picked up in ${Date.parse(execution.claimedAt) - created} ms, `
+      : '';
+    say(
+      `${report.status === 'COMPLETED' ? '✔' : '✖'} ${id} ${execution.taskKey} ${report.status} ` +
+        `(${pickup}reported in ${Date.parse(report.at) - created} ms): ${preview(report.output)}`,
+    );
+  }
+}
+
+function preview(output: unknown): string {
+  const text = JSON.stringify(output);
+  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+}
