@@ -10,6 +10,8 @@ export const FORMAT = {
   integer: 'df-integer',
   number: 'df-number',
   boolean: 'df-boolean',
+  /** A boolean, or 'auto' for a choice made at run time (e.g. from whether stdout is a terminal). */
+  booleanOrAuto: 'df-boolean-or-auto',
   string: 'df-string',
   oneOf: 'df-one-of',
   httpUrl: 'df-http-url',
@@ -46,6 +48,10 @@ function coerceBoolean(value: string): unknown {
   if (TRUE_TEXT.has(text)) return true;
   if (FALSE_TEXT.has(text)) return false;
   return value;
+}
+
+function coerceBooleanOrAuto(value: string): unknown {
+  return value.trim().toLowerCase() === 'auto' ? 'auto' : coerceBoolean(value);
 }
 
 function rangeText(bounds: FormatBounds): string {
@@ -108,6 +114,12 @@ convict.addFormats({
       if (typeof value !== 'boolean') throw new Error('must be true or false');
     },
     coerce: coerceBoolean,
+  },
+  [FORMAT.booleanOrAuto]: {
+    validate: (value: unknown) => {
+      if (typeof value !== 'boolean' && value !== 'auto') throw new Error('must be auto, true or false');
+    },
+    coerce: coerceBooleanOrAuto,
   },
   [FORMAT.string]: {
     validate: (value: unknown, schema: convict.SchemaObj) => {

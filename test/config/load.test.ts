@@ -34,6 +34,21 @@ async function writeJson(name: string, value: unknown): Promise<string> {
 }
 
 describe('loadConfig sources', () => {
+  it.each([
+    ['auto', 'auto'],
+    ['AUTO', 'auto'],
+    ['true', true],
+    ['off', false],
+  ] as const)('reads DF_LOG_PRETTY=%s as %j', (text, pretty) => {
+    expect(loadConfig({ env: { DF_LOG_PRETTY: text }, cwd: dir }).log.pretty).toBe(pretty);
+  });
+
+  it('refuses DF_LOG_PRETTY that is not auto, true or false, naming it', () => {
+    expect(configError({ env: { DF_LOG_PRETTY: 'colour' } }).message).toContain(
+      'DF_LOG_PRETTY (log.pretty): must be auto, true or false, got "colour"',
+    );
+  });
+
   it('loads the schema defaults with no environment when nothing is required', () => {
     const config = loadConfig({ env: {}, cwd: dir });
     expect(config.concurrency).toBe(4);
@@ -47,7 +62,7 @@ describe('loadConfig sources', () => {
       safetyMarginMs: 200,
     });
     expect(config.http).toMatchObject({ port: 9464, host: '0.0.0.0', wake: 'off' });
-    expect(config.log).toEqual({ level: 'info', pretty: false });
+    expect(config.log).toEqual({ level: 'info', pretty: 'auto' });
   });
 
   it('types each setting from its schema entry', () => {
