@@ -265,6 +265,27 @@ describe('loadConfig service URL', () => {
     }
   });
 
+  it.each([
+    ['https://api.example.com/v1', '/v1', 'https://api.example.com'],
+    ['https://api.example.com/v1/', '/v1', 'https://api.example.com'],
+    ['https://api.example.com/v1/data-factory', '/v1/data-factory', 'https://api.example.com'],
+    ['http://127.0.0.1:8080/proxy/v1/data_factory/', '/v1/data_factory', 'http://127.0.0.1:8080/proxy'],
+    ['https://api.example.com/v2/data-factory/files', '/v2/data-factory/files', 'https://api.example.com'],
+  ])('refuses a DF_API_URL ending in the API path (%s), saying what to drop', (url, suffix, fixed) => {
+    const error = configError({ env: { DF_API_URL: url, DF_API_KEY: SECRET }, require: 'service' });
+    expect(error.problems.map((problem) => problem.env)).toEqual(['DF_API_URL']);
+    expect(error.message).toContain(
+      `DF_API_URL (api.url): must not end in ${suffix}, the service's API path, which df-worker adds itself ` +
+        `(the service would answer 404 for a doubled path): drop it, as in ${fixed}, got "${url}"`,
+    );
+  });
+
+  it('accepts a DF_API_URL with a path prefix of its own', () => {
+    for (const url of ['https://gw.example.com/df', 'https://gw.example.com/v1beta', 'https://h/v1/other']) {
+      expect(loadConfig({ env: { DF_API_URL: url, DF_API_KEY: SECRET }, cwd: dir }).api.url).toBe(url);
+    }
+  });
+
   it('refuses a DF_API_URL with a bare user name or a fragment', () => {
     for (const [url, shown] of [
       ['http://token@127.0.0.1:8080/v1', 'http://***@127.0.0.1:8080/v1'],
