@@ -160,6 +160,9 @@ describe('the packed package', () => {
   });
 
   it('scaffolds .mts files in a project without "type": "module", saying so, with npx hints', async () => {
+    const manifest = await readFile(path.join(project, 'package.json'), 'utf8');
+    // npm init writes "type": "commonjs" since npm 11 (none before): either way, not an ES module scope.
+    expect(JSON.parse(manifest)).not.toMatchObject({ type: 'module' });
     const result = await npx(['new', 'my-task']);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`created ${path.join('handlers', 'my-task.mts')}\n`);
@@ -167,9 +170,7 @@ describe('the packed package', () => {
     expect(result.stdout).toContain('package.json does not set "type": "module", so the files are .mts');
     expect(result.stdout).toContain(`npx df-worker run my-task --input '{"text":"hello"}'`);
     expect(result.stdout).toContain('npx df-worker check');
-    expect(JSON.parse(await readFile(path.join(project, 'package.json'), 'utf8'))).toMatchObject({
-      type: 'commonjs',
-    });
+    expect(await readFile(path.join(project, 'package.json'), 'utf8')).toBe(manifest);
   });
 
   it('runs the new handler once with `run`', async () => {
