@@ -61,6 +61,11 @@ export interface ResponseEvent {
 export interface ServiceClientOptions {
   /** Service base address, e.g. `https://api.example.com` or the emulator's URL; may carry a path prefix. */
   baseUrl: string;
+  /**
+   * How error messages name the setting `baseUrl` came from, so they say what to change: `DF_API_URL` in the
+   * daemon and the CLI. Default `'baseUrl'`.
+   */
+  urlSetting?: string;
   /** The API key. Never logged, never in an error message or event. */
   apiKey: string;
   /** How the key travels: `X-Api-Key` header, `Authorization: Bearer`, or `api_key` in the URL (opt-in only: URLs end up in logs). Default `'header'`. */
@@ -157,6 +162,7 @@ export class ServiceClient {
           requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
           connections:
             options.connections === undefined ? null : positive(options.connections, 0, 'connections'),
+          urlSetting: options.urlSetting ?? 'baseUrl',
         },
         (text) => this.#redact(text),
       );

@@ -6,6 +6,7 @@ import type { FormData } from 'undici';
 import { AnswerReader } from './answer-reader.ts';
 import { LimitExpired } from './answer-watch.ts';
 import { NetworkError, TimeoutError } from './errors.ts';
+import { adviseNetworkFailure } from './network-failure.ts';
 import type { RequestReach, TimeoutPhase } from './errors.ts';
 import type { Answer } from './response.ts';
 import type { Operation } from './types.ts';
@@ -19,6 +20,8 @@ export interface TransportOptions {
   requestTimeoutMs: number;
   /** Most parallel connections; null for no limit. */
   connections: number | null;
+  /** How network errors name the setting that holds the URL, e.g. `DF_API_URL`. */
+  urlSetting: string;
 }
 
 export interface OutgoingRequest {
@@ -94,12 +97,25 @@ export class Transport {
         reach,
       );
     }
+    const { origin, urlSetting } = this.#options;
+    const applied = reach.sent ? 'the request may or may not have been applied' : 'the request was not sent';
+    const advice =
+      reach.answerStatus === undefined
+        ? adviseNetworkFailure(code, origin, urlSetting, reach.sent)
+        : undefined;
+    if (advice !== undefined) {
+      return new NetworkError(
+        operation,
+        `${operation} ${lostWhat(reach, origin)}: ${advice.cause}; ${applied}. ${advice.advice}`,
+        error,
+        reach,
+      );
+    }
     const detail = this.#redact(error instanceof Error ? error.message : String(error));
     return new NetworkError(
       operation,
-      `${operation} ${lostWhat(reach, this.#options.origin)} (${code ?? 'error'}: ${detail}); ` +
-        `${reach.sent ? 'the request may or may not have been applied' : 'the request was not sent'}. ` +
-        `Check the network and baseUrl, then retry`,
+      `${operation} ${lostWhat(reach, origin)} (${code ?? 'error'}: ${detail}); ${applied}. ` +
+        `Check the network and ${urlSetting}, then retry`,
       error,
       reach,
     );

@@ -1,5 +1,6 @@
 // What every CLI command provides: a name, a one-line summary for the usage text, and run(argv) -> exit code.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { cliCommand } from './invocation.ts';
 
 export interface Command {
   name: string;
@@ -24,7 +25,7 @@ export const EXIT_USAGE = 2;
 /** Prints a usage problem with the pointer to the command's help, and returns EXIT_USAGE. */
 export function usageError(command: string, message: string): number {
   process.stderr.write(
-    `df-worker ${command}: ${message}\nRun \`df-worker ${command} --help\` for the options.\n`,
+    `df-worker ${command}: ${message}\nRun \`${cliCommand(`${command} --help`)}\` for the options.\n`,
   );
   return EXIT_USAGE;
 }

@@ -1,6 +1,15 @@
 #!/usr/bin/env node
 // df-worker's command line: one file per command under commands/, dispatched by name.
-import { enableCompileCache } from 'node:module';
+import { nodeVersionProblem } from '../runtime/node-version.ts';
+
+// First, on a Node.js too old for df-worker: one line naming the version needed, rather than a stack from the
+// first module that needs a newer Node. Everything below is imported dynamically so that it loads only after.
+const unsupported = nodeVersionProblem();
+if (unsupported !== undefined) {
+  process.stderr.write(`${unsupported}\n`);
+  process.exit(1);
+}
+const { enableCompileCache } = await import('node:module');
 
 // Before any other module loads: Node keeps the modules it compiled (and, from source, their TypeScript with
 // the types stripped) in a cache on disk, so the next start skips that work: about 150 ms and 30 MB less for

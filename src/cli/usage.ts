@@ -1,4 +1,5 @@
 import { commands } from './commands/index.ts';
+import { cliCommand } from './invocation.ts';
 
 export function printUsage(out: NodeJS.WritableStream): void {
   const width = Math.max(...[...commands.keys()].map((n) => n.length));
@@ -10,8 +11,8 @@ export function printUsage(out: NodeJS.WritableStream): void {
       'Commands:',
       ...lines,
       '',
-      'Run `df-worker <command> --help` for the options of a command. Settings come from DF_* environment',
-      'variables or a JSON file named by DF_CONFIG (see README.md, Configuration).',
+      `Run \`${cliCommand('<command> --help')}\` for the options of a command. Settings come from DF_*`,
+      'environment variables or a JSON file named by DF_CONFIG (see README.md, Configuration).',
       '',
     ].join('\n'),
   );

@@ -10,6 +10,8 @@ export const FORMAT = {
   integer: 'df-integer',
   number: 'df-number',
   boolean: 'df-boolean',
+  /** A boolean, or 'auto' for a choice made at run time (e.g. from whether stdout is a terminal). */
+  booleanOrAuto: 'df-boolean-or-auto',
   string: 'df-string',
   oneOf: 'df-one-of',
   httpUrl: 'df-http-url',
@@ -24,6 +26,8 @@ export interface FormatBounds {
   nonEmpty?: boolean;
 }
 
+/** The service's own path at the end of a base URL: `/v1`, `/v1/data-factory`, `/v2/data_factory/files`, ... */
+const API_PATH_SUFFIX = /\/v\d+(?:\/data[-_]factory(?:\/(?:tasks|task[-_]executions|files))?)?\/*$/i;
 const INTEGER_TEXT = /^[+-]?\d+$/;
 const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const TRUE_TEXT = new Set(['true', '1', 'yes', 'on']);
@@ -46,6 +50,10 @@ function coerceBoolean(value: string): unknown {
   if (TRUE_TEXT.has(text)) return true;
   if (FALSE_TEXT.has(text)) return false;
   return value;
+}
+
+function coerceBooleanOrAuto(value: string): unknown {
+  return value.trim().toLowerCase() === 'auto' ? 'auto' : coerceBoolean(value);
 }
 
 function rangeText(bounds: FormatBounds): string {
@@ -109,6 +117,12 @@ convict.addFormats({
     },
     coerce: coerceBoolean,
   },
+  [FORMAT.booleanOrAuto]: {
+    validate: (value: unknown) => {
+      if (typeof value !== 'boolean' && value !== 'auto') throw new Error('must be auto, true or false');
+    },
+    coerce: coerceBooleanOrAuto,
+  },
   [FORMAT.string]: {
     validate: (value: unknown, schema: convict.SchemaObj) => {
       if (typeof value !== 'string') throw new Error('must be a string');
@@ -141,6 +155,16 @@ convict.addFormats({
       if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
         throw new Error(
           "must be the service's base URL without a user name, password, query or fragment (put the API key in DF_API_KEY or DF_API_KEY_FILE)",
+        );
+      }
+      // Refused rather than stripped: a URL that works only because df-worker rewrites it would fail in the
+      // next tool given it, and a warning is easy to miss in a log. `check` names the fix before `start` runs.
+      const versioned = API_PATH_SUFFIX.exec(url.pathname);
+      if (versioned !== null) {
+        const suffix = versioned[0].replace(/\/+$/, '');
+        throw new Error(
+          `must not end in ${suffix}, the service's API path, which df-worker adds itself (the service would ` +
+            `answer 404 for a doubled path): drop it, as in ${url.origin}${url.pathname.slice(0, versioned.index)}`,
         );
       }
     },

@@ -59,6 +59,15 @@ function flag(text: SettingText<boolean>): Setting<boolean> {
   };
 }
 
+function flagOrAuto(text: SettingText<boolean | 'auto'>): Setting<boolean | 'auto'> {
+  return {
+    env: text.env,
+    default: text.default,
+    format: FORMAT.booleanOrAuto,
+    doc: withDefault(text.doc, 'auto, true or false (also 1/0, yes/no, on/off)', text.default),
+  };
+}
+
 function string(text: SettingText<string> & { sensitive?: boolean; nonEmpty?: boolean }): Setting<string> {
   return {
     env: text.env,
@@ -335,10 +344,10 @@ export const schema = {
       values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
       doc: 'Lowest level of the log lines written to stdout.',
     }),
-    pretty: flag({
+    pretty: flagOrAuto({
       env: 'DF_LOG_PRETTY',
-      default: false,
-      doc: 'Human-readable logs instead of JSON lines; needs the optional pino-pretty package, JSON otherwise.',
+      default: 'auto',
+      doc: 'Readable log lines (time, level, message, fields on one line) instead of JSON lines. auto: readable when stdout is a terminal, JSON otherwise (containers, files, pipes); false forces JSON on a terminal too.',
     }),
   },
   shutdownGraceMs: milliseconds({

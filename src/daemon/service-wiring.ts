@@ -42,6 +42,7 @@ export function clientFromConfig(
 ): ServiceClient {
   return new ServiceClient({
     baseUrl: config.api.url,
+    urlSetting: 'DF_API_URL',
     apiKey: config.api.key,
     authMode: config.api.authMode,
     pathStyle: config.api.pathStyle,

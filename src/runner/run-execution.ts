@@ -169,7 +169,9 @@ export class HandlerCrashError extends Error {
 }
 
 /**
- * Logs a failed attempt with the thrown value under `err` when it is a real Error (with `redact`, a copy of
+ * Logs a failed attempt. A NonRetryableError is a failure the handler expected (bad input, a refused
+ * request): its message (under `error`) says it all, and a stack trace would only bury it. Otherwise
+ * the thrown value goes under `err` when it is a real Error (with `redact`, a copy of
  * its message and stack only, redacted: its other members may hold anything). pino's serializer reads its message, stack, cause and every enumerable member, and throws with
  * them (a throwing getter, a frozen error), so any other value, or an Error that cannot be read, is logged as
  * the summary that will be reported instead.
@@ -182,7 +184,7 @@ function warnAttemptFailed(
   fields: Record<string, unknown>,
   msg: string,
 ): void {
-  if (isRealError(error)) {
+  if (isRealError(error) && !isNonRetryableError(error)) {
     try {
       logger.warn(
         { err: redact === undefined ? error : redactedCopy(error as Error, redact), ...fields },

@@ -1,16 +1,25 @@
-// The daemon's structured logger: pino JSON lines with ISO timestamps, and the API key and wake token
-// redacted wherever they are known to travel (config objects, request headers).
+// The daemon's structured logger: pino JSON lines with ISO timestamps (or, on a terminal, pino-pretty's
+// readable lines), and the API key and wake token redacted wherever they are known to travel (config objects,
+// request headers).
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
+import type PinoPretty from 'pino-pretty';
 
 export type Logger = pino.Logger;
+
+/** When log lines are human-readable: always, never, or when their destination is a terminal. */
+export type PrettyMode = boolean | 'auto';
 
 export interface LoggerOptions {
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   level: string;
-  /** Human-readable output; needs pino-pretty, which df-worker does not ship, so logs stay JSON. Default: false. */
-  pretty?: boolean;
-  /** Where the JSON lines go. Default: stdout. */
-  destination?: pino.DestinationStream;
+  /**
+   * Readable lines (pino-pretty, formatted on the calling thread) instead of JSON lines. 'auto': readable when
+   * the destination is a terminal (a TTY), JSON otherwise (containers, files, pipes). Default: false.
+   */
+  pretty?: PrettyMode;
+  /** Where the lines go. Default: stdout. */
+  destination?: pino.DestinationStream | NodeJS.WritableStream;
 }
 
 export const REDACTED = '[redacted]';
@@ -38,9 +47,30 @@ export function createLogger(options: LoggerOptions): Logger {
     redact: { paths: REDACTED_PATHS, censor: REDACTED },
     serializers: { err: pino.stdSerializers.err },
   };
-  const logger = options.destination === undefined ? pino(settings) : pino(settings, options.destination);
-  if (options.pretty === true) {
-    logger.debug('log.pretty is set but pino-pretty is not installed; writing JSON lines');
-  }
-  return logger;
+  const destination = options.destination ?? process.stdout;
+  if (wantsPretty(options.pretty ?? false, destination)) return pino(settings, prettyStream(destination));
+  return options.destination === undefined ? pino(settings) : pino(settings, options.destination);
+}
+
+/** Whether `mode` makes the lines written to `destination` readable rather than JSON. */
+export function wantsPretty(mode: PrettyMode, destination: object): boolean {
+  if (mode !== 'auto') return mode;
+  return (destination as { isTTY?: boolean }).isTTY === true;
+}
+
+/**
+ * Each JSON line pino writes, formatted by pino-pretty on this thread as it is written (no worker transport: one
+ * thread fewer, and nothing queued to lose at process.exit). Loaded only here, so JSON logging never pays for it.
+ */
+function prettyStream(destination: pino.DestinationStream | NodeJS.WritableStream): pino.DestinationStream {
+  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+  const format = prettyFactory({
+    colorize: (destination as { isTTY?: boolean }).isTTY === true && process.env.NO_COLOR === undefined,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,name',
+    singleLine: true,
+    // Only a real Error (under err) gets lines of its own, for its stack; `error` holds a summary string.
+    errorLikeObjectKeys: ['err'],
+  });
+  return { write: (line: string) => void destination.write(format(line)) };
 }

@@ -59,7 +59,7 @@ describe('scaffoldHandler', () => {
   it('creates the folder and writes the handler and its test', async () => {
     const dir = path.join(await tempDir(), 'new', 'handlers');
     const scaffold = await scaffoldHandler(dir, 'my-task', 'js');
-    expect(scaffold).toEqual({
+    expect(scaffold).toMatchObject({
       handlerFile: path.join(dir, 'my-task.mjs'),
       testFile: path.join(dir, 'my-task.test.mjs'),
     });
@@ -77,15 +77,42 @@ describe('scaffoldHandler', () => {
 
 describe('df-worker new', () => {
   it('writes the handler and its test, and prints them with the next commands', async () => {
-    const dir = path.join(await tempDir(), 'handlers');
+    const project = await tempDir({ 'package.json': '{ "type": "module" }\n' });
+    const dir = path.join(project, 'handlers');
     const result = await cli(['new', 'invoice-total', '--dir', dir]);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect((await readdir(dir)).sort()).toEqual(['invoice-total.test.ts', 'invoice-total.ts']);
     expect(result.stdout).toContain(`created ${path.join(dir, 'invoice-total.ts')}\n`);
     expect(result.stdout).toContain(`created ${path.join(dir, 'invoice-total.test.ts')}\n`);
-    expect(result.stdout).toContain(`df-worker run invoice-total --input '{"text":"hello"}' --dir ${dir}`);
-    expect(result.stdout).toContain('df-worker tasks sync --dry-run');
+    expect(result.stdout).not.toContain('"type": "module"');
+    // Run from this repo's source, the hints are the npm script that works in a clone.
+    expect(result.stdout).toContain(
+      `npm run cli -- run invoice-total --input '{"text":"hello"}' --dir ${dir}`,
+    );
+    expect(result.stdout).toContain('npm run cli -- tasks sync --dry-run');
   });
+
+  it.each([
+    ['"type": "commonjs"', { 'package.json': '{ "type": "commonjs" }\n' }],
+    ['no "type"', { 'package.json': '{ "name": "x" }\n' }],
+  ])(
+    'writes .mts files under a package.json with %s, leaving it as it was and saying so',
+    async (_, files) => {
+      const project = await tempDir(files);
+      const dir = path.join(project, 'handlers');
+      const before = await readFile(path.join(project, 'package.json'), 'utf8');
+      const result = await cli(['new', 'invoice-total', '--dir', dir]);
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect((await readdir(dir)).sort()).toEqual(['invoice-total.mts', 'invoice-total.test.mts']);
+      expect(await readFile(path.join(dir, 'invoice-total.test.mts'), 'utf8')).toContain(
+        "import task from './invoice-total.mts';",
+      );
+      expect(result.stdout).toContain(
+        `note: ${path.join(project, 'package.json')} does not set "type": "module", so the files are .mts`,
+      );
+      expect(await readFile(path.join(project, 'package.json'), 'utf8')).toBe(before);
+    },
+  );
 
   it('refuses to overwrite an existing handler, naming it, and leaves it as it was', async () => {
     const dir = await tempDir({ 'invoice-total.ts': '// mine\n' });

@@ -19,7 +19,7 @@ describe('usage errors of start, demo and emulator', () => {
       const result = await run(name, ['--bogus']);
       expect(result.code).toBe(EXIT_USAGE);
       expect(result.stderr).toMatch(new RegExp(`^df-worker ${name}: Unknown option '--bogus'`));
-      expect(result.stderr).toContain(`Run \`df-worker ${name} --help\` for the options.`);
+      expect(result.stderr).toContain(`Run \`npm run cli -- ${name} --help\` for the options.`);
       expect(result.stdout).toBe('');
     },
   );
@@ -52,7 +52,7 @@ describe('usage errors of start, demo and emulator', () => {
     const result = await run(name, argv);
     expect(result.code).toBe(EXIT_USAGE);
     expect(result.stderr).toBe(
-      `df-worker ${name}: ${message}\nRun \`df-worker ${name} --help\` for the options.\n`,
+      `df-worker ${name}: ${message}\nRun \`npm run cli -- ${name} --help\` for the options.\n`,
     );
   });
 

@@ -34,6 +34,21 @@ async function writeJson(name: string, value: unknown): Promise<string> {
 }
 
 describe('loadConfig sources', () => {
+  it.each([
+    ['auto', 'auto'],
+    ['AUTO', 'auto'],
+    ['true', true],
+    ['off', false],
+  ] as const)('reads DF_LOG_PRETTY=%s as %j', (text, pretty) => {
+    expect(loadConfig({ env: { DF_LOG_PRETTY: text }, cwd: dir }).log.pretty).toBe(pretty);
+  });
+
+  it('refuses DF_LOG_PRETTY that is not auto, true or false, naming it', () => {
+    expect(configError({ env: { DF_LOG_PRETTY: 'colour' } }).message).toContain(
+      'DF_LOG_PRETTY (log.pretty): must be auto, true or false, got "colour"',
+    );
+  });
+
   it('loads the schema defaults with no environment when nothing is required', () => {
     const config = loadConfig({ env: {}, cwd: dir });
     expect(config.concurrency).toBe(4);
@@ -47,7 +62,7 @@ describe('loadConfig sources', () => {
       safetyMarginMs: 200,
     });
     expect(config.http).toMatchObject({ port: 9464, host: '0.0.0.0', wake: 'off' });
-    expect(config.log).toEqual({ level: 'info', pretty: false });
+    expect(config.log).toEqual({ level: 'info', pretty: 'auto' });
   });
 
   it('types each setting from its schema entry', () => {
@@ -247,6 +262,27 @@ describe('loadConfig service URL', () => {
       for (const secret of ['s3cr3tPW', 'SECRETKEY', 'user:', SECRET]) {
         expect(JSON.stringify(error.problems)).not.toContain(secret);
       }
+    }
+  });
+
+  it.each([
+    ['https://api.example.com/v1', '/v1', 'https://api.example.com'],
+    ['https://api.example.com/v1/', '/v1', 'https://api.example.com'],
+    ['https://api.example.com/v1/data-factory', '/v1/data-factory', 'https://api.example.com'],
+    ['http://127.0.0.1:8080/proxy/v1/data_factory/', '/v1/data_factory', 'http://127.0.0.1:8080/proxy'],
+    ['https://api.example.com/v2/data-factory/files', '/v2/data-factory/files', 'https://api.example.com'],
+  ])('refuses a DF_API_URL ending in the API path (%s), saying what to drop', (url, suffix, fixed) => {
+    const error = configError({ env: { DF_API_URL: url, DF_API_KEY: SECRET }, require: 'service' });
+    expect(error.problems.map((problem) => problem.env)).toEqual(['DF_API_URL']);
+    expect(error.message).toContain(
+      `DF_API_URL (api.url): must not end in ${suffix}, the service's API path, which df-worker adds itself ` +
+        `(the service would answer 404 for a doubled path): drop it, as in ${fixed}, got "${url}"`,
+    );
+  });
+
+  it('accepts a DF_API_URL with a path prefix of its own', () => {
+    for (const url of ['https://gw.example.com/df', 'https://gw.example.com/v1beta', 'https://h/v1/other']) {
+      expect(loadConfig({ env: { DF_API_URL: url, DF_API_KEY: SECRET }, cwd: dir }).api.url).toBe(url);
     }
   });
 

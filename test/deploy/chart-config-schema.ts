@@ -58,6 +58,8 @@ function leafSchema(entry: SettingFields): JsonSchemaNode {
       return { type: 'number', ...bounds, description };
     case FORMAT.boolean:
       return { type: 'boolean', description };
+    case FORMAT.booleanOrAuto:
+      return { anyOf: [{ type: 'boolean' }, { type: 'string', enum: ['auto'] }], description };
     case FORMAT.oneOf:
       return { type: 'string', enum: entry.values ?? [], description };
     case FORMAT.httpUrl:

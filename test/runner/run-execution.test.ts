@@ -444,6 +444,28 @@ describe('runExecution: retries', () => {
     });
   });
 
+  it('logs a NonRetryableError, an expected failure, with its message and no stack trace', async () => {
+    const handler = defineTask({
+      key: 'k',
+      retryCount: 4,
+      handle: () => {
+        throw new NonRetryableError('unknown currency "XYZ"');
+      },
+    });
+    const { clock, args, lines } = setUp(handler, {});
+    await drive(clock, runExecution(args));
+    const warnings = lines.filter((l) => l.level === 40);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        msg: 'attempt failed; not retrying',
+        error: 'unknown currency "XYZ"',
+        errorName: 'NonRetryableError',
+      }),
+    ]);
+    expect(JSON.stringify(warnings)).not.toContain('stack');
+    expect(warnings[0]).not.toHaveProperty('err');
+  });
+
   it('truncates long messages to 1000 characters', async () => {
     const handler = defineTask({
       key: 'k',

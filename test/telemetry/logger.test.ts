@@ -11,6 +11,19 @@ function capture() {
   return { lines, destination };
 }
 
+/** A destination that keeps the text written to it, looking like a terminal when `isTTY`. */
+function captureText(isTTY = false) {
+  let written = '';
+  const destination = {
+    isTTY,
+    write: (chunk: string) => {
+      written += chunk;
+      return true;
+    },
+  };
+  return { text: () => written, destination };
+}
+
 describe('createLogger', () => {
   it('writes JSON lines named df-worker with ISO timestamps', () => {
     const { lines, destination } = capture();
@@ -58,9 +71,26 @@ describe('createLogger', () => {
     expect(lines.map((line) => line.msg)).toEqual(['loud']);
   });
 
-  it('falls back to JSON with a debug note when pretty output is asked for', () => {
-    const { lines, destination } = capture();
-    createLogger({ level: 'debug', pretty: true, destination }).info('still json');
-    expect(lines.map((line) => line.msg)).toEqual([expect.stringContaining('pino-pretty'), 'still json']);
+  it('writes readable lines when pretty is true, with the key still redacted and no JSON', () => {
+    const { text, destination } = captureText();
+    const logger = createLogger({ level: 'info', pretty: true, destination });
+    logger.info({ taskKey: 'my-task', executionId: 'execution-1', apiKey: SECRET }, 'execution claimed');
+    const [line] = text().split('\n');
+    expect(line).toMatch(
+      /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: execution claimed {"taskKey":"my-task","executionId":"execution-1","apiKey":"\[redacted\]"}$/,
+    );
+    expect(text()).not.toContain(SECRET);
+  });
+
+  it.each([
+    ['auto on a terminal', 'auto', true, true],
+    ['auto on a pipe or file (a container)', 'auto', false, false],
+    ['false on a terminal', false, true, false],
+    ['true on a pipe', true, false, true],
+  ] as const)('pretty %s: %s', (_, mode, isTTY, readable) => {
+    const { text, destination } = captureText(isTTY);
+    createLogger({ level: 'info', pretty: mode, destination }).info('hello');
+    expect(text().startsWith('{')).toBe(!readable);
+    expect(text()).toContain('hello');
   });
 });

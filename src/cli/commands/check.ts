@@ -7,7 +7,8 @@ import { loadConfig } from '../../config/load.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
-import { wantsHelp, type Command, parseCommandArgs } from '../command.ts';
+import { wantsHelp, type Command, parseCommandArgs, usageError } from '../command.ts';
+import { checkOnline } from '../online-check.ts';
 
 export type ConfigCheck =
   { config: WorkerConfig; problems: [] } | { config: undefined; problems: ConfigProblem[] };
@@ -54,17 +55,23 @@ export const checkCommand: Command = {
   name: 'check',
   summary: 'validate the configuration and load every handler, listing all problems',
   help: `
-Usage: df-worker check [--dir DIR] [--config FILE] [--verbose]
+Usage: df-worker check [--dir DIR] [--config FILE] [--verbose] [--online]
 
 Validates the configuration (DF_* variables and the DF_CONFIG file; when DF_API_URL is set, also what \`start\`
 requires: a URL and exactly one of DF_API_KEY and DF_API_KEY_FILE) and loads every handler module, then lists
 every problem found, each naming the setting or the file to fix. Exits 0 when all is well, 1 otherwise.
 Secrets (the API key, the wake token) are never printed.
 
+With --online (DF_API_URL and a key needed), it also sends one request to the service (one page of one task),
+counted in the state folder's budget like the daemon's own, and reports whether the URL reaches the service,
+whether the key is valid, and the month's budget used and left. A worker running on the same state folder holds
+its budget: then nothing is sent, and the budget shown is the one that worker last saved.
+
 Options:
   --dir DIR       handlers folder (default: DF_HANDLERS_DIR, else ./handlers)
   --config FILE   a JSON config file (same as DF_CONFIG=FILE)
   --verbose       also print the whole configuration, secrets redacted
+  --online        also try the service: URL, key and budget (one request)
   -h, --help      this help
 `,
   async run(argv) {
@@ -75,6 +82,7 @@ Options:
         dir: { type: 'string' },
         config: { type: 'string' },
         verbose: { type: 'boolean', default: false },
+        online: { type: 'boolean', default: false },
       },
     });
     if (typeof parsed === 'number') return parsed;
@@ -83,6 +91,9 @@ Options:
     const lines: string[] = [];
 
     const { config, problems } = checkConfig(env);
+    if (values.online && config !== undefined && config.api.url === '') {
+      return usageError('check', '--online needs DF_API_URL and DF_API_KEY (or DF_API_KEY_FILE)');
+    }
     if (config === undefined) {
       lines.push(`config: ${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}`);
       lines.push(...problems.map((problem) => `  ${formatProblem(problem)}`));
@@ -100,7 +111,18 @@ Options:
     const handlers = await checkHandlers(dir);
     lines.push(...handlers.lines);
 
-    const total = problems.length + handlers.problems;
+    let onlineProblems = 0;
+    if (values.online) {
+      if (config === undefined) {
+        lines.push('online: not tried (fix the configuration first)');
+      } else {
+        const online = await checkOnline(config);
+        lines.push(...online.lines);
+        onlineProblems = online.problems;
+      }
+    }
+
+    const total = problems.length + handlers.problems + onlineProblems;
     if (total > 0) {
       lines.push(`check failed: ${total} ${total === 1 ? 'problem' : 'problems'}; fix them and run it again`);
     }

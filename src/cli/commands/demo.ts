@@ -84,7 +84,12 @@ Options:
         }
         throw error;
       }
-      const logger = createLogger({ level: config.log.level, destination: process.stderr });
+      // Readable on a terminal like start's (DF_LOG_PRETTY), on stderr: stdout holds the outcomes.
+      const logger = createLogger({
+        level: config.log.level,
+        pretty: config.log.pretty,
+        destination: process.stderr,
+      });
       const handlers = await loadHandlersOrThrow(config.handlers.dir, { logger });
       const list = [...handlers.values()];
       const say = (line: string) => process.stdout.write(`${line}\n`);

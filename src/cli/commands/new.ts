@@ -1,26 +1,66 @@
 // `df-worker new <task-key>`: scaffolds a handler module and its test in the handlers folder, so a new task
 // starts from code that already loads, runs and passes its test.
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
+import { cliCommand } from '../invocation.ts';
 import {
   handlerExtension,
   handlerSource,
   handlerTestSource,
   SAMPLE_INPUT,
   type HandlerLanguage,
+  type ModuleScope,
 } from '../templates/handler.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 /** Every extension the loader picks up: a handler under another one would make the key defined twice. */
 const HANDLER_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
 
-/** The files a scaffold writes, by absolute path. */
+/** The files a scaffold writes, by absolute path, and how Node reads them. */
 export interface Scaffold {
   handlerFile: string;
   testFile: string;
+  /** The module scope of the handlers folder (see ModuleScope) and the package.json that sets it, if any. */
+  scope: PackageScope;
+}
+
+/** The nearest package.json above a folder and whether it makes `.ts`/`.js` files ES modules. */
+export interface PackageScope {
+  scope: ModuleScope;
+  /** Absolute path of that package.json; undefined when there is none up to the root. */
+  packageJson: string | undefined;
+}
+
+/**
+ * The module scope Node applies to files in `dir` (which may not exist yet): the `type` of the nearest
+ * package.json, as Node looks it up. A package.json without `"type": "module"` (or none at all) scaffolds
+ * `.mts`: it is an ES module whatever the project says, so nothing in the user's package.json is changed.
+ */
+export async function packageScope(dir: string): Promise<PackageScope> {
+  for (let folder = path.resolve(dir); ; folder = path.dirname(folder)) {
+    const file = path.join(folder, 'package.json');
+    let text: string | undefined;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+    }
+    if (text !== undefined) {
+      let type: unknown;
+      try {
+        type = (JSON.parse(text) as { type?: unknown }).type;
+      } catch {
+        type = undefined;
+      }
+      return { scope: type === 'module' ? 'module' : 'commonjs', packageJson: file };
+    }
+    if (path.dirname(folder) === folder) return { scope: 'commonjs', packageJson: undefined };
+  }
 }
 
 /**
@@ -47,7 +87,8 @@ export async function scaffoldHandler(
   key: string,
   language: HandlerLanguage,
 ): Promise<Scaffold> {
-  const extension = handlerExtension(language);
+  const scope = await packageScope(dir);
+  const extension = handlerExtension(language, scope.scope);
   const handlerFile = path.join(dir, `${key}${extension}`);
   const testFile = path.join(dir, `${key}.test${extension}`);
   const taken: string[] = [];
@@ -58,8 +99,8 @@ export async function scaffoldHandler(
   await mkdir(dir, { recursive: true });
   // 'wx' fails rather than overwrite a file created since the check above.
   await writeFile(handlerFile, handlerSource(key, language), { flag: 'wx' });
-  await writeFile(testFile, handlerTestSource(key, language), { flag: 'wx' });
-  return { handlerFile, testFile };
+  await writeFile(testFile, handlerTestSource(key, language, scope.scope), { flag: 'wx' });
+  return { handlerFile, testFile, scope };
 }
 
 /** A file `new` would write, or another handler for the same key, already exists. */
@@ -96,6 +137,9 @@ Writes DIR/<task-key>.ts, a typed handler (erasable TypeScript: it runs on Node 
 DIR/<task-key>.test.ts, a vitest file that runs it through runTaskLocally. Existing files are never overwritten.
 The key may hold letters, digits, ".", "_" and "-": it is the service's task key and the file name.
 
+When the nearest package.json does not say "type": "module" (npm init writes "commonjs"), the files are
+<task-key>.mts and <task-key>.test.mts instead: always ES modules, so package.json is left as it is.
+
 Options:
   --dir DIR   handlers folder (default: DF_HANDLERS_DIR, else ./handlers); created when missing
   --js        write <task-key>.mjs and <task-key>.test.mjs (plain JavaScript) instead
@@ -110,7 +154,8 @@ Options:
     });
     if (typeof parsed === 'number') return parsed;
     const [key, ...extra] = parsed.positionals;
-    if (key === undefined) return usageError('new', 'give the task key, e.g. `df-worker new enrich-product`');
+    if (key === undefined)
+      return usageError('new', `give the task key, e.g. \`${cliCommand('new enrich-product')}\``);
     if (extra.length > 0) return usageError('new', `unexpected arguments: ${extra.join(' ')}`);
     const problem = taskKeyProblem(key);
     if (problem !== undefined) return usageError('new', problem);
@@ -148,18 +193,36 @@ function nextSteps(key: string, scaffold: Scaffold, dirOption: string | undefine
   };
   const dirArgument = dirOption === undefined ? '' : ` --dir ${shellQuote(dirOption)}`;
   const input = shellQuote(JSON.stringify(SAMPLE_INPUT));
+  const { scope, packageJson } = scaffold.scope;
+  const typeNote =
+    scope === 'module' || scaffold.handlerFile.endsWith('.mjs')
+      ? []
+      : [
+          `note: ${packageJson === undefined ? 'no package.json' : shown(packageJson)} does not set "type": "module", ` +
+            'so the files are .mts (always ES modules; package.json was not changed). ' +
+            'With "type": "module" there, `new` writes .ts files.',
+        ];
   return [
     `created ${shown(scaffold.handlerFile)}`,
     `created ${shown(scaffold.testFile)}`,
+    ...typeNote,
     '',
     'Next:',
     `  1. edit ${shown(scaffold.handlerFile)}: description, inputKeys, outputKeys and handle()`,
-    `  2. df-worker run ${key} --input ${input}${dirArgument}`,
-    `  3. npx vitest run ${shown(scaffold.testFile)}`,
-    `  4. df-worker check${dirArgument}`,
-    `  5. df-worker tasks sync --dry-run${dirArgument}, then without --dry-run to create the task on the service`,
+    `  2. ${cliCommand(`run ${key} --input ${input}${dirArgument}`)}`,
+    `  3. npx vitest run ${shown(scaffold.testFile)}${vitestNote()}`,
+    `  4. ${cliCommand(`check${dirArgument}`)}`,
+    `  5. ${cliCommand(`tasks sync --dry-run${dirArgument}`)}, then without --dry-run to create the task on the service`,
     '',
   ].join('\n');
+}
+
+/** The install step vitest needs first when no node_modules above the working directory holds it. */
+function vitestNote(): string {
+  for (let folder = process.cwd(); ; folder = path.dirname(folder)) {
+    if (existsSync(path.join(folder, 'node_modules', 'vitest', 'package.json'))) return '';
+    if (path.dirname(folder) === folder) return ' (after `npm i -D vitest`)';
+  }
 }
 
 /** Quotes for a POSIX shell only when needed, so printed commands can be pasted as they are. */

@@ -15,6 +15,7 @@ import type { ExecutionOutcome } from '../../runner/run-execution.ts';
 import { runTaskLocally } from '../../runner/run-locally.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
+import { cliCommand } from '../invocation.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 /** How long `run` waits for whatever a handler left running before it exits anyway, in milliseconds. */
@@ -302,7 +303,7 @@ async function findHandler(dir: string, key: string): Promise<TaskModule | undef
   process.stderr.write(
     `df-worker run: no handler for task key "${key}" in ${path.resolve(dir)}; ` +
       (known.length === 0 ? 'no handler loaded there' : `known keys: ${known.join(', ')}`) +
-      ` (create one with \`df-worker new ${key}\`)\n`,
+      ` (create one with \`${cliCommand(`new ${key}`)}\`)\n`,
   );
   return undefined;
 }

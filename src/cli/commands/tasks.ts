@@ -18,6 +18,7 @@ import { loadHandlers } from '../../handlers/loader.ts';
 import { JournalUnavailableError } from '../../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../../journal/state-lock.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
+import { cliCommand } from '../invocation.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 const MAX_SHOWN_DESCRIPTION = 40;
@@ -165,7 +166,7 @@ async function loadAllHandlers(dir: string): Promise<ReadonlyMap<string, TaskMod
     if (errors.length === 0) return handlers;
     for (const error of errors) process.stderr.write(`df-worker tasks: ${error.message}\n`);
     process.stderr.write(
-      'df-worker tasks: fix the handlers above first (see `df-worker check`); nothing was sent\n',
+      `df-worker tasks: fix the handlers above first (see \`${cliCommand('check')}\`); nothing was sent\n`,
     );
     return undefined;
   } catch (error) {

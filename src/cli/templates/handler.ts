@@ -7,9 +7,20 @@ export type HandlerLanguage = 'ts' | 'js';
 export const SAMPLE_INPUT = { text: 'hello' } as const;
 export const SAMPLE_OUTPUT = { result: 'HELLO' } as const;
 
-/** Extension of the handler module (and, before `.test`, of its test) for a language. */
-export function handlerExtension(language: HandlerLanguage): '.ts' | '.mjs' {
-  return language === 'ts' ? '.ts' : '.mjs';
+/**
+ * Whether Node reads a `.ts` or `.js` file in the handlers folder as an ES module: only when the nearest
+ * package.json says `"type": "module"`. Otherwise (`npm init` writes `"type": "commonjs"`) the templates'
+ * `import` statements need the `.mts`/`.mjs` extension, which is an ES module under any package.json.
+ */
+export type ModuleScope = 'module' | 'commonjs';
+
+/** Extension of the handler module (and, before `.test`, of its test) for a language and module scope. */
+export function handlerExtension(
+  language: HandlerLanguage,
+  scope: ModuleScope = 'module',
+): '.ts' | '.mts' | '.mjs' {
+  if (language === 'js') return '.mjs';
+  return scope === 'module' ? '.ts' : '.mts';
 }
 
 /** The handler module for `key`; `key` must already be a valid file-name key (see `new`). */
@@ -46,11 +57,15 @@ export default ${define}({
 }
 
 /** The vitest file next to the handler: one COMPLETED run and one run FAILED for a missing input key. */
-export function handlerTestSource(key: string, language: HandlerLanguage): string {
+export function handlerTestSource(
+  key: string,
+  language: HandlerLanguage,
+  scope: ModuleScope = 'module',
+): string {
   return `// Tests of the "${key}" handler through runTaskLocally: the input and output checks the worker applies.
 import { describe, expect, it } from 'vitest';
 import { runTaskLocally } from 'df-worker';
-import task from './${key}${handlerExtension(language)}';
+import task from './${key}${handlerExtension(language, scope)}';
 
 describe('${key}', () => {
   it('completes with the declared output keys', async () => {

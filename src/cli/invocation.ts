@@ -1,0 +1,27 @@
+// The command a user types to run this CLI where it is running now, for the hints it prints: `npx df-worker` in a
+// project that installed the package, `df-worker` from a global install, `npm run cli --` in a clone of the repo.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The folder holding df-worker's package.json: the parent of src/ or dist/. */
+const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * How to invoke df-worker from `cwd`, given the package's folder: outside any `node_modules` it is a clone (npm
+ * scripts run the source); under the `node_modules` of a folder holding `cwd` (pnpm's `.pnpm/` store included),
+ * npx finds its bin; under any other `node_modules` (a global install) the bin is on PATH.
+ */
+export function cliInvocation(packageRoot: string = PACKAGE_ROOT, cwd: string = process.cwd()): string {
+  const segments = path.resolve(packageRoot).split(path.sep);
+  const nodeModules = segments.indexOf('node_modules');
+  if (nodeModules === -1) return 'npm run cli --';
+  const project = segments.slice(0, nodeModules).join(path.sep) || path.sep;
+  const relative = path.relative(project, path.resolve(cwd));
+  const inProject = relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+  return inProject ? 'npx df-worker' : 'df-worker';
+}
+
+/** `df-worker <args>` as it should be typed here, e.g. `npx df-worker run my-task`. */
+export function cliCommand(args: string): string {
+  return `${cliInvocation()} ${args}`;
+}

@@ -1,0 +1,272 @@
+// The package as a user gets it: built, packed with `npm pack`, installed from the tarball into an empty project
+// (`npm init -y`, so "type": "commonjs"), then the README's path through `npx df-worker`: new, run, check, the
+// generated vitest file, and start against the emulator. Offline-capable: the project's lockfile pins the
+// dependencies to this repo's package-lock.json, whose tarballs `npm ci` left in the npm cache.
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeVersionProblem } from '../../src/runtime/node-version.ts';
+import { REPO_ROOT } from './run-cli.ts';
+
+const execFileAsync = promisify(execFile);
+
+/** A Node older than df-worker supports, found on the machine (e.g. the distribution's), to prove the guard. */
+const OLD_NODE = ['/usr/bin/node', '/usr/local/bin/node'].find((file) => {
+  if (!existsSync(file)) return false;
+  try {
+    const version = execFileSync(file, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+    return nodeVersionProblem(version) !== undefined;
+  } catch {
+    return false;
+  }
+});
+
+/** The child's environment: this run's Node first on PATH (npx runs on it), no DF_* or npm script variables. */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name.startsWith('DF_') || name === 'FORCE_COLOR') continue;
+    if (name.startsWith('npm_') && name !== 'npm_config_cache') continue;
+    env[name] = value;
+  }
+  env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`;
+  return { ...env, ...extra };
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program to completion in `cwd`; never rejects on a non-zero exit (the test asserts the code). */
+async function exec(file: string, args: string[], cwd: string, env = childEnv()): Promise<Result> {
+  try {
+    const { stdout, stderr } = await execFileAsync(file, args, { cwd, env, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number | string; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : null,
+      stdout: failed.stdout ?? '',
+      stderr: `${failed.stderr ?? ''}${typeof failed.code === 'string' ? failed.code : ''}`,
+    };
+  }
+}
+
+let work: string;
+let project: string;
+let tarball: string;
+let packedFiles: string[];
+
+/** `npx df-worker <args>` in the project, as the hints and the README say. */
+const npx = (args: string[], env?: NodeJS.ProcessEnv) => exec('npx', ['df-worker', ...args], project, env);
+
+beforeAll(async () => {
+  work = await mkdtemp(path.join(os.tmpdir(), 'df-worker-package-'));
+  // A staging copy of what `npm pack` reads, built into its own dist/: the repo's dist/ may be stale or absent.
+  const staging = path.join(work, 'staging');
+  await mkdir(staging);
+  for (const name of ['package.json', 'README.md', 'config']) {
+    await cp(path.join(REPO_ROOT, name), path.join(staging, name), { recursive: true });
+  }
+  const tsc = path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const build = await exec(
+    process.execPath,
+    [tsc, '-p', path.join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', path.join(staging, 'dist')],
+    REPO_ROOT,
+  );
+  expect(build, 'tsc build').toMatchObject({ code: 0 });
+  const pack = await exec('npm', ['pack', '--json', '--pack-destination', work], staging);
+  expect(pack.code, pack.stderr).toBe(0);
+  const [packed] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
+  tarball = path.join(work, packed.filename);
+  packedFiles = packed.files.map((file) => file.path);
+
+  project = path.join(work, 'fresh-project');
+  await mkdir(project);
+  expect(await exec('npm', ['init', '-y'], project)).toMatchObject({ code: 0 });
+  await pinDependencies(project, tarball);
+  const install = await exec('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], project);
+  expect(install.code, install.stderr).toBe(0);
+}, 120_000);
+
+afterAll(async () => {
+  if (work !== undefined) await rm(work, { recursive: true, force: true });
+});
+
+/**
+ * Adds the tarball to the project as `npm i <tarball>` would, with a lockfile whose other entries are this
+ * repo's production dependencies: `npm ci --prefer-offline` then finds every tarball in the npm cache.
+ */
+async function pinDependencies(dir: string, file: string): Promise<void> {
+  const lock = JSON.parse(await readFile(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; version?: string } & Record<string, unknown>>;
+  };
+  const manifest = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  const ownRoot = lock.packages[''] ?? {};
+  const spec = `file:${path.relative(dir, file)}`;
+  manifest.dependencies = { 'df-worker': spec };
+  await writeFile(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  const integrity = `sha512-${createHash('sha512')
+    .update(await readFile(file))
+    .digest('base64')}`;
+  const packages: Record<string, unknown> = {
+    '': { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies },
+    'node_modules/df-worker': {
+      version: ownRoot.version,
+      resolved: spec,
+      integrity,
+      dependencies: ownRoot.dependencies,
+      bin: ownRoot.bin,
+      engines: ownRoot.engines,
+    },
+  };
+  for (const [key, entry] of Object.entries(lock.packages)) {
+    if (key !== '' && entry.dev !== true) packages[key] = entry;
+  }
+  const projectLock = {
+    name: manifest.name,
+    version: manifest.version,
+    lockfileVersion: 3,
+    requires: true,
+    packages,
+  };
+  await writeFile(path.join(dir, 'package-lock.json'), `${JSON.stringify(projectLock, null, 2)}\n`);
+}
+
+describe('the packed package', () => {
+  it('ships the compiled code, its types, the templates and the default config, without source maps', () => {
+    expect(packedFiles).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'config/default.json',
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/cli/main.js',
+        'dist/cli/templates/handler.js',
+        'dist/runtime/node-version.js',
+      ]),
+    );
+    expect(packedFiles.filter((file) => file.endsWith('.map') || file.startsWith('dist/docs/'))).toEqual([]);
+  });
+
+  it('scaffolds .mts files in a project without "type": "module", saying so, with npx hints', async () => {
+    const manifest = await readFile(path.join(project, 'package.json'), 'utf8');
+    // npm init writes "type": "commonjs" since npm 11 (none before): either way, not an ES module scope.
+    expect(JSON.parse(manifest)).not.toMatchObject({ type: 'module' });
+    const result = await npx(['new', 'my-task']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(`created ${path.join('handlers', 'my-task.mts')}\n`);
+    expect(result.stdout).toContain(`created ${path.join('handlers', 'my-task.test.mts')}\n`);
+    expect(result.stdout).toContain('package.json does not set "type": "module", so the files are .mts');
+    expect(result.stdout).toContain(`npx df-worker run my-task --input '{"text":"hello"}'`);
+    expect(result.stdout).toContain('npx df-worker check');
+    expect(await readFile(path.join(project, 'package.json'), 'utf8')).toBe(manifest);
+  });
+
+  it('runs the new handler once with `run`', async () => {
+    const result = await npx(['run', 'my-task', '--input', '{"text":"packed"}']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ result: 'PACKED' });
+    expect(result.stderr).toContain('my-task: COMPLETED, 1 attempt');
+  });
+
+  it('loads it with `check`', async () => {
+    const result = await npx(['check']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('handlers: 1 loaded');
+    expect(result.stdout).toContain('(my-task)');
+  });
+
+  it('passes the generated vitest file', async () => {
+    // The project's own vitest would come from the registry; this repo's copy is the same package.
+    await symlink(
+      path.join(REPO_ROOT, 'node_modules', 'vitest'),
+      path.join(project, 'node_modules', 'vitest'),
+    );
+    const vitest = path.join(project, 'node_modules', 'vitest', 'vitest.mjs');
+    const result = await exec(
+      process.execPath,
+      [vitest, 'run'],
+      project,
+      childEnv({ CI: '', NO_COLOR: '1' }),
+    );
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    expect(result.stdout).toMatch(/Tests\s+2 passed/);
+  });
+
+  it('serves the task with `start` against the emulator, and drains on SIGTERM', async () => {
+    const bin = path.join(project, 'node_modules', '.bin', 'df-worker');
+    const emulator = spawn(process.execPath, [bin, 'emulator', '--port', '0'], {
+      cwd: project,
+      env: childEnv(),
+    });
+    try {
+      const url = await firstMatch(emulator.stdout, /listening on (http:\/\/\S+)/);
+      const env = childEnv({ DF_API_URL: url, DF_API_KEY: 'emulator-key', DF_HTTP_PORT: '0' });
+      expect(await npx(['tasks', 'sync'], env)).toMatchObject({ code: 0 });
+      const enqueued = await fetch(`${url}/__admin/executions`, {
+        method: 'POST',
+        body: JSON.stringify({ taskKey: 'my-task', input: { text: 'served' } }),
+      });
+      expect(enqueued.status).toBe(201);
+
+      const daemon = spawn(process.execPath, [bin, 'start'], { cwd: project, env });
+      const exited = new Promise<number | null>((resolve) => daemon.once('exit', resolve));
+      await firstMatch(daemon.stdout, /"msg":"execution reported"/);
+      daemon.kill('SIGTERM');
+      expect(await exited).toBe(0);
+
+      const executions = (await (await fetch(`${url}/__admin/executions`)).json()) as {
+        data: { status: string; output?: unknown }[];
+      };
+      expect(executions.data).toEqual([
+        expect.objectContaining({ status: 'COMPLETED', output: { result: 'SERVED' } }),
+      ]);
+    } finally {
+      emulator.kill('SIGTERM');
+    }
+  });
+
+  it.skipIf(OLD_NODE === undefined)(
+    'stops the bin and the import at once on an older Node, in one line naming the version',
+    async () => {
+      const old = OLD_NODE as string;
+      const bin = path.join(project, 'node_modules', 'df-worker', 'dist', 'cli', 'main.js');
+      const cli = await exec(old, [bin, 'new', 'other-task'], project);
+      expect(cli.code).toBe(1);
+      expect(cli.stderr).toMatch(
+        /^df-worker needs Node\.js >= 22\.19; this is Node\.js \d+\.\d+\.\d+ \(.+\)\. .+\n$/,
+      );
+      expect(existsSync(path.join(project, 'handlers', 'other-task.mts'))).toBe(false);
+
+      const imported = await exec(old, ['--input-type=module', '-e', "import 'df-worker';"], project);
+      expect(imported.code).toBe(1);
+      expect(imported.stderr).toContain('UnsupportedNodeError: df-worker needs Node.js >= 22.19;');
+      expect(imported.stderr).not.toMatch(/undici|\n\s+at /);
+    },
+  );
+});
+
+/** Resolves with the first capture group of `pattern` once a child's output shows it. */
+function firstMatch(stream: NodeJS.ReadableStream, pattern: RegExp): Promise<string> {
+  let text = '';
+  return new Promise((resolve, reject) => {
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      const match = pattern.exec(text);
+      if (match) resolve(match[1] ?? match[0]);
+    });
+    stream.once('end', () => reject(new Error(`output ended without ${String(pattern)}:\n${text}`)));
+  });
+}
