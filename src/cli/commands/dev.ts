@@ -194,7 +194,11 @@ async function session(options: SessionOptions): Promise<number> {
   try {
     const url = await emulator.listen(options.port, '127.0.0.1');
     config = { ...config, api: { ...config.api, url }, state: { dir: path.join(workDir, 'state') } };
-    const logger = createLogger({ level: config.log.level, destination: process.stderr });
+    const logger = createLogger({
+      level: config.log.level,
+      pretty: config.log.pretty,
+      destination: process.stderr,
+    });
     const handlersDir = path.resolve(config.handlers.dir);
     const loader = new HandlerSet(config, emulator, say);
     let first;
