@@ -64,7 +64,10 @@ function emptyFolder(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'df-worker-compile-cache-'));
 }
 
-/** The daemon's code at `ref`, in a temp folder beside this checkout's node_modules. */
+/**
+ * The daemon's code at `ref`, in a temp folder beside this checkout's node_modules (undici stays a devDependency
+ * for it: the code before imports it, the daemon no longer does).
+ */
 async function checkout(ref: string): Promise<string> {
   const folder = await mkdtemp(join(tmpdir(), 'df-worker-baseline-'));
   const archive = spawnSync(

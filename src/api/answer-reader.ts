@@ -1,29 +1,36 @@
-// Reads one answer as undici hands it over (undici's dispatch handler interface), within the request's time
-// limits, and knows how far the exchange got: a failure after the request left may have been acted on by the
-// service, and a poll so cut short may have claimed an execution that no one will run.
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Dispatcher } from 'undici';
+// Reads one answer from a node:http request, within the request's time limits, and knows how far the exchange
+// got: a failure after the request left may have been acted on by the service, and a poll so cut short may have
+// claimed an execution that no one will run.
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { AnswerWatch, LimitExpired, type AnswerLimits } from './answer-watch.ts';
 import type { Answer } from './response.ts';
 
 /** How far a request got: still being sent (connecting, writing), sent, or its answer's headers came. */
 export type Exchange = 'sending' | 'sent' | 'answering';
 
-export class AnswerReader implements Dispatcher.DispatchHandler {
-  /** Settles with the whole answer or the first failure: undici's error, LimitExpired, or `abort`'s reason. */
+export interface ReaderLimits extends AnswerLimits {
+  /** From the socket's creation to its connection, in ms; a reused keep-alive socket is already connected. */
+  connectTimeoutMs: number;
+}
+
+export class AnswerReader {
+  /** Settles with the whole answer or the first failure: the socket's error, LimitExpired, or `abort`'s reason. */
   readonly answer: Promise<Answer>;
+  readonly #limits: ReaderLimits;
   readonly #watch: AnswerWatch;
   #exchange: Exchange = 'sending';
   #status: number | undefined;
   #headers: IncomingHttpHeaders = {};
   readonly #chunks: Buffer[] = [];
-  #controller: Dispatcher.DispatchController | undefined;
-  #abortReason: Error | undefined;
+  #request: ClientRequest | undefined;
+  #connectTimer: NodeJS.Timeout | undefined;
   #settled = false;
   #resolve!: (answer: Answer) => void;
   #reject!: (error: unknown) => void;
 
-  constructor(limits: AnswerLimits) {
+  constructor(limits: ReaderLimits) {
+    this.#limits = limits;
     this.#watch = new AnswerWatch(limits, (phase) => this.abort(new LimitExpired(phase)));
     this.answer = new Promise<Answer>((resolve, reject) => {
       this.#resolve = resolve;
@@ -40,57 +47,74 @@ export class AnswerReader implements Dispatcher.DispatchHandler {
     return this.#status;
   }
 
-  /** Fails the answer with `reason` now and closes the connection (at once, or as soon as undici starts it). */
+  /** Follows `request` (already ended) to its answer. */
+  read(request: ClientRequest): void {
+    this.#request = request;
+    if (this.#settled) {
+      request.destroy();
+      return;
+    }
+    request.once('socket', (socket) => this.#onSocket(socket));
+    request.once('finish', () => {
+      if (this.#exchange !== 'sending') return;
+      this.#exchange = 'sent';
+      this.#watch.sent();
+    });
+    request.once('response', (response) => this.#onResponse(response));
+    request.on('error', (error) => this.#fail(error));
+  }
+
+  /** Fails the answer with `reason` now and closes the connection. */
   abort(reason: Error): void {
     if (this.#settled) return;
     this.#fail(reason);
-    if (this.#controller) this.#controller.abort(reason);
-    else this.#abortReason = reason;
+    this.#request?.destroy();
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    if (this.#abortReason) controller.abort(this.#abortReason);
+  #onSocket(socket: Socket): void {
+    if (!socket.connecting) return;
+    // Like the answer's limits, checked after a turn for I/O: a connection made while the loop was held counts.
+    const timer = setTimeout(() => {
+      setImmediate(() => {
+        if (socket.connecting) this.abort(new LimitExpired('connect'));
+      });
+    }, this.#limits.connectTimeoutMs);
+    timer.unref();
+    this.#connectTimer = timer;
+    socket.once('connect', () => clearTimeout(timer));
   }
 
-  onRequestSent(): void {
-    this.#exchange = 'sent';
-    this.#watch.sent();
-  }
-
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-  ): void {
+  #onResponse(response: IncomingMessage): void {
     this.#exchange = 'answering';
-    this.#status = statusCode;
-    this.#headers = headers;
+    this.#status = response.statusCode;
+    this.#headers = response.headers;
     this.#watch.headers();
+    response.on('data', (chunk: Buffer) => {
+      this.#chunks.push(chunk);
+      this.#watch.chunk();
+    });
+    response.once('end', () => this.#end());
+    response.on('error', (error) => this.#fail(error));
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#watch.chunk();
-  }
-
-  onResponseEnd(): void {
+  #end(): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#watch.stop();
-    // TextDecoder drops a leading byte order mark, as undici's own text() does.
+    this.#stop();
+    // TextDecoder drops a leading byte order mark.
     const text = new TextDecoder().decode(Buffer.concat(this.#chunks));
     this.#resolve({ status: this.#status ?? 0, headers: this.#headers, text });
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
-    this.#fail(error);
   }
 
   #fail(error: unknown): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#watch.stop();
+    this.#stop();
     this.#reject(error);
+  }
+
+  #stop(): void {
+    this.#watch.stop();
+    clearTimeout(this.#connectTimer);
   }
 }

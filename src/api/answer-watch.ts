@@ -4,9 +4,8 @@
 // Why the turn: after the loop was blocked (a handler stuck in synchronous code), Node runs the timers that
 // fell due before it reads the sockets. A limit acting at once would cut an answer whose bytes arrived in
 // time and wait in the socket; for a poll that answer is an execution the service has just claimed for us.
-// setImmediate runs after the poll phase, so by then the answer that was waiting has been read. (undici's own
-// connect timeout yields the same way; its headers and body timeouts do not, so they are off and these
-// replace them.)
+// setImmediate runs after the poll phase, so by then the answer that was waiting has been read. (The connect
+// limit, which the AnswerReader keeps, yields the same way.)
 import type { TimeoutPhase } from './errors.ts';
 
 export interface AnswerLimits {
@@ -94,7 +93,7 @@ export class AnswerWatch {
     ms: number,
     verdict: (movedDuringTurn: boolean) => TimeoutPhase | undefined,
   ): NodeJS.Timeout | undefined {
-    // undici may still report a step of a request that was already cut: nothing is left to watch.
+    // The socket may still report a step of a request that was already cut: nothing is left to watch.
     if (this.#stopped) return undefined;
     const timer = setTimeout(() => {
       const stepsWhenDue = this.#steps;

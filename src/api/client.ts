@@ -1,7 +1,6 @@
 // ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
 // page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
 import { readFileSync } from 'node:fs';
-import { FormData } from 'undici';
 import { ReportValidationError, ServiceClientError } from './errors.ts';
 import { servicePaths } from './paths.ts';
 import type { PathStyle, ServicePaths } from './paths.ts';
@@ -97,7 +96,7 @@ export interface ServiceClientOptions {
   userAgent?: string;
   /**
    * Carries the requests instead of HTTP (the timeouts and `connections` above then do not apply): the
-   * month replay answers them in process, in virtual time. Default: undici over HTTP.
+   * month replay answers them in process, in virtual time. Default: node:http(s) with keep-alive.
    */
   transport?: ServiceTransport;
 }

@@ -1,8 +1,10 @@
-// The HTTP edge of the client: one undici Pool with keep-alive and every timeout set, one request in, one
+// The HTTP edge of the client: one node:http agent with keep-alive and every timeout set, one request in, one
 // fully-read Answer out, or a NetworkError/TimeoutError saying how far the request got. It never retries:
 // that is the scheduler's decision.
-import { Pool } from 'undici';
-import type { FormData } from 'undici';
+// node:http rather than undici: its parser is native, where undici's is WebAssembly whose optimising compile
+// leaves some 10 MB in the process for good, and undici's code is 4 MB of heap more (bench:footprint).
+import http from 'node:http';
+import https from 'node:https';
 import { AnswerReader } from './answer-reader.ts';
 import { LimitExpired } from './answer-watch.ts';
 import { NetworkError, TimeoutError } from './errors.ts';
@@ -32,24 +34,33 @@ export interface OutgoingRequest {
   body?: string | FormData;
 }
 
+/** How long an idle socket is kept for the next request, in ms. */
+const KEEP_ALIVE_MS = 4_000;
+
 export class Transport {
   readonly #options: TransportOptions;
-  readonly #pool: Pool;
+  readonly #origin: URL;
+  readonly #agent: http.Agent;
+  readonly #request: typeof http.request;
   readonly #redact: (text: string) => string;
+  /** Requests under way: close() lets them finish. */
+  readonly #inFlight = new Set<Promise<unknown>>();
+  #closed = false;
 
   constructor(options: TransportOptions, redact: (text: string) => string) {
     this.#options = options;
     this.#redact = redact;
-    this.#pool = new Pool(options.origin, {
-      connections: options.connections,
-      connectTimeout: options.connectTimeoutMs,
-      // Ours instead (AnswerWatch): undici's act on a timer tick even when the answer is waiting in the socket.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      // Idle sockets are reused for 4 s, or as the server's Keep-Alive hint says: staying under common server
-      // idle limits (node's 5 s) avoids sending a PATCH on a socket the server is closing.
-      keepAliveTimeout: 4_000,
-    });
+    this.#origin = new URL(options.origin);
+    const secure = this.#origin.protocol === 'https:';
+    const agentOptions: http.AgentOptions = {
+      keepAlive: true,
+      // Idle sockets are reused for 4 s, or less as the server's Keep-Alive hint says (node takes 1 s off it):
+      // staying under common server idle limits (node's 5 s) avoids sending a PATCH on a socket being closed.
+      timeout: KEEP_ALIVE_MS,
+      maxSockets: options.connections ?? Infinity,
+    };
+    this.#agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    this.#request = secure ? https.request : http.request;
   }
 
   /**
@@ -58,18 +69,34 @@ export class Transport {
    */
   async send(operation: Operation, request: OutgoingRequest, signal?: AbortSignal): Promise<Answer> {
     signal?.throwIfAborted();
+    if (this.#closed) {
+      throw new NetworkError(
+        operation,
+        `${operation} was not sent: the service client is closed`,
+        undefined,
+        {
+          sent: false,
+          answerStatus: undefined,
+        },
+      );
+    }
     const reader = new AnswerReader(this.#options);
     const onAbort = () => reader.abort(signal?.reason as Error);
     signal?.addEventListener('abort', onAbort, { once: true });
+    const settled = reader.answer.catch(() => undefined);
+    this.#inFlight.add(settled);
     try {
-      this.#pool.dispatch(
-        {
+      const { data, headers } = await encodeBody(request);
+      reader.read(
+        this.#request({
+          protocol: this.#origin.protocol,
+          hostname: this.#origin.hostname,
+          port: this.#origin.port,
           method: request.method,
           path: request.path,
-          headers: request.headers,
-          body: request.body ?? null,
-        },
-        reader,
+          headers,
+          agent: this.#agent,
+        }).end(data),
       );
       return await reader.answer;
     } catch (error) {
@@ -79,24 +106,19 @@ export class Transport {
       throw this.#networkError(operation, error, reach);
     } finally {
       signal?.removeEventListener('abort', onAbort);
+      this.#inFlight.delete(settled);
     }
   }
 
+  /** Lets the requests under way finish, then closes the sockets; later requests fail without being sent. */
   async close(): Promise<void> {
-    if (!this.#pool.closed) await this.#pool.close();
+    this.#closed = true;
+    await Promise.all(this.#inFlight);
+    this.#agent.destroy();
   }
 
   #networkError(operation: Operation, error: unknown, reach: RequestReach): NetworkError {
     const code = errorCode(error);
-    if (code === 'UND_ERR_CONNECT_TIMEOUT') return this.#timeout(operation, 'connect', error, reach);
-    if ((code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED') && !reach.sent) {
-      return new NetworkError(
-        operation,
-        `${operation} was not sent: the service client is closed`,
-        error,
-        reach,
-      );
-    }
     const { origin, urlSetting } = this.#options;
     const applied = reach.sent ? 'the request may or may not have been applied' : 'the request was not sent';
     const advice =
@@ -162,6 +184,26 @@ function describePhase(
         setting: 'requestTimeoutMs',
       };
   }
+}
+
+/** The body as bytes with the headers that describe it; a form is encoded as multipart/form-data. */
+async function encodeBody(
+  request: OutgoingRequest,
+): Promise<{ data: Buffer | undefined; headers: Record<string, string> }> {
+  const { body, headers } = request;
+  if (body === undefined) return { data: undefined, headers };
+  if (typeof body === 'string') {
+    const data = Buffer.from(body);
+    return { data, headers: { ...headers, 'content-length': String(data.length) } };
+  }
+  // Only uploads send a form: Node's own Response encodes it (and its boundary) on first use.
+  const encoded = new Response(body);
+  const data = Buffer.from(await encoded.arrayBuffer());
+  const contentType = encoded.headers.get('content-type') ?? 'multipart/form-data';
+  return {
+    data,
+    headers: { ...headers, 'content-type': contentType, 'content-length': String(data.length) },
+  };
 }
 
 function errorCode(error: unknown): string | undefined {

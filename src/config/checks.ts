@@ -72,7 +72,7 @@ export function checkServiceAccess(config: WorkerConfig, invalid: ReadonlySet<st
   return problems;
 }
 
-// An HTTP client refuses to put anything but visible ASCII in a header (undici throws on every request, which
+// An HTTP client refuses to put anything but visible ASCII in a header (node:http throws on every request, which
 // would look like a network outage); anything else in a key is a copy-paste accident.
 const VISIBLE_ASCII = /^[\x21-\x7E]$/;
 

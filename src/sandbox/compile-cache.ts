@@ -1,4 +1,4 @@
-// Node's compile cache (enabled by the CLI at start) for the handler workers and the loading thread: a worker
+// Node's compile cache (enabled by the CLI at start) for the handler workers and the loading process: a worker
 // thread or child process uses it only when its environment names the folder. A thread writes what it compiled
 // when it ends; saveCompileCache writes it sooner, for a daemon that is killed rather than stopped.
 import { flushCompileCache, getCompileCacheDir } from 'node:module';

@@ -29,6 +29,12 @@ export interface HandlerPoolOptions {
   idleTimeoutMs?: number;
   /** How long an aborted attempt's `ctx.signal` has to stop the handler before its worker is terminated. */
   abortSettleMs?: number;
+  /**
+   * How long an attempt waits for a busy worker to free before another worker is started, in ms: a new worker
+   * costs its memory and 0.1 to 0.3 s before its first attempt, while quick handlers free theirs sooner, so a
+   * backlog of them is drained by one or two warm workers. Default: DEFAULT_SPAWN_AFTER_MS.
+   */
+  spawnAfterMs?: number;
   observer?: PoolObserver;
 }
 
@@ -47,6 +53,8 @@ interface PoolWorker {
   lastExecutionId: string | undefined;
   exitCode: number | undefined;
   gone: boolean;
+  /** Its entry runs and takes attempts; until then it is starting (0.1 to 0.3 s for a thread). */
+  ready: boolean;
   /** While it waits in the idle list: the timer that reaps it. */
   idleTimer: NodeJS.Timeout | undefined;
   /** Started before the handler code last changed (see retire): never given another attempt. */
@@ -63,12 +71,24 @@ interface Running {
   ending?: boolean;
 }
 
+/** An attempt waiting for a free worker. */
+interface Waiting {
+  spec: AttemptSpec;
+  file: string;
+  signal: AbortSignal;
+  resolve: (result: Promise<HostResult> | HostResult) => void;
+  timer: NodeJS.Timeout;
+  onAbort: () => void;
+}
+
 export const DEFAULT_ABORT_SETTLE_MS = 1_000;
+export const DEFAULT_SPAWN_AFTER_MS = 50;
 
 export class HandlerPool implements AttemptHost {
   readonly #o: HandlerPoolOptions;
   readonly #idle: PoolWorker[] = [];
   readonly #workers = new Set<PoolWorker>();
+  readonly #waiting: Waiting[] = [];
   #nextAttemptId = 1;
   #closed = false;
 
@@ -95,7 +115,54 @@ export class HandlerPool implements AttemptHost {
     const file = spec.handler.file;
     // A handler given as an object (embedding, tests) has no module a worker could import: it runs inline.
     if (file === undefined) return inlineHost.run(spec, signal);
-    const worker = this.#takeIdle() ?? this.#spawn();
+    const worker = this.#takeIdle() ?? (this.#workers.size === 0 ? this.#spawn() : undefined);
+    if (worker) return this.#start(worker, spec, signal, file);
+    return new Promise<HostResult>((resolve) => {
+      const waiting: Waiting = {
+        spec,
+        file,
+        signal,
+        resolve,
+        timer: this.#spawnTimer(() => {
+          this.#stopWaiting(waiting);
+          resolve(this.#start(this.#spawn(), spec, signal, file));
+        }),
+        onAbort: () => {
+          // Aborted before any handler code ran for it: nothing to stop.
+          this.#stopWaiting(waiting);
+          resolve({ kind: 'stopped' });
+        },
+      };
+      if (signal.aborted) {
+        clearTimeout(waiting.timer);
+        resolve({ kind: 'stopped' });
+        return;
+      }
+      signal.addEventListener('abort', waiting.onAbort, { once: true });
+      this.#waiting.push(waiting);
+    });
+  }
+
+  /**
+   * Calls `spawn` after spawnAfterMs, or later while another worker is still starting: that one takes attempts
+   * soon, so workers are added one at a time, each when the ones before could not keep up.
+   */
+  #spawnTimer(spawn: () => void): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      if ([...this.#workers].some((worker) => !worker.ready)) timer.refresh();
+      else spawn();
+    }, this.#o.spawnAfterMs ?? DEFAULT_SPAWN_AFTER_MS);
+    return timer;
+  }
+
+  #stopWaiting(waiting: Waiting): void {
+    clearTimeout(waiting.timer);
+    waiting.signal.removeEventListener('abort', waiting.onAbort);
+    const i = this.#waiting.indexOf(waiting);
+    if (i >= 0) this.#waiting.splice(i, 1);
+  }
+
+  #start(worker: PoolWorker, spec: AttemptSpec, signal: AbortSignal, file: string): Promise<HostResult> {
     const attemptId = this.#nextAttemptId++;
     return new Promise<HostResult>((resolve) => {
       let settleTimer: NodeJS.Timeout | undefined;
@@ -142,6 +209,10 @@ export class HandlerPool implements AttemptHost {
   async close(): Promise<void> {
     this.#closed = true;
     this.#idle.length = 0;
+    for (const waiting of [...this.#waiting]) {
+      this.#stopWaiting(waiting);
+      waiting.resolve({ kind: 'stopped' });
+    }
     await Promise.all([...this.#workers].map((worker) => this.#terminate(worker, 'terminated')));
   }
 
@@ -194,6 +265,7 @@ export class HandlerPool implements AttemptHost {
       lastExecutionId: undefined,
       exitCode: undefined,
       gone: false,
+      ready: false,
       idleTimer: undefined,
       retired: false,
     };
@@ -211,6 +283,12 @@ export class HandlerPool implements AttemptHost {
 
   #release(worker: PoolWorker): void {
     if (worker.gone) return;
+    const waiting = this.#closed ? undefined : this.#waiting[0];
+    if (waiting) {
+      this.#stopWaiting(waiting);
+      waiting.resolve(this.#start(worker, waiting.spec, waiting.signal, waiting.file));
+      return;
+    }
     worker.channel.unref();
     // A retired worker counts as one not needed idle: its replacement is started by the next attempt.
     if (this.#closed || worker.retired || this.#idle.length >= this.#o.maxIdle) {
@@ -281,6 +359,7 @@ export class HandlerPool implements AttemptHost {
         worker.exitCode = message.code;
         return;
       case 'ready':
+        worker.ready = true;
         return;
     }
   }

@@ -15,7 +15,7 @@ export { handlerEnvironment, secretValues, SECRET_VARIABLES } from './secrets.ts
 export { saveCompileCache } from './compile-cache.ts';
 
 export interface Sandbox {
-  /** Imports the handler modules: in a thread with the handlers' environment, unless isolation is none. */
+  /** Imports the handler modules: in a process with the handlers' environment, unless isolation is none. */
   loadHandlers(dir: string, logger: Logger): Promise<Map<string, LoadedHandler>>;
   host: AttemptHost;
   /** Cleans the daemon's secrets out of anything handler code produced. */

@@ -1,11 +1,14 @@
-// Entry of the one-shot thread that imports the handler modules at start, so their top-level code runs with
-// the handlers' environment (no secrets) and cannot block, exit or crash the daemon while it loads them.
-import { parentPort, workerData } from 'node:worker_threads';
+// Entry of the one-shot child process that imports the handler modules at start (the folder is its argument),
+// so their top-level code runs with the handlers' environment (no secrets) and cannot block, exit or crash the
+// daemon while it loads them.
 import { HandlersDirectoryError } from '../handlers/load-errors.ts';
 import { loadHandlers } from '../handlers/loader.ts';
+import { saveCompileCache } from './compile-cache.ts';
 import type { LoadReport } from './load-handlers.ts';
 
-const { dir } = workerData as { dir: string };
+// The daemon going away (even kill -9) closes the channel: nothing is left to report to.
+process.once('disconnect', () => process.exit(0));
+const dir = process.argv[2] ?? '';
 let report: LoadReport;
 try {
   const { handlers, errors } = await loadHandlers(dir);
@@ -28,4 +31,6 @@ try {
       ? { kind: 'directory', message: error.message }
       : { kind: 'failed', message: error instanceof Error ? error.message : String(error) };
 }
-parentPort?.postMessage(report);
+// The handler workers then find the modules compiled (their TypeScript already stripped) in the cache.
+saveCompileCache();
+process.send?.(report);

@@ -55,9 +55,7 @@ function threadChannel(options: ChannelOptions): WorkerChannel {
     name: 'df-worker handler',
   });
   let error: NodeJS.ErrnoException | undefined;
-  worker.on('message', (message: FromWorker) => {
-    if (message.type !== 'ready') options.onMessage(message);
-  });
+  worker.on('message', (message: FromWorker) => options.onMessage(message));
   worker.on('error', (e: NodeJS.ErrnoException) => {
     error = e;
   });
@@ -106,6 +104,7 @@ function processChannel(options: ChannelOptions): WorkerChannel {
     const held = waiting ?? [];
     waiting = undefined;
     for (const m of held) if (child.connected) child.send(m);
+    options.onMessage(message);
   });
   child.on('error', (e) => (error = e));
   const exited = new Promise<void>((resolve) =>

@@ -91,7 +91,12 @@ export interface RunOptions {
 
 export async function poolRig(
   isolation: Isolation,
-  options: { memoryMb?: number; env?: Record<string, string>; idleTimeoutMs?: number } = {},
+  options: {
+    memoryMb?: number;
+    env?: Record<string, string>;
+    idleTimeoutMs?: number;
+    spawnAfterMs?: number;
+  } = {},
 ): Promise<PoolRig> {
   const dir = await mkdtemp(path.join(tmpdir(), 'df-sandbox-'));
   const file = path.join(dir, 'misbehaving.ts');
@@ -110,6 +115,7 @@ export async function poolRig(
     maxIdle: 2,
     abortSettleMs: 200,
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+    ...(options.spawnAfterMs === undefined ? {} : { spawnAfterMs: options.spawnAfterMs }),
     observer: {
       workerStarted: () => started++,
       workerGone: (reason) => {

@@ -76,6 +76,30 @@ describe.each(['thread', 'process'] as const)('HandlerPool (%s)', (isolation) =>
     expect(rig.started()).toBe(2);
   });
 
+  it('runs a burst of quick attempts on the warm worker rather than starting one for each', async () => {
+    const warm = await poolRig(isolation, { spawnAfterMs: 2_000 });
+    rig = warm;
+    await warm.run({ mode: 'ok', n: 1 });
+    const outcomes = await Promise.all([1, 2, 3, 4].map((n) => warm.run({ mode: 'ok', n })));
+    expect(outcomes.map((o) => o.output)).toEqual([2, 4, 6, 8].map((result) => ({ result })));
+    expect(warm.started()).toBe(1);
+  });
+
+  it('starts another worker for an attempt that waited spawnAfterMs for the busy one', async () => {
+    rig = await poolRig(isolation, { spawnAfterMs: 100 });
+    await rig.run({ mode: 'ok', n: 1 });
+    const side = path.join(rig.dir, 'side');
+    const startedAt = performance.now();
+    const outcomes = await Promise.all([
+      rig.run({ mode: 'ignore-signal', delayMs: 1_500, file: side }),
+      rig.run({ mode: 'ignore-signal', delayMs: 1_500, file: side }),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['COMPLETED', 'COMPLETED']);
+    expect(rig.started()).toBe(2);
+    // Side by side: the second did not wait for the first to end.
+    expect(performance.now() - startedAt).toBeLessThan(2_900);
+  });
+
   it('terminates a handler that never yields at its deadline, while the daemon loop keeps ticking', async () => {
     rig = await poolRig(isolation);
     const { value: outcome, stallMs } = await longestLoopStall(rig.run({ mode: 'spin' }, { timeoutMs: 300 }));

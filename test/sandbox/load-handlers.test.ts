@@ -1,4 +1,4 @@
-// Loading handler modules in a thread of their own: declarations come back, broken files are named, and a
+// Loading handler modules in a process of their own: declarations come back, broken files are named, and a
 // module's top-level code sees the handlers' environment and cannot end the daemon.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -61,6 +61,11 @@ describe('loadHandlersIsolated', () => {
     await expect(loadHandlersIsolated(dir, { env })).rejects.toThrow(
       /exit code 9 \(process\.exit at its top level\?\)/,
     );
+  });
+
+  it('fails the load, naming the signal, when a module kills its own process at its top level', async () => {
+    await writeFile(path.join(dir, 'kills.mjs'), `process.kill(process.pid, 'SIGKILL');`);
+    await expect(loadHandlersIsolated(dir, { env })).rejects.toThrow(/ended its import killed by SIGKILL/);
   });
 
   it('gives up on a module whose top level never finishes, naming the folder', async () => {
