@@ -88,8 +88,7 @@ function updateVariable(store: Store, id: string, body: unknown, request: Servic
   if (typeof changes === 'string') return badRequest(`Variable '${id}': ${changes}`, nowMs);
   if (ifMatch !== undefined && ifMatch !== etagOf(stored)) {
     const message =
-      `Variable '${id}' is at version ${etagOf(stored)}, not ${ifMatch}; ` +
-      'read it again for its current ETag and retry the update.';
+      `Variable '${id}' is at version ${etagOf(stored)}, not ${ifMatch}; ` + 'nothing was changed.';
     return errorAnswer(412, 'PRECONDITION_FAILED', message, nowMs);
   }
   return versionedAnswer(201, store.updateVariable(id, changes)!);
