@@ -1,6 +1,7 @@
 // `ctx.service`: the service client a handler gets. Its calls go through the daemon's one ServiceClient (the
 // budget's 'handler' class, the 429 handling, the key) whether the handler runs in process or in a worker: a
 // call is plain data (operation and arguments) that the daemon's side performs with `performServiceCall`.
+import { fromErrorRecord, type ErrorRecord } from '../api/error-record.ts';
 import { ServiceClientError } from '../api/errors.ts';
 import type { ServiceClient } from '../api/client.ts';
 import { isPlainObject } from '../api/validate.ts';
@@ -68,6 +69,14 @@ export interface ServiceCall {
 /** A `ctx.service` call that was not sent: its attempt had ended, it was aborted, or no service is set up. */
 export class ServiceCallRefusedError extends ServiceClientError {
   override name = 'ServiceCallRefusedError';
+}
+
+/** The error a call's answer carries, re-created on the handler's side as the class it was thrown as. */
+export function serviceCallError(record: ErrorRecord): Error {
+  if (record.kind === 'other' && record.name === 'ServiceCallRefusedError') {
+    return new ServiceCallRefusedError(record.message);
+  }
+  return fromErrorRecord(record);
 }
 
 /**

@@ -7,9 +7,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
-import { fromErrorRecord } from '../api/error-record.ts';
 import { defineTask, isNonRetryableError, isTaskModule, type TaskModule } from '../handlers/define-task.ts';
-import { createTaskService, type TaskServiceClient } from '../handlers/task-service.ts';
+import { createTaskService, serviceCallError, type TaskServiceClient } from '../handlers/task-service.ts';
 import { attemptRefusal } from '../runner/attempt-host.ts';
 import { registerSelfResolution } from '../handlers/self-resolve.ts';
 import { saveCompileCache } from './compile-cache.ts';
@@ -131,7 +130,7 @@ function answerCall(message: ServiceResultMessage): void {
   if (!pending) return;
   calls.delete(message.callId);
   if (message.ok) pending.resolve(message.value);
-  else pending.reject(fromErrorRecord(message.error));
+  else pending.reject(serviceCallError(message.error));
 }
 
 function settle(state: AttemptState, outcome: WorkerOutcome): void {

@@ -47,7 +47,9 @@ export default defineTask({
         const jobAgain = await s.jobExecutions.get(job.id);
         let missing;
         try { await s.files.get('no-such-file'); } catch (e) { missing = describe(e); }
-        return { result: JSON.stringify({ file, fileAgain, bytes, execution, read, updated, job, jobAgain, missing,
+        let badArgument;
+        try { await s.variables.update('', {}); } catch (e) { badArgument = describe(e); }
+        return { result: JSON.stringify({ file, fileAgain, bytes, execution, read, updated, job, jobAgain, missing, badArgument,
           env: process.env, ctxKeys: Object.keys(ctx) }) };
       }
       case 'stale-etag': {
@@ -165,6 +167,7 @@ describe.each(hosts)('ctx.service ($name)', ({ name }) => {
     expect(seen.updated).toMatchObject({ etag: '"2"', variable: { value: 'next' } });
     expect(seen.jobAgain).toEqual(seen.job);
     expect(seen.missing).toMatchObject({ name: 'ServiceError', status: 404, serviceError: true });
+    expect(seen.badArgument).toMatchObject({ name: 'ServiceCallRefusedError', refused: true });
     expect(seen.ctxKeys).toContain('service');
     expect(emulator.variable(variable.id)?.value).toBe('next');
     expect(String(outcome.output.result)).not.toContain(KEY);
