@@ -69,7 +69,7 @@ function hintFor(d: ServiceErrorDetails): string {
   if (d.status === 403) return '; the API key lacks permission for this operation';
   if (d.status === 412)
     return '; the resource changed since it was read: read it again for its new ETag, then retry the update';
-  if (d.status === 413) return '; the upload is larger than the service accepts: send a smaller file';
+  if (d.status === 413) return '; the request body is larger than the service accepts';
   if (d.status === 429) {
     const after = d.retryAfterMs === undefined ? '' : ` (Retry-After: ${Math.ceil(d.retryAfterMs / 1000)} s)`;
     return `; the rate limit was exceeded, slow down and retry later${after}`;
