@@ -111,6 +111,21 @@ export function createTaskService(
   };
 }
 
+/** Why a `ctx.service` call may not go now: its attempt ended or was aborted; undefined when it may. */
+export function attemptRefusal(executionId: string, ended: boolean, signal: AbortSignal): string | undefined {
+  if (ended) {
+    return (
+      `the attempt on execution ${executionId} has ended; ` +
+      'await every ctx.service call before the handler returns or throws'
+    );
+  }
+  if (signal.aborted) {
+    const reason = signal.reason instanceof Error ? signal.reason.message : 'it was aborted';
+    return `the attempt on execution ${executionId} was aborted (${reason}); ctx.signal says when to stop`;
+  }
+  return undefined;
+}
+
 /** `ctx.service` where no service is set up (runTaskLocally without `service`): every call is refused. */
 export const unavailableTaskService: TaskServiceClient = createTaskService(
   () => Promise.reject(new Error('unreachable')),

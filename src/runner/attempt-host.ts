@@ -6,6 +6,7 @@ import type { ServiceClient } from '../api/client.ts';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
 import type { TaskContext, TaskModule, TaskSummary } from '../handlers/define-task.ts';
 import {
+  attemptRefusal,
   createTaskService,
   performServiceCall,
   unavailableTaskService,
@@ -112,19 +113,4 @@ function inlineService(spec: AttemptSpec, signal: AbortSignal, ended: () => bool
     (call) => performServiceCall(client, call, signal),
     () => attemptRefusal(spec.execution.id, ended(), signal),
   );
-}
-
-/** Why a `ctx.service` call may not go now: its attempt ended or was aborted; undefined when it may. */
-export function attemptRefusal(executionId: string, ended: boolean, signal: AbortSignal): string | undefined {
-  if (ended) {
-    return (
-      `the attempt on execution ${executionId} has ended; ` +
-      'await every ctx.service call before the handler returns or throws'
-    );
-  }
-  if (signal.aborted) {
-    const reason = signal.reason instanceof Error ? signal.reason.message : 'it was aborted';
-    return `the attempt on execution ${executionId} was aborted (${reason}); ctx.signal says when to stop`;
-  }
-  return undefined;
 }

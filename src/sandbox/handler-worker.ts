@@ -8,8 +8,12 @@ import { pathToFileURL } from 'node:url';
 import { parentPort } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
 import { defineTask, isNonRetryableError, isTaskModule, type TaskModule } from '../handlers/define-task.ts';
-import { createTaskService, serviceCallError, type TaskServiceClient } from '../handlers/task-service.ts';
-import { attemptRefusal } from '../runner/attempt-host.ts';
+import {
+  attemptRefusal,
+  createTaskService,
+  serviceCallError,
+  type TaskServiceClient,
+} from '../handlers/task-service.ts';
 import { registerSelfResolution } from '../handlers/self-resolve.ts';
 import { saveCompileCache } from './compile-cache.ts';
 import { HandlerTimeoutError, summariseError } from '../runner/errors.ts';
