@@ -4,6 +4,29 @@
 import './runtime/require-node.ts';
 export { defineTask, NonRetryableError } from './handlers/define-task.ts';
 export type { TaskContext, TaskModule, TaskSpec } from './handlers/define-task.ts';
+export { ServiceCallRefusedError } from './handlers/task-service.ts';
+export type { HandlerFile, TaskServiceClient } from './handlers/task-service.ts';
 export { runTaskLocally } from './runner/run-locally.ts';
 export type { ExecutionOutcome } from './runner/run-execution.ts';
-export type { JobContext, JsonObject, KeyDescription, TaskExecution } from './api/types.ts';
+export type {
+  JobContext,
+  JobExecution,
+  JsonObject,
+  KeyDescription,
+  ServiceFile,
+  TaskExecution,
+  Variable,
+  VariableUpdate,
+  VersionedVariable,
+} from './api/types.ts';
+// The client (handler tests give runTaskLocally one on an Emulator as `service`) and the errors ctx.service throws.
+export { ServiceClient } from './api/client.ts';
+export {
+  NetworkError,
+  PreconditionFailedError,
+  ResponseValidationError,
+  ServiceClientError,
+  ServiceError,
+  TimeoutError,
+} from './api/errors.ts';
+export { Emulator } from './emulator/emulator.ts';

@@ -1,7 +1,7 @@
 // ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
 // page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
 import { readFileSync } from 'node:fs';
-import { ReportValidationError, ServiceClientError } from './errors.ts';
+import { ReportValidationError, ResponseValidationError, ServiceClientError } from './errors.ts';
 import { servicePaths } from './paths.ts';
 import type { PathStyle, ServicePaths } from './paths.ts';
 import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
@@ -10,12 +10,15 @@ import { Transport } from './transport.ts';
 import type { OutgoingRequest } from './transport.ts';
 import {
   isPlainObject,
+  parseJobExecution,
   parseListEnvelope,
   parseServiceFile,
+  parseVariable,
   parseTask,
   parseTaskExecution,
 } from './validate.ts';
 import type {
+  JobExecution,
   JsonObject,
   ListEnvelope,
   Operation,
@@ -24,6 +27,8 @@ import type {
   Task,
   TaskDefinition,
   TaskExecution,
+  VariableUpdate,
+  VersionedVariable,
 } from './types.ts';
 
 /** The daemon's budget: every request waits for a slot before it is sent, and the budget hears every answer. */
@@ -120,6 +125,15 @@ export interface FileUpload {
   contentType?: string;
 }
 
+export interface VariableUpdateOptions {
+  /**
+   * The ETag a read returned: the update applies only if the variable still has that version, else it is
+   * refused with PreconditionFailedError (412) and nothing changes. Default: none, the update is unconditional.
+   */
+  ifMatch?: string;
+  signal?: AbortSignal;
+}
+
 const MAX_PAGE_SIZE = 1000;
 const REDACTED = '[redacted]';
 
@@ -135,9 +149,12 @@ export class ServiceClient {
   readonly #gate: RequestGate | undefined;
   readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
   readonly #userAgent: string;
+  readonly #options: ServiceClientOptions;
+  /** A sibling made by withGate() shares the transport of the client that made it, which alone closes it. */
+  readonly #ownsTransport: boolean;
   #closed = false;
 
-  constructor(options: ServiceClientOptions) {
+  constructor(options: ServiceClientOptions, shared?: { transport: ServiceTransport }) {
     if (typeof options.apiKey !== 'string' || options.apiKey === '') {
       throw new TypeError('ServiceClient needs a non-empty apiKey');
     }
@@ -150,7 +167,10 @@ export class ServiceClient {
     this.#gate = options.gate;
     this.#onResponse = options.onResponse;
     this.#userAgent = options.userAgent ?? `df-worker/${packageVersion()}`;
+    this.#ownsTransport = shared === undefined;
+    this.#options = options;
     this.#transport =
+      shared?.transport ??
       options.transport ??
       new Transport(
         {
@@ -280,6 +300,15 @@ export class ServiceClient {
     );
   }
 
+  /**
+   * A client for the same service and key whose requests wait on `gate` instead: the daemon's handlers get one
+   * whose requests rank below reports in the shared budget. It shares this client's connections; closing it
+   * refuses its later calls but leaves the connections to this client.
+   */
+  withGate(gate: RequestGate): ServiceClient {
+    return new ServiceClient({ ...this.#options, gate }, { transport: this.#transport });
+  }
+
   /** Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record. */
   async uploadFile(file: FileUpload, signal?: AbortSignal): Promise<ServiceFile> {
     const form = new FormData();
@@ -292,10 +321,72 @@ export class ServiceClient {
     );
   }
 
+  /** The v2 file record with this id; 404 when there is none. */
+  async getFile(id: string, signal?: AbortSignal): Promise<ServiceFile> {
+    return await this.#call(
+      'files.get',
+      this.#request('GET', this.#paths.file(id)),
+      signal,
+      this.#json('files.get', parseServiceFile),
+    );
+  }
+
+  /** The variable with its version (`etag`, from the ETag header) for a later conditional update. */
+  async getVariable(id: string, signal?: AbortSignal): Promise<VersionedVariable> {
+    return await this.#call(
+      'variables.get',
+      this.#request('GET', this.#paths.variable(id)),
+      signal,
+      this.#versioned('variables.get'),
+    );
+  }
+
+  /**
+   * Replaces the variable's key, name, value, secret and status; with `ifMatch`, only if it still has that
+   * version: otherwise rejects with PreconditionFailedError and nothing changes. Resolves the new version.
+   */
+  async updateVariable(
+    id: string,
+    update: VariableUpdate,
+    options: VariableUpdateOptions = {},
+  ): Promise<VersionedVariable> {
+    const { key, name, value, secret, status = 'ACTIVE' } = update;
+    const request = this.#request(
+      'PUT',
+      this.#paths.variable(id),
+      undefined,
+      JSON.stringify({ id, key, name, value, secret, status }),
+    );
+    if (options.ifMatch !== undefined) request.headers['if-match'] = options.ifMatch;
+    return await this.#call('variables.update', request, options.signal, this.#versioned('variables.update'));
+  }
+
+  async getJobExecution(id: string, signal?: AbortSignal): Promise<JobExecution> {
+    return await this.#call(
+      'jobExecutions.get',
+      this.#request('GET', this.#paths.jobExecution(id)),
+      signal,
+      this.#json('jobExecutions.get', parseJobExecution),
+    );
+  }
+
+  /** Starts a job execution; the body's members are not documented by the service (part 4.5). */
+  async createJobExecution(body: JsonObject, signal?: AbortSignal): Promise<JobExecution> {
+    if (!isPlainObject(body)) {
+      throw new TypeError('createJobExecution needs a plain JSON object as its body; nothing was sent');
+    }
+    return await this.#call(
+      'jobExecutions.create',
+      this.#request('POST', this.#paths.jobExecutions(), undefined, JSON.stringify(body)),
+      signal,
+      this.#json('jobExecutions.create', parseJobExecution),
+    );
+  }
+
   /** Closes the pooled connections once in-flight requests finish; later calls fail without sending. */
   async close(): Promise<void> {
     this.#closed = true;
-    await this.#transport.close();
+    if (this.#ownsTransport) await this.#transport.close();
   }
 
   toString(): string {
@@ -365,6 +456,19 @@ export class ServiceClient {
     return (answer) => {
       this.#ensureSuccess(operation, answer);
       return parse(operation, parseJsonBody(operation, answer));
+    };
+  }
+
+  #versioned(operation: Operation): (answer: Answer) => VersionedVariable {
+    return (answer) => {
+      this.#ensureSuccess(operation, answer);
+      const variable = parseVariable(operation, parseJsonBody(operation, answer));
+      const header = answer.headers.etag;
+      const etag = Array.isArray(header) ? header[0] : header;
+      if (etag === undefined || etag === '') {
+        throw new ResponseValidationError(operation, '(headers)', `${answer.status} has no ETag header`);
+      }
+      return { variable, etag };
     };
   }
 

@@ -46,6 +46,14 @@ export class ServiceError extends ServiceClientError {
   }
 }
 
+/**
+ * 412 PRECONDITION_FAILED: an update carried an `If-Match` version the resource no longer has (part 8), and
+ * nothing changed. Read the resource again (a new ETag) and decide whether to apply the change to it.
+ */
+export class PreconditionFailedError extends ServiceError {
+  override name = 'PreconditionFailedError';
+}
+
 function describeServiceError(d: ServiceErrorDetails): string {
   const head = `${d.operation} answered ${d.status}${d.code === undefined ? '' : ` (${d.code})`}`;
   let what: string;
@@ -59,6 +67,9 @@ function describeServiceError(d: ServiceErrorDetails): string {
 function hintFor(d: ServiceErrorDetails): string {
   if (d.status === 401) return '; check that the API key is valid and has not been revoked';
   if (d.status === 403) return '; the API key lacks permission for this operation';
+  if (d.status === 412)
+    return '; the resource changed since it was read: read it again for its new ETag, then retry the update';
+  if (d.status === 413) return '; the request body is larger than the service accepts';
   if (d.status === 429) {
     const after = d.retryAfterMs === undefined ? '' : ` (Retry-After: ${Math.ceil(d.retryAfterMs / 1000)} s)`;
     return `; the rate limit was exceeded, slow down and retry later${after}`;

@@ -7,9 +7,11 @@ export type {
   RequestGate,
   ResponseEvent,
   ServiceClientOptions,
+  VariableUpdateOptions,
 } from './client.ts';
 export {
   NetworkError,
+  PreconditionFailedError,
   ReportValidationError,
   ResponseValidationError,
   ServiceClientError,
@@ -22,6 +24,7 @@ export { OPERATIONS } from './types.ts';
 export type {
   ErrorEnvelope,
   JobContext,
+  JobExecution,
   JsonObject,
   KeyDescription,
   ListEnvelope,
@@ -32,4 +35,7 @@ export type {
   TaskDefinition,
   TaskExecution,
   TaskExecutionStatus,
+  Variable,
+  VariableUpdate,
+  VersionedVariable,
 } from './types.ts';

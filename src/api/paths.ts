@@ -9,12 +9,17 @@ export interface ServicePaths {
   poll(taskId: string): string;
   execution(id: string): string;
   files(): string;
+  file(id: string): string;
+  variable(id: string): string;
+  jobExecutions(): string;
+  jobExecution(id: string): string;
 }
 
 /** Builds the paths for one spelling under an optional prefix taken from the base URL (e.g. `/proxy`). */
 export function servicePaths(style: PathStyle, prefix = ''): ServicePaths {
   const factory = style === 'hyphen' ? 'data-factory' : 'data_factory';
   const executions = style === 'hyphen' ? 'task-executions' : 'task_executions';
+  const jobExecutions = style === 'hyphen' ? 'job-executions' : 'job_executions';
   const base = prefix.replace(/\/+$/, '');
   const v1 = `${base}/v1/${factory}`;
   return {
@@ -24,5 +29,9 @@ export function servicePaths(style: PathStyle, prefix = ''): ServicePaths {
     execution: (id) => `${v1}/${executions}/${encodeURIComponent(id)}`,
     // Files v1 is deprecated (part 4.4); v2 has the same operations.
     files: () => `${base}/v2/${factory}/files`,
+    file: (id) => `${base}/v2/${factory}/files/${encodeURIComponent(id)}`,
+    variable: (id) => `${v1}/variables/${encodeURIComponent(id)}`,
+    jobExecutions: () => `${v1}/${jobExecutions}`,
+    jobExecution: (id) => `${v1}/${jobExecutions}/${encodeURIComponent(id)}`,
   };
 }

@@ -1,6 +1,7 @@
 // Turns a raw answer (status, headers, body text) into either parsed JSON or one ServiceError, whatever
 // the body holds: the service's envelope, the `{message}`-only shape, a proxy's HTML page or nothing at all.
-import { ResponseValidationError, ServiceError } from './errors.ts';
+import { PreconditionFailedError, ResponseValidationError, ServiceError } from './errors.ts';
+import type { ServiceErrorDetails } from './errors.ts';
 import type { Operation } from './types.ts';
 
 /** What came back over the wire, body read in full. */
@@ -43,7 +44,7 @@ export function toServiceError(
     const code = stringOrUndefined(record.code);
     const message = stringOrUndefined(record.message);
     if (code !== undefined || message !== undefined) {
-      return new ServiceError({
+      return serviceErrorOf({
         operation,
         status: answer.status,
         code,
@@ -53,12 +54,17 @@ export function toServiceError(
     }
   }
   const snippet = answer.text.slice(0, SNIPPET_LENGTH);
-  return new ServiceError({
+  return serviceErrorOf({
     operation,
     status: answer.status,
     retryAfterMs,
     bodySnippet: redact(snippet),
   });
+}
+
+/** The ServiceError subclass a caller can `instanceof` for this status, else ServiceError itself. */
+export function serviceErrorOf(details: ServiceErrorDetails): ServiceError {
+  return details.status === 412 ? new PreconditionFailedError(details) : new ServiceError(details);
 }
 
 function tryParseJson(text: string): unknown {

@@ -75,6 +75,43 @@ export interface ServiceFile {
   [key: string]: unknown;
 }
 
+/** A variable (object `variable`, part 2.3). */
+export interface Variable {
+  object: 'variable';
+  id: string;
+  createdAt: string;
+  updatedAt?: string;
+  name: string;
+  key: string;
+  /** A character string; the service may answer an empty string for a secret variable. */
+  value: string;
+  secret: boolean;
+  /** `ACTIVE`; other values are not documented. */
+  status: string;
+}
+
+/** What an update sends (part 4.7): a whole Variable may be passed, only these members go. */
+export interface VariableUpdate {
+  key: string;
+  name: string;
+  value: string;
+  secret: boolean;
+  /** Default `ACTIVE`. */
+  status?: string;
+}
+
+/** A variable with its version, the `ETag` header as the service sent it (a quoted string). */
+export interface VersionedVariable {
+  variable: Variable;
+  etag: string;
+}
+
+/** A job execution; its fields are not documented (part 2.15), so only `id` is relied upon. */
+export interface JobExecution {
+  id: string;
+  [key: string]: unknown;
+}
+
 /** Every operation the client can perform; budget, metrics and the emulator's fault table use these names. */
 export type Operation =
   | 'tasks.list'
@@ -85,7 +122,12 @@ export type Operation =
   | 'tasks.poll'
   | 'executions.get'
   | 'executions.report'
-  | 'files.upload';
+  | 'files.upload'
+  | 'files.get'
+  | 'variables.get'
+  | 'variables.update'
+  | 'jobExecutions.get'
+  | 'jobExecutions.create';
 
 export const OPERATIONS: readonly Operation[] = [
   'tasks.list',
@@ -97,4 +139,9 @@ export const OPERATIONS: readonly Operation[] = [
   'executions.get',
   'executions.report',
   'files.upload',
+  'files.get',
+  'variables.get',
+  'variables.update',
+  'jobExecutions.get',
+  'jobExecutions.create',
 ];

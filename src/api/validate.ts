@@ -6,10 +6,12 @@ import type {
   KeyDescription,
   ListEnvelope,
   Operation,
+  JobExecution,
   ServiceFile,
   Task,
   TaskExecution,
   TaskExecutionStatus,
+  Variable,
 } from './types.ts';
 
 /** A JSON object that is not an array and not null (what the service calls an object / free-form map). */
@@ -184,4 +186,32 @@ export function parseServiceFile(operation: Operation, value: unknown): ServiceF
   const reader = new FieldReader(operation, value, '', 'a file');
   reader.id('id');
   return value as ServiceFile;
+}
+
+/** Validates a job execution record; its fields are undocumented (part 2.15), so only `id` is required. */
+export function parseJobExecution(operation: Operation, value: unknown): JobExecution {
+  const reader = new FieldReader(operation, value, '', 'a job execution');
+  reader.id('id');
+  return value as JobExecution;
+}
+
+/** Validates a Variable (part 2.3): `id`, `key` and `value` strings are required. */
+export function parseVariable(operation: Operation, value: unknown): Variable {
+  const reader = new FieldReader(operation, value, '', 'a variable');
+  checkObjectTag(reader, 'variable');
+  const secret = reader.raw('secret');
+  if (secret !== undefined && typeof secret !== 'boolean') reader.fail('secret', 'is not a boolean');
+  const variable: Variable = {
+    object: 'variable',
+    id: reader.id('id'),
+    createdAt: reader.optionalString('createdAt') ?? '',
+    name: reader.optionalString('name') ?? '',
+    key: reader.string('key'),
+    value: reader.string('value'),
+    secret: secret === true,
+    status: reader.optionalString('status') ?? 'ACTIVE',
+  };
+  const updatedAt = reader.optionalString('updatedAt');
+  if (updatedAt !== undefined) variable.updatedAt = updatedAt;
+  return variable;
 }

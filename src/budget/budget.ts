@@ -39,8 +39,12 @@ export interface BudgetOptions {
   rateLimitPauseMs?: number;
 }
 
-/** Who asks: decides the order of the queue and which share of the month may be used. */
-export type RequestClass = 'report' | 'control' | 'poll';
+/**
+ * Who asks: decides the order of the queue and which share of the month may be used. `handler`: a handler's
+ * own calls through `ctx.service`, below the daemon's reports and control requests, above idle polls; like
+ * every class but `report`, it may not use the report reserve.
+ */
+export type RequestClass = 'report' | 'control' | 'handler' | 'poll';
 
 export function classOf(operation: Operation): RequestClass {
   // The reporter reads an execution back (executions.get) only to learn whether a report the service refused
@@ -51,7 +55,7 @@ export function classOf(operation: Operation): RequestClass {
   return 'control';
 }
 
-const PRIORITY: Record<RequestClass, number> = { report: 0, control: 1, poll: 2 };
+const PRIORITY: Record<RequestClass, number> = { report: 0, control: 1, handler: 2, poll: 3 };
 
 /**
  * The run-ahead allowance shrinks with the time left, down to this much of it: polls may still run a little
@@ -244,9 +248,23 @@ export class Budget implements RequestGate {
     return this.#pausedUntil;
   }
 
+  /**
+   * A gate onto this budget whose requests all queue as `cls`, whatever their operation: the client of
+   * `ctx.service` uses `gateFor('handler')`. Answers are observed like any other (a 429 pauses every class).
+   */
+  gateFor(cls: RequestClass): RequestGate {
+    return {
+      acquire: (_operation, signal) => this.#enqueue(cls, signal),
+      observe: (answer) => this.observe(answer),
+    };
+  }
+
   /** The RequestGate of the service client: resolves when this request may be sent, and counts it. */
   acquire(operation: Operation, signal?: AbortSignal): Promise<void> {
-    const cls = classOf(operation);
+    return this.#enqueue(classOf(operation), signal);
+  }
+
+  #enqueue(cls: RequestClass, signal: AbortSignal | undefined): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {

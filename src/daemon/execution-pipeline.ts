@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
+import type { ServiceClient } from '../api/client.ts';
 import type { AttemptHost } from '../runner/attempt-host.ts';
 import { truncateMessage } from '../runner/errors.ts';
 import type { Redact } from '../runner/redact.ts';
@@ -36,6 +37,8 @@ export interface ExecutionPipelineOptions {
   backoff?: { baseMs: number; maxMs: number };
   /** Where handler attempts run (DF_HANDLER_ISOLATION). Default: inline. */
   host?: AttemptHost;
+  /** The client behind handlers' `ctx.service`: the daemon's key and budget, in its 'handler' class. */
+  service?: ServiceClient;
   /** Cleans the daemon's secrets out of what handlers return, throw and log. */
   redact?: Redact;
   /** Runs of one execution that may die with the daemon or its worker before it is failed as poison. */
@@ -258,6 +261,7 @@ export class ExecutionPipeline {
       defaultTimeoutMs: this.#o.defaultTimeoutMs,
       ...(this.#o.backoff ? { backoff: this.#o.backoff } : {}),
       ...(this.#o.host ? { host: this.#o.host } : {}),
+      ...(this.#o.service ? { service: this.#o.service } : {}),
       ...(this.#o.redact ? { redact: this.#o.redact } : {}),
       ...(this.#o.maxCrashesPerExecution === undefined
         ? {}

@@ -203,6 +203,8 @@ export class Worker {
       reportSignal: this.#reportStop.signal,
       observer: this.#pipelineObserver(),
       host: sandbox.host,
+      // Handlers' own calls share the key's budget below reports and above idle polls; its 429 pauses all.
+      service: this.#client.withGate(this.#budget.gateFor('handler')),
       redact: sandbox.redact,
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
     });

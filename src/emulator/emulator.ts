@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { systemClock } from '../clock/clock.ts';
 import type { Clock } from '../clock/clock.ts';
-import type { JobContext, JsonObject, Task, TaskDefinition } from '../api/types.ts';
+import type { JobContext, JsonObject, Task, TaskDefinition, Variable } from '../api/types.ts';
 import { adminIndex, answerAdmin } from './admin.ts';
 import { EmulatorStateError, UnknownTaskError } from './errors.ts';
 import { FaultTable } from './faults.ts';
@@ -129,6 +129,29 @@ export class Emulator {
   execution(id: string): EmulatedExecution | undefined {
     const execution = this.#store.getExecution(id);
     return execution && structuredClone(execution);
+  }
+
+  /** Adds a variable at version 1 (ETag `"1"`); every accepted update raises the version by one. */
+  createVariable(variable: {
+    key: string;
+    value: string;
+    name?: string;
+    secret?: boolean;
+  }): Variable & { etag: string } {
+    const { variable: created, version } = this.#store.createVariable({
+      key: variable.key,
+      name: variable.name ?? variable.key,
+      value: variable.value,
+      secret: variable.secret ?? false,
+      status: 'ACTIVE',
+    });
+    return { ...structuredClone(created), etag: `"${version}"` };
+  }
+
+  /** The variable as stored now, with its ETag; undefined when no variable has this id. */
+  variable(id: string): (Variable & { etag: string }) | undefined {
+    const stored = this.#store.getVariable(id);
+    return stored && { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
   }
 
   requests(): RequestRecord[] {
@@ -323,6 +346,7 @@ export class Emulator {
       id: route.id,
       query: url.searchParams,
       contentType: headerOf(call.headers, 'content-type'),
+      ifMatch: headerOf(call.headers, 'if-match'),
       body: body.bytes,
       nowMs,
     });
@@ -349,6 +373,7 @@ export class Emulator {
   #taskIdOf(route: RouteMatch | undefined): string | undefined {
     if (!route?.id) return undefined;
     if (route.operation.startsWith('tasks.')) return route.id;
+    if (!route.operation.startsWith('executions.')) return undefined;
     return this.#store.getExecution(route.id)?.taskId;
   }
 

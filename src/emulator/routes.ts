@@ -4,7 +4,7 @@ import type { Operation } from '../api/types.ts';
 
 export interface RouteMatch {
   operation: Operation;
-  /** The task or execution id in the path, when the route has one. */
+  /** The id in the path (task, execution, file, variable, job execution), when the route has one. */
   id?: string;
 }
 
@@ -22,13 +22,19 @@ const ROUTES: { method: string; pattern: RegExp; operation: Operation }[] = [
     operation: 'executions.report',
   },
   { method: 'POST', pattern: /^\/v2\/data-factory\/files$/, operation: 'files.upload' },
+  { method: 'GET', pattern: /^\/v2\/data-factory\/files\/([^/]+)$/, operation: 'files.get' },
+  { method: 'GET', pattern: /^\/v1\/data-factory\/variables\/([^/]+)$/, operation: 'variables.get' },
+  { method: 'PUT', pattern: /^\/v1\/data-factory\/variables\/([^/]+)$/, operation: 'variables.update' },
+  { method: 'GET', pattern: /^\/v1\/data-factory\/job-executions\/([^/]+)$/, operation: 'jobExecutions.get' },
+  { method: 'POST', pattern: /^\/v1\/data-factory\/job-executions$/, operation: 'jobExecutions.create' },
 ];
 
 /** The hyphen spelling of a path, without a trailing slash. */
 export function canonicalPath(path: string): string {
   const canonical = path
     .replace(/^\/(v\d+)\/data_factory(?=\/|$)/, '/$1/data-factory')
-    .replace(/\/task_executions(?=\/|$)/, '/task-executions');
+    .replace(/\/task_executions(?=\/|$)/, '/task-executions')
+    .replace(/\/job_executions(?=\/|$)/, '/job-executions');
   return canonical.length > 1 ? canonical.replace(/\/+$/, '') : canonical;
 }
 

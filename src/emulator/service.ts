@@ -1,9 +1,10 @@
-// The custom-task surface of the service (tasks, executions, v2 file upload), answered from the store.
+// The custom-task surface of the service (tasks, executions, v2 files, variables, job executions), answered
+// from the store.
 // Auth, limits and faults are decided before this runs; here only the operation itself happens.
 import type { Operation } from '../api/types.ts';
 import { InvalidTaskDefinitionError } from './errors.ts';
 import { isObject, toWireExecution } from './store.ts';
-import type { Store } from './store.ts';
+import type { EmulatedVariable, Store, VariableChanges } from './store.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
 import type { Answer } from './wire.ts';
 
@@ -12,6 +13,8 @@ export interface ServiceRequest {
   id?: string;
   query: URLSearchParams;
   contentType: string | undefined;
+  /** The `If-Match` header of a variable update, as sent. */
+  ifMatch?: string | undefined;
   body: Buffer;
   nowMs: number;
 }
@@ -53,7 +56,62 @@ export async function answerService(store: Store, request: ServiceRequest): Prom
       return withJsonBody(request, (body) => report(store, id, body, nowMs));
     case 'files.upload':
       return uploadFile(store, request);
+    case 'files.get': {
+      const file = store.getFile(id);
+      return file ? jsonAnswer(200, file) : notFound(`No file has id '${id}'.`, nowMs);
+    }
+    case 'variables.get': {
+      const stored = store.getVariable(id);
+      return stored ? versionedAnswer(200, stored) : variableNotFound(id, nowMs);
+    }
+    case 'variables.update':
+      return withJsonBody(request, (body) => updateVariable(store, id, body, request));
+    case 'jobExecutions.get': {
+      const record = store.getJobExecution(id);
+      return record ? jsonAnswer(200, record) : notFound(`No job execution has id '${id}'.`, nowMs);
+    }
+    case 'jobExecutions.create':
+      return withJsonBody(request, (body) =>
+        isObject(body)
+          ? jsonAnswer(201, store.createJobExecution(body))
+          : badRequest('A job execution must be created from a JSON object.', nowMs),
+      );
   }
+}
+
+/** Part 8: the ETag is the version as a quoted string; a mismatched If-Match changes nothing (412). */
+function updateVariable(store: Store, id: string, body: unknown, request: ServiceRequest): Answer {
+  const { nowMs, ifMatch } = request;
+  const stored = store.getVariable(id);
+  if (!stored) return variableNotFound(id, nowMs);
+  const changes = parseVariableChanges(body);
+  if (typeof changes === 'string') return badRequest(`Variable '${id}': ${changes}`, nowMs);
+  if (ifMatch !== undefined && ifMatch !== etagOf(stored)) {
+    const message =
+      `Variable '${id}' is at version ${etagOf(stored)}, not ${ifMatch}; ` + 'nothing was changed.';
+    return errorAnswer(412, 'PRECONDITION_FAILED', message, nowMs);
+  }
+  return versionedAnswer(201, store.updateVariable(id, changes)!);
+}
+
+/** The update's members, or what is wrong with them. */
+function parseVariableChanges(body: unknown): VariableChanges | string {
+  if (!isObject(body)) return 'the update must be a JSON object {key, name, status, value, secret}.';
+  const { key, name, value, secret, status = 'ACTIVE' } = body;
+  if (typeof key !== 'string' || key === '') return 'key must be a non-empty string.';
+  if (typeof name !== 'string') return 'name must be a string.';
+  if (typeof value !== 'string') return 'value must be a string.';
+  if (typeof secret !== 'boolean') return 'secret must be a boolean.';
+  if (status !== 'ACTIVE') return `status must be ACTIVE, got ${JSON.stringify(status)}.`;
+  return { key, name, value, secret, status };
+}
+
+function etagOf(stored: EmulatedVariable): string {
+  return `"${stored.version}"`;
+}
+
+function versionedAnswer(status: number, stored: EmulatedVariable): Answer {
+  return jsonAnswer(status, stored.variable, { etag: etagOf(stored) });
 }
 
 function listTasks(store: Store, query: URLSearchParams, nowMs: number): Answer {
@@ -128,6 +186,14 @@ function badRequest(message: string, nowMs: number): Answer {
 
 function taskNotFound(id: string, nowMs: number): Answer {
   return errorAnswer(404, 'NOT_FOUND', `No task has id '${id}'; list tasks to find its id.`, nowMs);
+}
+
+function variableNotFound(id: string, nowMs: number): Answer {
+  return notFound(`No variable has id '${id}'.`, nowMs);
+}
+
+function notFound(message: string, nowMs: number): Answer {
+  return errorAnswer(404, 'NOT_FOUND', message, nowMs);
 }
 
 function executionNotFound(id: string, nowMs: number): Answer {

@@ -1,15 +1,17 @@
-// The emulator's in-memory state: tasks, their executions and uploaded file records, with the
-// service's rules for creating, claiming (poll) and reporting executions.
+// The emulator's in-memory state: tasks, their executions, uploaded file records, variables (with their
+// versions) and job executions, with the service's rules for claiming (poll), reporting and updating them.
 import type { Clock } from '../clock/clock.ts';
 import type {
   JobContext,
   JsonObject,
   KeyDescription,
   ListEnvelope,
+  JobExecution,
   ReportStatus,
   Task,
   TaskDefinition,
   TaskExecution,
+  Variable,
 } from '../api/types.ts';
 import { InvalidTaskDefinitionError } from './errors.ts';
 import type { EmulatedExecution } from './types.ts';
@@ -24,18 +26,29 @@ export interface EmulatedFile {
   createdAt: string;
 }
 
+/** A variable as the emulator keeps it: the record and its version, answered as the quoted ETag `"<version>"`. */
+export interface EmulatedVariable {
+  variable: Variable;
+  version: number;
+}
+
+/** What a variable update may change (part 4.7); checked by the service layer before it reaches the store. */
+export type VariableChanges = Pick<Variable, 'key' | 'name' | 'value' | 'secret' | 'status'>;
+
 export class Store {
   readonly #clock: Clock;
   // Maps keep insertion order, which is creation order: lists and polls rely on it.
   #tasks = new Map<string, Task>();
   #executions = new Map<string, EmulatedExecution>();
   #files = new Map<string, EmulatedFile>();
+  #variables = new Map<string, EmulatedVariable>();
+  #jobExecutions = new Map<string, JobExecution>();
   /**
    * Each task's executions not yet handed out, oldest first, from `head` on: a poll takes the first still
    * pending in O(1) (a month replay polls 40,000 times over 20,000 executions).
    */
   #unclaimed = new Map<string, { queue: EmulatedExecution[]; head: number }>();
-  #sequence = { task: 0, execution: 0, file: 0 };
+  #sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0 };
 
   constructor(clock: Clock) {
     this.#clock = clock;
@@ -164,13 +177,52 @@ export class Store {
     return file;
   }
 
+  getFile(id: string): EmulatedFile | undefined {
+    return this.#files.get(id);
+  }
+
+  createVariable(changes: VariableChanges): EmulatedVariable {
+    const id = `variable-${++this.#sequence.variable}`;
+    const variable: Variable = { object: 'variable', id, createdAt: this.#isoNow(), ...changes };
+    const stored = { variable, version: 1 };
+    this.#variables.set(id, stored);
+    return stored;
+  }
+
+  getVariable(id: string): EmulatedVariable | undefined {
+    return this.#variables.get(id);
+  }
+
+  /** Applies the update and raises the version; undefined when no variable has this id. */
+  updateVariable(id: string, changes: VariableChanges): EmulatedVariable | undefined {
+    const stored = this.#variables.get(id);
+    if (!stored) return undefined;
+    stored.variable = { ...stored.variable, ...changes, updatedAt: this.#isoNow() };
+    stored.version++;
+    return stored;
+  }
+
+  /** Records a job execution from the create body; its fields are not documented, so the body is kept as sent. */
+  createJobExecution(body: JsonObject): JobExecution {
+    const id = `job-execution-${++this.#sequence.jobExecution}`;
+    const record: JobExecution = { ...body, object: 'job_execution', id, createdAt: this.#isoNow() };
+    this.#jobExecutions.set(id, record);
+    return record;
+  }
+
+  getJobExecution(id: string): JobExecution | undefined {
+    return this.#jobExecutions.get(id);
+  }
+
   /** Drops everything and restarts ids, so a reset emulator answers like a new one. */
   reset(): void {
     this.#tasks.clear();
     this.#executions.clear();
     this.#files.clear();
     this.#unclaimed.clear();
-    this.#sequence = { task: 0, execution: 0, file: 0 };
+    this.#variables.clear();
+    this.#jobExecutions.clear();
+    this.#sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0 };
   }
 
   #isoNow(): string {

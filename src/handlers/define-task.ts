@@ -2,6 +2,7 @@
 // Validation is eager so a mistake fails when the daemon loads the file, not on the first execution hours later.
 import type { Logger } from 'pino';
 import type { JobContext, JsonObject, KeyDescription, TaskExecution } from '../api/types.ts';
+import type { TaskServiceClient } from './task-service.ts';
 
 /** The task an execution belongs to, as the runner sees it: the service's record, or the handler's own declarations when run locally. */
 export interface TaskSummary {
@@ -27,6 +28,11 @@ export interface TaskContext {
   logger: Logger;
   /** Aborts when the attempt times out or the worker shuts down: pass it to `fetch` and other cancellable work. */
   signal: AbortSignal;
+  /**
+   * The service, through df-worker's own client and request budget (the API key stays with the daemon):
+   * files, this and other task executions, variables, job executions. See TaskServiceClient.
+   */
+  service: TaskServiceClient;
 }
 
 /**

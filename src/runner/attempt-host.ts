@@ -2,8 +2,16 @@
 // call of the handler and says how it ended. The inline host calls it on the daemon's own event loop; the
 // sandbox's pool (src/sandbox) runs it in a worker thread or a child process.
 import type { Logger } from 'pino';
+import type { ServiceClient } from '../api/client.ts';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
 import type { TaskContext, TaskModule, TaskSummary } from '../handlers/define-task.ts';
+import {
+  attemptRefusal,
+  createTaskService,
+  performServiceCall,
+  unavailableTaskService,
+  type TaskServiceClient,
+} from '../handlers/task-service.ts';
 import { runInAttemptScope } from './attempt-scope.ts';
 import { summariseError } from './errors.ts';
 
@@ -22,6 +30,8 @@ export interface AttemptSpec {
   timeoutMs: number;
   /** Cleans secrets out of what the handler produced, for anything the host logs itself. */
   redact: (text: string) => string;
+  /** The client behind `ctx.service` (its requests in the budget's 'handler' class); none: calls are refused. */
+  service?: ServiceClient | undefined;
 }
 
 export type HostResult =
@@ -53,6 +63,7 @@ export const inlineHost: AttemptHost = {
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     });
+    let ended = false;
     const ctx: TaskContext = {
       execution: spec.execution,
       task: spec.task,
@@ -60,13 +71,13 @@ export const inlineHost: AttemptHost = {
       job: spec.job,
       logger: spec.logger,
       signal,
+      service: inlineService(spec, signal, () => ended),
     };
     // Wrapping the call turns a synchronous throw into a rejection like any other. A rejection the handler
     // leaked (never awaited) fails this attempt too: see attempt-scope.ts.
     // One that surfaces after the attempt ended (a timer's throw, a rejection left behind) is logged with
     // the execution it came from: the outcome already taken stands.
     let failLeaked!: (result: HostResult) => void;
-    let ended = false;
     const leaked = new Promise<HostResult>((resolve) => (failLeaked = resolve));
     const onLeak = (error: unknown) => {
       if (!ended) {
@@ -93,3 +104,13 @@ export const inlineHost: AttemptHost = {
     }
   },
 };
+
+/** `ctx.service` on the daemon's own event loop: calls go straight to the handlers' client. */
+function inlineService(spec: AttemptSpec, signal: AbortSignal, ended: () => boolean): TaskServiceClient {
+  const client = spec.service;
+  if (client === undefined) return unavailableTaskService;
+  return createTaskService(
+    (call) => performServiceCall(client, call, signal),
+    () => attemptRefusal(spec.execution.id, ended(), signal),
+  );
+}

@@ -1,6 +1,7 @@
 // Runs one claimed task execution to an outcome the daemon can report: checks the input, calls the handler with a
 // per-attempt deadline, retries throws and timeouts with backoff, and checks the output. Never throws for a handler.
 import type { Logger } from 'pino';
+import type { ServiceClient } from '../api/client.ts';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
@@ -26,6 +27,8 @@ export interface RunExecutionArgs {
   backoff?: BackoffOptions;
   /** Where attempts run. Default: inline, on this event loop. */
   host?: AttemptHost;
+  /** The client behind `ctx.service`. Default: none, and the handler's calls are refused. */
+  service?: ServiceClient;
   /** Applied to every message, stack and output value that came from handler code. Default: none. */
   redact?: Redact;
   /**
@@ -277,6 +280,7 @@ async function runAttempt(
         logger,
         timeoutMs,
         redact: args.redact ?? ((text: string) => text),
+        service: args.service,
       },
       signal,
     );

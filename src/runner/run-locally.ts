@@ -2,6 +2,7 @@
 // `df-worker run` command) exercise it through the very runner the daemon uses.
 import { randomUUID } from 'node:crypto';
 import { pino, type Logger } from 'pino';
+import type { ServiceClient } from '../api/client.ts';
 import type { JsonObject, TaskExecution } from '../api/types.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
@@ -24,6 +25,11 @@ export interface RunTaskLocallyOptions {
   retryCount?: number;
   /** Delay between attempts. Default { baseMs: 1000, maxMs: 30000 }; tests pass { baseMs: 0, maxMs: 0 }. */
   backoff?: BackoffOptions;
+  /**
+   * The client behind `ctx.service`, e.g. `new ServiceClient({ baseUrl: emulator.url, apiKey: 'emulator-key' })`
+   * on an `Emulator` in a handler's tests. Default: none, and the handler's calls are refused.
+   */
+  service?: ServiceClient;
 }
 
 /**
@@ -58,5 +64,6 @@ export async function runTaskLocally(
     defaultTimeoutMs: options.defaultTimeoutMs ?? LOCAL_DEFAULT_TIMEOUT_MS,
     ...(options.shutdownSignal === undefined ? {} : { shutdownSignal: options.shutdownSignal }),
     ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
+    ...(options.service === undefined ? {} : { service: options.service }),
   });
 }

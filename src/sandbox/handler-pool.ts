@@ -8,6 +8,8 @@ import { inlineHost, type AttemptHost, type AttemptSpec, type HostResult } from 
 import { HandlerTimeoutError } from '../runner/errors.ts';
 import { NonRetryableError } from '../handlers/define-task.ts';
 import { redactDeep, type Redact } from '../runner/redact.ts';
+import { toErrorRecord } from '../api/error-record.ts';
+import { performServiceCall, ServiceCallRefusedError, type ServiceCall } from '../handlers/task-service.ts';
 import { ATTEMPT_BINDING, type FromWorker, type SerializedError, type WorkerOutcome } from './protocol.ts';
 import { openChannel, type Isolation, type WorkerChannel, type WorkerDeath } from './worker-channel.ts';
 
@@ -64,6 +66,8 @@ interface PoolWorker {
 interface Running {
   attemptId: number;
   spec: AttemptSpec;
+  /** The attempt's signal: cancels its `ctx.service` calls. */
+  signal: AbortSignal;
   finish(result: HostResult): void;
   /** Why ctx.signal was aborted, once it was. */
   aborted?: 'timeout' | 'shutdown';
@@ -175,7 +179,7 @@ export class HandlerPool implements AttemptHost {
         this.#release(worker);
         resolve(result);
       };
-      worker.current = { attemptId, spec, finish };
+      worker.current = { attemptId, spec, signal, finish };
       worker.lastExecutionId = spec.execution.id;
       worker.channel.ref();
       worker.channel.send({
@@ -342,6 +346,9 @@ export class HandlerPool implements AttemptHost {
         else running.finish(this.#hostResult(message.outcome));
         return;
       }
+      case 'service-call':
+        void this.#serviceCall(worker, message.attemptId, message.callId, message);
+        return;
       case 'log':
         this.#relayLog(worker, message.line);
         return;
@@ -422,6 +429,37 @@ export class HandlerPool implements AttemptHost {
     if (serialized.stack !== undefined) error.stack = this.#o.redact(serialized.stack);
     else delete error.stack;
     return error;
+  }
+
+  /**
+   * Performs a `ctx.service` call of the attempt running on `worker` with the handlers' client, and sends its
+   * answer back. A call from an attempt that is no longer running (or was aborted) is refused unsent.
+   */
+  async #serviceCall(
+    worker: PoolWorker,
+    attemptId: number,
+    callId: number,
+    call: ServiceCall,
+  ): Promise<void> {
+    const running = worker.current;
+    let answer: { ok: true; value: unknown } | { ok: false; error: ReturnType<typeof toErrorRecord> };
+    try {
+      if (running?.attemptId !== attemptId || running.aborted || running.signal.aborted) {
+        throw new ServiceCallRefusedError(
+          `ctx.service ${call.operation} was not sent: its attempt has ended or was aborted`,
+        );
+      }
+      const client = running.spec.service;
+      if (client === undefined) {
+        throw new ServiceCallRefusedError(
+          `ctx.service ${call.operation} was not sent: no service is set up for this worker`,
+        );
+      }
+      answer = { ok: true, value: await performServiceCall(client, call, running.signal) };
+    } catch (error) {
+      answer = { ok: false, error: toErrorRecord(error) };
+    }
+    if (!worker.gone) worker.channel.send({ type: 'service-result', callId, ...answer });
   }
 
   /** Writes a line the handler logged through ctx.logger with its attempt's logger, redacted. */

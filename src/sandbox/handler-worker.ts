@@ -8,6 +8,12 @@ import { pathToFileURL } from 'node:url';
 import { parentPort } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
 import { defineTask, isNonRetryableError, isTaskModule, type TaskModule } from '../handlers/define-task.ts';
+import {
+  attemptRefusal,
+  createTaskService,
+  serviceCallError,
+  type TaskServiceClient,
+} from '../handlers/task-service.ts';
 import { registerSelfResolution } from '../handlers/self-resolve.ts';
 import { saveCompileCache } from './compile-cache.ts';
 import { HandlerTimeoutError, summariseError } from '../runner/errors.ts';
@@ -18,6 +24,7 @@ import {
   type FromWorker,
   type RunMessage,
   type SerializedError,
+  type ServiceResultMessage,
   type ToWorker,
   type WorkerOutcome,
 } from './protocol.ts';
@@ -34,6 +41,12 @@ const post = connect((message) => void onMessage(message));
 const scope = new AsyncLocalStorage<AttemptState>();
 const running = new Map<number, AttemptState>();
 const modules = new Map<string, Promise<TaskModule>>();
+/** `ctx.service` calls sent to the daemon and not yet answered, by call id. */
+const calls = new Map<
+  number,
+  { attemptId: number; resolve(value: unknown): void; reject(error: Error): void }
+>();
+let nextCallId = 1;
 let lastExecutionId: string | undefined;
 
 registerSelfResolution();
@@ -56,6 +69,7 @@ post({ type: 'ready' });
 
 async function onMessage(message: ToWorker): Promise<void> {
   if (message.type === 'abort') abort(message);
+  else if (message.type === 'service-result') answerCall(message);
   else await run(message);
 }
 
@@ -80,6 +94,7 @@ async function run(message: RunMessage): Promise<void> {
       job: message.job,
       logger,
       signal: state.controller.signal,
+      service: serviceFor(state),
     };
     const value = await scope.run(
       state,
@@ -101,10 +116,33 @@ function returned(value: unknown, message: RunMessage): WorkerOutcome {
   };
 }
 
+/** `ctx.service` of one attempt: each call crosses to the daemon as a message and its answer comes back. */
+function serviceFor(state: AttemptState): TaskServiceClient {
+  return createTaskService(
+    (call) =>
+      new Promise<unknown>((resolve, reject) => {
+        const callId = nextCallId++;
+        calls.set(callId, { attemptId: state.attemptId, resolve, reject });
+        post({ type: 'service-call', attemptId: state.attemptId, callId, ...call });
+      }),
+    () => attemptRefusal(state.executionId, state.settled, state.controller.signal),
+  );
+}
+
+function answerCall(message: ServiceResultMessage): void {
+  const pending = calls.get(message.callId);
+  if (!pending) return;
+  calls.delete(message.callId);
+  if (message.ok) pending.resolve(message.value);
+  else pending.reject(serviceCallError(message.error));
+}
+
 function settle(state: AttemptState, outcome: WorkerOutcome): void {
   if (state.settled) return;
   state.settled = true;
   running.delete(state.attemptId);
+  // Calls the handler left unanswered belong to nobody now: their answers are dropped when they come.
+  for (const [callId, pending] of calls) if (pending.attemptId === state.attemptId) calls.delete(callId);
   post({ type: 'result', attemptId: state.attemptId, outcome });
 }
 

@@ -1,7 +1,9 @@
 // The messages between the daemon and a handler worker (a thread or a child process). Everything that crosses
 // is plain data: the handler's values are checked and made JSON-safe on the worker's side of the boundary.
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
+import type { ErrorRecord } from '../api/error-record.ts';
 import type { TaskSummary } from '../handlers/define-task.ts';
+import type { ServiceCall } from '../handlers/task-service.ts';
 
 /** A thrown value, reduced on the worker's side to what the runner needs to judge and report it. */
 export interface SerializedError {
@@ -37,7 +39,12 @@ export interface AbortMessage {
   timeoutMs: number;
 }
 
-export type ToWorker = RunMessage | AbortMessage;
+/** The answer to a `ctx.service` call (`ServiceCallMessage`): its value, or its error as a record. */
+export type ServiceResultMessage = { type: 'service-result'; callId: number } & (
+  { ok: true; value: unknown } | { ok: false; error: ErrorRecord }
+);
+
+export type ToWorker = RunMessage | AbortMessage | ServiceResultMessage;
 
 /** How an attempt ended, as the worker saw it. */
 export type WorkerOutcome =
@@ -51,6 +58,8 @@ export type FromWorker =
   /** The worker listens: a child process drops what arrives before (a thread's port keeps it). */
   | { type: 'ready' }
   | { type: 'result'; attemptId: number; outcome: WorkerOutcome }
+  /** A `ctx.service` call of the running attempt, for the daemon to perform with its client. */
+  | ({ type: 'service-call'; attemptId: number; callId: number } & ServiceCall)
   /** One pino line a handler logged through `ctx.logger`, as JSON text. */
   | { type: 'log'; line: string }
   /**

@@ -99,6 +99,54 @@ describe('Budget windows', () => {
     expect(order.slice(0, 6)).toEqual(['poll0', 'poll1', 'poll2', 'poll3', 'poll4', 'report']);
   });
 
+  it('serves handler calls after reports and control requests, before polls, whatever their operation', async () => {
+    const clock = new ManualClock(0);
+    const budget = new Budget({ limits, clock, safetyMarginMs: 0 });
+    const handlerGate = budget.gateFor('handler');
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) void budget.acquire('tasks.poll').then(() => order.push(`fill${i}`));
+    await flushMicrotasks();
+    void budget.acquire('tasks.poll').then(() => order.push('poll'));
+    void handlerGate.acquire('executions.get').then(() => order.push('handler'));
+    void budget.acquire('tasks.list').then(() => order.push('control'));
+    void budget.acquire('executions.report').then(() => order.push('report'));
+    await drain(clock, () => order.length === 9);
+    expect(order.slice(5)).toEqual(['report', 'control', 'handler', 'poll']);
+  });
+
+  it('keeps the report reserve from handler calls and counts them in the month', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 3));
+    const budget = new Budget({
+      limits,
+      clock,
+      reportReserve: 8,
+      store: memoryBudgetStore({ monthKey: '2026-11', used: 39_992 }),
+    });
+    await budget.load();
+    let granted = false;
+    void budget
+      .gateFor('handler')
+      .acquire('files.upload')
+      .then(() => (granted = true));
+    await clock.advance(1_000);
+    expect(granted).toBe(false);
+    expect(budget.earliestSendAt('handler')).toBe(monthWindow(clock.now()).endMs);
+    expect(budget.monthUsed).toBe(39_992);
+  });
+
+  it('pauses every class when a handler call meets a 429', async () => {
+    const clock = new ManualClock(0);
+    const budget = new Budget({ limits, clock, safetyMarginMs: 0 });
+    budget.gateFor('handler').observe?.({ operation: 'files.upload', status: 429, retryAfterMs: 5_000 });
+    expect(budget.pausedUntil).toBe(5_000);
+    let reported = false;
+    void budget.acquire('executions.report').then(() => (reported = true));
+    await clock.advance(4_900);
+    expect(reported).toBe(false);
+    await drain(clock, () => reported);
+    expect(clock.now()).toBeGreaterThanOrEqual(5_000);
+  });
+
   it('pauses every request until a 429 pause ends', async () => {
     const clock = new ManualClock(0);
     const budget = new Budget({ limits, clock, safetyMarginMs: 0 });
