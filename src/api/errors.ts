@@ -57,7 +57,8 @@ export class PreconditionFailedError extends ServiceError {
 function describeServiceError(d: ServiceErrorDetails): string {
   const head = `${d.operation} answered ${d.status}${d.code === undefined ? '' : ` (${d.code})`}`;
   let what: string;
-  if (d.serviceMessage !== undefined) what = `: ${d.serviceMessage}`;
+  // The hint follows after '; ': a message's own closing full stop would read '.;'.
+  if (d.serviceMessage !== undefined) what = `: ${d.serviceMessage.replace(/\.\s*$/, '')}`;
   else if (d.bodySnippet !== undefined && d.bodySnippet.trim() !== '')
     what = ` with a non-JSON body: ${d.bodySnippet}`;
   else what = ' with an empty body';

@@ -155,6 +155,28 @@ describe('df-worker run', () => {
     expect(result.stderr).toMatch(/^echo: COMPLETED, 1 attempt, \d+ ms$/m);
   });
 
+  it('answers ctx.service from an emulator of the service started for the run, and lists the calls', async () => {
+    const dir = await tempDir({
+      'report.ts': `import { defineTask } from 'df-worker';
+export default defineTask({
+  key: 'report',
+  outputKeys: ['fileId', 'name'],
+  async handle(_input, ctx) {
+    const file = await ctx.service.files.upload({ name: 'out.csv', data: 'a,b\\n1,2\\n', contentType: 'text/csv' });
+    const again = await ctx.service.files.get(file.id);
+    return { fileId: file.id, name: again.name ?? null };
+  },
+});
+`,
+    });
+    const result = await cli(['run', 'report', '--input', '{}', '--dir', dir]);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ fileId: expect.any(String) });
+    expect(result.stderr).toContain(
+      'ctx.service: files.upload 201, files.get 200 (answered by an emulator of the service)',
+    );
+  });
+
   it('exits 1 with the FAILED output when a declared input key is missing', async () => {
     const dir = await handlersDir();
     const result = await cli(['run', 'echo', '--input', '{"context": {}}', '--dir', dir, '--retries', '2']);

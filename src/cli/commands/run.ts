@@ -3,8 +3,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino, type DestinationStream } from 'pino';
+import { ServiceClient } from '../../api/client.ts';
 import type { JsonObject } from '../../api/types.ts';
 import { ConfigError } from '../../config/errors.ts';
+import { Emulator } from '../../emulator/index.ts';
 import { MAX_TIMER_MS } from '../../config/formats.ts';
 import { loadConfig } from '../../config/load.ts';
 import { backoffFromConfig } from '../../daemon/service-wiring.ts';
@@ -188,6 +190,9 @@ export function summariseOutcome(key: string, outcome: ExecutionOutcome): string
   return `${head} (${outcome.failure.kind}: ${outcome.failure.message})`;
 }
 
+/** The key of the emulator behind ctx.service in a run: it never leaves the process. */
+const RUN_KEY = 'df-worker-run';
+
 export const runCommand: Command = {
   name: 'run',
   summary: 'run one handler locally on a given input and print its output',
@@ -197,7 +202,8 @@ Usage: df-worker run <task-key> --input '<json>' | --input @file.json [--dir DIR
 Loads the handlers folder, runs the handler of <task-key> once on the input with the daemon's runner (declared
 input keys checked first, output keys after, retries with back-off from DF_RETRY_BASE_MS up to
 DF_ERROR_BACKOFF_MAX_MS, per-attempt timeout), prints the output as JSON on stdout and a one-line summary on
-stderr. No service is contacted. An input member "context" (an object) is passed to the handler as ctx.job, as
+stderr. No service is contacted: ctx.service calls are answered by an emulator of the service started for the
+run (listed on stderr). An input member "context" (an object) is passed to the handler as ctx.job, as
 the service's job context would be. Handler logs go to stderr (level DF_LOG_LEVEL, default warn here). Exits 0 when COMPLETED, 1 when FAILED.
 
 Options:
@@ -257,6 +263,10 @@ Options:
     const stop = new AbortController();
     const onInterrupt = () => stop.abort();
     process.once('SIGINT', onInterrupt);
+    // ctx.service answers from an emulator of the service on loopback, started for this run: a handler that
+    // uploads a file or reads a variable runs as it would in the daemon, and no real service is contacted.
+    const emulator = new Emulator({ apiKeys: [RUN_KEY] });
+    const service = new ServiceClient({ baseUrl: await emulator.listen(0, '127.0.0.1'), apiKey: RUN_KEY });
     let outcome: ExecutionOutcome;
     try {
       outcome = await runTaskLocally(task, input, {
@@ -264,12 +274,19 @@ Options:
         shutdownSignal: stop.signal,
         defaultTimeoutMs: config.handlers.timeoutMs,
         backoff: backoffFromConfig(config),
+        service,
         ...(retries === undefined ? {} : { retryCount: retries }),
       });
     } finally {
       process.off('SIGINT', onInterrupt);
+      await service.close();
+      await emulator.close();
     }
     process.stdout.write(`${JSON.stringify(outcome.output, null, 2)}\n`);
+    const calls = emulator.requests().map((r) => `${r.operation} ${r.status}`);
+    if (calls.length > 0) {
+      process.stderr.write(`ctx.service: ${calls.join(', ')} (answered by an emulator of the service)\n`);
+    }
     process.stderr.write(`${summariseOutcome(key, outcome)}\n`);
     // A handler may leave work behind (a connection pool, a fetch that ignores ctx.signal after a timeout), which
     // would keep a one-shot command alive: exit anyway, with the code main sets, once the output is written.
