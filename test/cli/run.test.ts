@@ -171,7 +171,9 @@ export default defineTask({
     });
     const result = await cli(['run', 'report', '--input', '{}', '--dir', dir]);
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ fileId: expect.any(String) });
+    const output = JSON.parse(result.stdout) as { fileId?: unknown; name?: unknown };
+    expect(typeof output.fileId).toBe('string');
+    expect(output.name).toBe('out.csv');
     expect(result.stderr).toContain(
       'ctx.service: files.upload 201, files.get 200 (answered by an emulator of the service)',
     );
