@@ -138,6 +138,7 @@ export class Budget implements RequestGate {
   /** The store's writes, one after the other, so a later state is never overwritten by an earlier one. */
   #writing: Promise<unknown> = Promise.resolve();
   #pausedUntil = 0;
+  #sentByClass: Record<RequestClass, number> = { report: 0, control: 0, handler: 0, poll: 0 };
   #waiters: Waiter[] = [];
   #seq = 0;
   #pumping = false;
@@ -384,6 +385,11 @@ export class Budget implements RequestGate {
     };
   }
 
+  /** Requests of a class this budget let through since it was made (the planner forecasts handlers' calls). */
+  sent(cls: RequestClass): number {
+    return this.#sentByClass[cls];
+  }
+
   /**
    * Counts a request sent now without queueing: for the synchronous month simulation and benchmarks that
    * drive the same pacing code. The daemon itself always goes through `acquire`.
@@ -409,6 +415,7 @@ export class Budget implements RequestGate {
           }
           this.#waiters.shift();
           this.recordSent(now);
+          this.#sentByClass[head.cls]++;
           this.#written.count--;
           head.resolve();
           continue;

@@ -138,6 +138,8 @@ export class PollPlanner {
   #learnt = 0;
   /** Orders sends and wakes (see PlannedTask.sentSeq). */
   #seq = 0;
+  /** Executions claimed since the planner was made: handlers' service calls are forecast per execution. */
+  #claims = 0;
 
   constructor(options: PollPlannerOptions) {
     this.#budget = options.budget;
@@ -210,6 +212,7 @@ export class PollPlanner {
   onHit(taskId: string, nowMs: number, arrivedAt?: number): void {
     const t = this.#polled(taskId, nowMs);
     if (!t) return;
+    this.#claims++;
     if (arrivedAt !== undefined && Number.isFinite(arrivedAt)) {
       this.profile.arrival(t.key, Math.min(arrivedAt, nowMs), nowMs);
       this.#learnt++;
@@ -405,10 +408,12 @@ export class PollPlanner {
     const skipShare = Math.min(MAX_SKIP_SHARE, Math.max(0, SLOW_SHARE - quietShare));
     const left = month.remaining - this.#budget.reportReserve;
     const margin = FORECAST_MARGIN * month.limit * (leftMs / monthMs);
+    // Handlers' own service calls (ctx.service) are work too: as many per execution as they have made so far.
+    const callsPerExecution = this.#claims >= RATE_GROUPS ? this.#budget.sent('handler') / this.#claims : 0;
     // A start is not a rate: overload is only concluded after watching the work for a while.
     const watchedMs = Math.max(0, ...keys.map((k) => this.profile.watchedMs(k)));
     const overloaded =
-      left - REQUESTS_PER_EXECUTION * sustained - margin < OVERLOAD_SHARE * left &&
+      left - (REQUESTS_PER_EXECUTION + callsPerExecution) * sustained - margin < OVERLOAD_SHARE * left &&
       watchedMs >= OVERLOAD_WATCH_MS;
     const floorPolls = (leftMs / this.#maxPollIntervalMs) * taskCount;
     const roots = buckets.filter((b) => b.hours > 0).map((b) => ({ weight: b.hours, root: b.root }));
@@ -417,14 +422,14 @@ export class PollPlanner {
     // spend: a few rounds settle it (each changes the spend by a fraction of the one before).
     let plan: PacePlan | undefined;
     for (let round = 0; round < 3; round++) {
-      // Each execution costs its report and, unless skipped, a re-poll.
+      // Each execution costs its report, its handler's calls and, unless skipped, a re-poll.
       const forecast = buckets.reduce(
         (sum, b) =>
           sum +
           b.rate *
             b.hours *
             b.trust *
-            (REQUESTS_PER_EXECUTION - skippedShare(b, plan, this.#maxPollIntervalMs)),
+            (REQUESTS_PER_EXECUTION + callsPerExecution - skippedShare(b, plan, this.#maxPollIntervalMs)),
         0,
       );
       // Work beyond what the month can carry (overload) still needs polls to be claimed: half of what is left

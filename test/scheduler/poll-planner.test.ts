@@ -152,7 +152,7 @@ describe('PollPlanner', () => {
 
 describe('PollPlanner re-polls after a hit', () => {
   /** A planner whose profile has watched one task get `perHour` Poisson arrivals for three days. */
-  function learnt(perHour: number, batch = 1) {
+  function learnt(perHour: number, batch = 1, limits = { perSecond: 5, perMinute: 50, perMonth: 40_000 }) {
     const start = Date.UTC(2026, 10, 2);
     const profile = new ArrivalProfile();
     const random = mulberry32(5);
@@ -163,7 +163,7 @@ describe('PollPlanner re-polls after a hit', () => {
         for (let i = 0; i < batch; i++) profile.arrival('k0', t + i, t + i);
     }
     const clock = new ManualClock(start);
-    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
+    const budget = new Budget({ limits, clock });
     const planner = new PollPlanner({
       budget,
       profile,
@@ -171,7 +171,7 @@ describe('PollPlanner re-polls after a hit', () => {
       errorBackoff: DEFAULT_BACKOFF,
     });
     planner.setTasks([{ id: 't0', key: 'k0' }], start);
-    return { planner, start, intervalMs: planner.idleIntervalMs(start, 'k0') };
+    return { planner, budget, start, intervalMs: planner.idleIntervalMs(start, 'k0') };
   }
 
   it('skips the re-poll after an execution that arrived just before the poll (the next one most likely has not), not after one that waited', () => {
@@ -182,6 +182,26 @@ describe('PollPlanner re-polls after a hit', () => {
     // One that waited most of an interval: another arrived since with odds of about a quarter, so go again.
     planner.onHit('t0', start + 1, start + 1 - 0.9 * intervalMs);
     expect(planner.next()!.nextDueAt).toBe(start + 1);
+  });
+
+  it("forecasts handlers' own service calls as work: the idle pace leaves room for them", async () => {
+    const limits = { perSecond: 1_000, perMinute: 10_000, perMonth: 40_000 };
+    const plain = learnt(12, 1, limits);
+    const calling = learnt(12, 1, limits);
+    // Both claimed 20 executions; the handlers of the second made a service call for each.
+    for (const { planner, start } of [plain, calling]) {
+      for (let i = 0; i < 20; i++) planner.onHit('t0', start + i);
+    }
+    const gate = calling.budget.gateFor('handler');
+    for (let i = 0; i < 20; i++) await gate.acquire('files.upload');
+    // The same month used, replanned an hour on: 12 executions an hour cost a request more each, about 8,600
+    // of the month's 40,000, taken from the ~24,000 the idle polls had: their interval grows by half.
+    for (let i = 0; i < 20; i++) plain.budget.recordSent(plain.start + i);
+    const later = plain.start + HOUR;
+    const plainMs = plain.planner.idleIntervalMs(later, 'k0');
+    const callingMs = calling.planner.idleIntervalMs(later, 'k0');
+    expect(callingMs / plainMs).toBeGreaterThan(1.4);
+    expect(callingMs / plainMs).toBeLessThan(1.8);
   });
 
   it('always re-polls work that arrives in batches: a hit means the rest of its batch is waiting', () => {
