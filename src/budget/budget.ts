@@ -223,6 +223,16 @@ export class Budget implements RequestGate {
     });
   }
 
+  /**
+   * Raises the month's count to `used` when others send with this key too (clustered mode: the count every
+   * replica keeps in Redis), so that pacing and the month's allowance see the key's whole usage. A count of
+   * another month than the one counted is ignored.
+   */
+  observeMonthUsed(monthKey: string, used: number): void {
+    this.#rollMonth(this.#clock.now());
+    if (monthKey === this.#month.key && used > this.#used) this.#used = used;
+  }
+
   set reportReserve(requests: number) {
     this.#reportReserve = Math.max(0, requests);
   }

@@ -31,7 +31,7 @@ const SENSITIVE_SETTINGS = listSettings()
   .map(({ setting }) => setting.split('.'));
 
 const URL_SETTINGS = listSettings()
-  .filter(({ entry }) => entry.format === FORMAT.httpUrl)
+  .filter(({ entry }) => entry.format === FORMAT.httpUrl || entry.format === FORMAT.redisUrl)
   .map(({ setting }) => setting.split('.'));
 
 /**

@@ -15,6 +15,8 @@ export const FORMAT = {
   string: 'df-string',
   oneOf: 'df-one-of',
   httpUrl: 'df-http-url',
+  /** redis:// or rediss:// (may hold a password: shown only with it masked), or empty. */
+  redisUrl: 'df-redis-url',
   timeZone: 'df-time-zone',
 } as const;
 
@@ -166,6 +168,16 @@ convict.addFormats({
           `must not end in ${suffix}, the service's API path, which df-worker adds itself (the service would ` +
             `answer 404 for a doubled path): drop it, as in ${url.origin}${url.pathname.slice(0, versioned.index)}`,
         );
+      }
+    },
+  },
+  [FORMAT.redisUrl]: {
+    validate: (value: unknown) => {
+      if (typeof value !== 'string') throw new Error('must be a string');
+      if (value === '') return; // not set: standalone mode
+      const url = URL.parse(value);
+      if (url === null || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.host === '') {
+        throw new Error('must be a redis:// or rediss:// URL such as redis://:password@redis:6379/0');
       }
     },
   },

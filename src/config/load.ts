@@ -187,7 +187,8 @@ function toProblem(line: string, values: object, sources: Sources): ConfigProble
   const convictSuffix = message.indexOf(VALUE_WAS);
   if (convictSuffix >= 0) message = message.slice(0, convictSuffix);
   if (entry.sensitive !== true) {
-    const shown = entry.format === FORMAT.httpUrl && typeof value === 'string' ? redactUrl(value) : value;
+    const isUrl = entry.format === FORMAT.httpUrl || entry.format === FORMAT.redisUrl;
+    const shown = isUrl && typeof value === 'string' ? redactUrl(value) : value;
     message += `, got ${formatValue(shown)}`;
   }
   return { setting, env: entry.env, message: message + describeSource(setting, entry, sources) };

@@ -194,6 +194,19 @@ export const schema = {
       doc: 'Directory for the journal and budget state that must survive restarts, relative to the working directory.',
     }),
   },
+  cluster: {
+    redisUrl: {
+      env: 'DF_REDIS_URL',
+      default: '',
+      format: FORMAT.redisUrl,
+      doc: 'Redis server of clustered mode, e.g. redis://:password@redis:6379/0 (rediss:// for TLS); empty: standalone mode. Every replica given the same URL and key shares one budget, one poller and one queue of executions (see "Clustered mode (Redis)"). Its password is never logged. A redis:// or rediss:// URL, or empty. Default: "".',
+    } satisfies Setting<string>,
+    replicaId: string({
+      env: 'DF_REPLICA_ID',
+      default: '',
+      doc: "This replica's name in clustered mode's logs and metrics (label `replica`); empty: the host name and process id.",
+    }),
+  },
   concurrency: integer({
     env: 'DF_CONCURRENCY',
     default: 4,

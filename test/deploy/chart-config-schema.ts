@@ -21,6 +21,8 @@ export const CHART_SET_SETTINGS: ReadonlySet<string> = new Set([
   'http.port',
   'http.wake',
   'http.wakeToken',
+  // May hold a password: the chart takes it from a Secret, never from the plain config.
+  'cluster.redisUrl',
 ]);
 
 export interface JsonSchemaNode {
@@ -64,6 +66,8 @@ function leafSchema(entry: SettingFields): JsonSchemaNode {
       return { type: 'string', enum: entry.values ?? [], description };
     case FORMAT.httpUrl:
       return { type: 'string', pattern: '^(https?://.+)?$', description };
+    case FORMAT.redisUrl:
+      return { type: 'string', pattern: '^(rediss?://.+)?$', description };
     case FORMAT.timeZone:
       return { type: 'string', minLength: 1, description };
     case FORMAT.string:

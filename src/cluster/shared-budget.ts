@@ -1,0 +1,251 @@
+// The key's budget shared by every replica: a request first waits its turn in this replica's Budget (priority
+// queue, month allowance, pacing, 429 pause), then takes a slot in the key's windows and month count kept in
+// Redis by one Lua script, so the replicas together never send more than the key allows.
+//
+// Priorities across replicas: the local queue orders this replica's requests (report > control > handler >
+// poll); across replicas, polls and handlers' calls may not take the last slot of the second or the minute
+// window (HEADROOM), so a report or control request of another replica finds a slot within a second even
+// while a busy coordinator polls at the windows' limits.
+//
+// Time: the instant is this replica's clock, passed to the script (not Redis's TIME), so a manual clock drives
+// it in tests. Replicas' clocks must agree to well within DF_BUDGET_SAFETY_MARGIN_MS (NTP does): a replica
+// whose clock is behind by more could send into a window the others see as full.
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { GateAnswer, RequestGate } from '../api/client.ts';
+import type { Operation } from '../api/types.ts';
+import { classOf, type Budget, type BudgetSnapshot, type RequestClass } from '../budget/budget.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { ClusterKeys } from './redis.ts';
+
+/** Slots of each window that polls and handlers' calls leave to reports and control requests. */
+export const HEADROOM: Record<RequestClass, number> = { report: 0, control: 0, handler: 1, poll: 1 };
+
+/** Wait before trying Redis again while it does not answer; requests wait meanwhile, none is refused. */
+const REDIS_RETRY_MS = 500;
+
+/** Longest wait before looking again at a month the class has used up (the reserve may be given back). */
+const MONTH_RECHECK_MS = 60_000;
+
+// KEYS: sends, month, pause. ARGV: now, secondSpanMs, minuteSpanMs, perSecond, perMinute, monthKey,
+// monthAllowance, member. Returns { taken (1|0), retryAt (ms; -1: the month allowance is used up), month used,
+// sends in the second window, sends in the minute window }.
+const TAKE_SCRIPT = `
+local now = tonumber(ARGV[1])
+local secondSpan = tonumber(ARGV[2])
+local minuteSpan = tonumber(ARGV[3])
+local perSecond = tonumber(ARGV[4])
+local perMinute = tonumber(ARGV[5])
+local allowance = tonumber(ARGV[7])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - minuteSpan)
+local inMinute = redis.call('ZCARD', KEYS[1])
+local inSecond = redis.call('ZCOUNT', KEYS[1], '(' .. (now - secondSpan), '+inf')
+local used = tonumber(redis.call('HGET', KEYS[2], ARGV[6]) or '0')
+local paused = tonumber(redis.call('GET', KEYS[3]) or '0')
+if paused > now then return {0, paused, used, inSecond, inMinute} end
+if used >= allowance then return {0, -1, used, inSecond, inMinute} end
+local retryAt = 0
+if inSecond >= perSecond then
+  local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - secondSpan), '+inf', 'WITHSCORES', 'LIMIT', inSecond - perSecond, 1)
+  retryAt = math.max(retryAt, tonumber(oldest[2]) + secondSpan)
+end
+if inMinute >= perMinute then
+  local oldest = redis.call('ZRANGE', KEYS[1], inMinute - perMinute, inMinute - perMinute, 'WITHSCORES')
+  retryAt = math.max(retryAt, tonumber(oldest[2]) + minuteSpan)
+end
+if retryAt > 0 then return {0, retryAt, used, inSecond, inMinute} end
+redis.call('ZADD', KEYS[1], now, ARGV[8])
+redis.call('PEXPIRE', KEYS[1], minuteSpan + 1000)
+used = redis.call('HINCRBY', KEYS[2], ARGV[6], 1)
+return {1, 0, used, inSecond + 1, inMinute + 1}
+`;
+
+// KEYS: pause. ARGV: until (ms), ttl (ms). The longest pause wins.
+const PAUSE_SCRIPT = `
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > current then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+return 1
+`;
+
+// KEYS: sends, month, pause. ARGV: now, secondSpanMs, monthKey.
+const READ_SCRIPT = `
+local now = tonumber(ARGV[1])
+local inSecond = redis.call('ZCOUNT', KEYS[1], '(' .. (now - tonumber(ARGV[2])), '+inf')
+local inMinute = redis.call('ZCOUNT', KEYS[1], '(' .. (now - tonumber(ARGV[4])), '+inf')
+local used = tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0')
+local paused = tonumber(redis.call('GET', KEYS[3]) or '0')
+return {used, inSecond, inMinute, paused}
+`;
+
+type Reply = [number, number, number, number, number];
+
+interface BudgetCommands {
+  dfBudgetTake(...args: (string | number)[]): Promise<Reply>;
+  dfBudgetPause(...args: (string | number)[]): Promise<number>;
+  dfBudgetRead(...args: (string | number)[]): Promise<[number, number, number, number]>;
+}
+
+export interface SharedBudgetOptions {
+  /** This replica's budget: its queue, pacing and month allowance; its month count follows the cluster's. */
+  local: Budget;
+  redis: Redis;
+  keys: ClusterKeys;
+  clock: Clock;
+  /** Added to each window, as in Budget (DF_BUDGET_SAFETY_MARGIN_MS). */
+  safetyMarginMs: number;
+  replicaId: string;
+  logger: Logger;
+}
+
+/** Cluster-wide figures of the last script answer, for the budget metrics. */
+interface ClusterUse {
+  second: number;
+  minute: number;
+  monthKey: string;
+  monthUsed: number;
+  pausedUntil: number;
+}
+
+export class SharedBudget implements RequestGate {
+  readonly local: Budget;
+  readonly #redis: Redis & BudgetCommands;
+  readonly #keys: ClusterKeys;
+  readonly #clock: Clock;
+  readonly #secondSpanMs: number;
+  readonly #minuteSpanMs: number;
+  readonly #replicaId: string;
+  readonly #logger: Logger;
+  #seq = 0;
+  #use: ClusterUse | undefined;
+  #redisDown = false;
+
+  constructor(options: SharedBudgetOptions) {
+    this.local = options.local;
+    this.#keys = options.keys;
+    this.#clock = options.clock;
+    this.#secondSpanMs = 1_000 + options.safetyMarginMs;
+    this.#minuteSpanMs = 60_000 + options.safetyMarginMs;
+    // Members of the sends' set must be unique across replicas, even two given the same DF_REPLICA_ID.
+    this.#replicaId = `${options.replicaId}:${randomBytes(4).toString('hex')}`;
+    this.#logger = options.logger;
+    const redis = options.redis as Redis & Partial<BudgetCommands>;
+    if (!redis.dfBudgetTake) {
+      redis.defineCommand('dfBudgetTake', { numberOfKeys: 3, lua: TAKE_SCRIPT });
+      redis.defineCommand('dfBudgetPause', { numberOfKeys: 1, lua: PAUSE_SCRIPT });
+      redis.defineCommand('dfBudgetRead', { numberOfKeys: 3, lua: READ_SCRIPT });
+    }
+    this.#redis = redis as Redis & BudgetCommands;
+  }
+
+  /** Reads the key's month count from Redis into the local budget (its pacing starts from the whole usage). */
+  async load(): Promise<void> {
+    await this.refresh();
+  }
+
+  /** Reads the cluster-wide counts (for metrics and pacing) without taking a slot. */
+  async refresh(): Promise<void> {
+    const now = Math.floor(this.#clock.now());
+    const monthKey = this.local.month(now).key;
+    const [used, second, minute, pausedUntil] = await this.#redis.dfBudgetRead(
+      this.#keys.sends,
+      this.#keys.month,
+      this.#keys.pause,
+      now,
+      this.#secondSpanMs,
+      monthKey,
+      this.#minuteSpanMs,
+    );
+    this.#use = { second, minute, monthKey, monthUsed: used, pausedUntil };
+    this.local.observeMonthUsed(monthKey, used);
+  }
+
+  acquire(operation: Operation, signal?: AbortSignal): Promise<void> {
+    return this.#take(classOf(operation), signal, () => this.local.acquire(operation, signal));
+  }
+
+  /** A gate whose requests all queue as `cls` (handlers' `ctx.service` calls), as Budget.gateFor. */
+  gateFor(cls: RequestClass): RequestGate {
+    const local = this.local.gateFor(cls);
+    return {
+      acquire: (operation, signal) => this.#take(cls, signal, () => local.acquire(operation, signal)),
+      observe: (answer) => this.observe(answer),
+    };
+  }
+
+  /** A 429 pauses this replica at once and, through Redis, every other (the longest pause wins). */
+  observe(answer: GateAnswer): void {
+    this.local.observe(answer);
+    if (answer.status !== 429) return;
+    const until = Math.ceil(this.local.pausedUntil);
+    const ttl = Math.max(1, until - Math.floor(this.#clock.now())) + 1_000;
+    this.#redis.dfBudgetPause(this.#keys.pause, until, ttl).catch((error: unknown) => {
+      this.#logger.warn({ err: error as Error }, 'could not share the 429 pause with the other replicas');
+    });
+  }
+
+  /** True while the last attempt to reach Redis failed. */
+  get redisDown(): boolean {
+    return this.#redisDown;
+  }
+
+  /** The local snapshot with the windows' and the month's use of the whole cluster, as last seen. */
+  snapshot(nowMs = this.#clock.now()): BudgetSnapshot {
+    const local = this.local.snapshot(nowMs);
+    const use = this.#use;
+    if (!use) return local;
+    return {
+      ...local,
+      second: { ...local.second, used: use.second },
+      minute: { ...local.minute, used: use.minute },
+      pausedUntil: Math.max(local.pausedUntil, use.pausedUntil),
+    };
+  }
+
+  async #take(cls: RequestClass, signal: AbortSignal | undefined, local: () => Promise<void>): Promise<void> {
+    await local();
+    const limits = this.local.limits;
+    const member = `${this.#replicaId}:${this.#seq++}`;
+    for (;;) {
+      signal?.throwIfAborted();
+      const now = Math.floor(this.#clock.now());
+      const month = this.local.month(now);
+      const allowance = cls === 'report' ? limits.perMonth : limits.perMonth - this.local.reportReserve;
+      let reply: Reply;
+      try {
+        reply = await this.#redis.dfBudgetTake(
+          this.#keys.sends,
+          this.#keys.month,
+          this.#keys.pause,
+          now,
+          this.#secondSpanMs,
+          this.#minuteSpanMs,
+          Math.max(1, limits.perSecond - HEADROOM[cls]),
+          Math.max(1, limits.perMinute - HEADROOM[cls]),
+          month.key,
+          allowance,
+          `${now}:${member}`,
+        );
+      } catch (error) {
+        if (!this.#redisDown) {
+          this.#logger.error(
+            { err: error as Error },
+            'Redis does not answer: requests wait for it (no claim, no report is sent meanwhile)',
+          );
+        }
+        this.#redisDown = true;
+        await this.#clock.sleep(REDIS_RETRY_MS, signal);
+        continue;
+      }
+      if (this.#redisDown) this.#logger.info('Redis answers again');
+      this.#redisDown = false;
+      const [taken, retryAt, used, second, minute] = reply;
+      const pausedUntil = this.#use?.pausedUntil ?? 0;
+      this.#use = { second, minute, monthKey: month.key, monthUsed: used, pausedUntil };
+      this.local.observeMonthUsed(month.key, used);
+      if (taken === 1) return;
+      const waitMs = retryAt < 0 ? Math.min(MONTH_RECHECK_MS, month.endsAt - now) : retryAt - now;
+      await this.#clock.sleep(Math.max(1, waitMs), signal);
+    }
+  }
+}
