@@ -2,9 +2,7 @@
 // lifecycle: start() (fails fast on bad handlers, an unusable state folder or a refused key), stop() (drains).
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
-import { ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
-import { backoffDelayMs } from '../clock/backoff.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
@@ -13,18 +11,20 @@ import { StateLock } from '../journal/state-lock.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
-import { classifyFailure } from '../scheduler/retry-policy.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
-import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
+import { ExecutionPipeline } from './execution-pipeline.ts';
+import { pipelineMetrics } from './pipeline-metrics.ts';
 import {
   backoffFromConfig,
   budgetFromConfig,
   clientFromConfig,
   plannerFromConfig,
-  taskRefreshIntervalMs,
 } from './service-wiring.ts';
+import { TaskList } from './task-list.ts';
 import { TaskRegistry } from './task-registry.ts';
+
+export { StartupError } from './task-list.ts';
 
 export interface WorkerOptions {
   config: WorkerConfig;
@@ -33,14 +33,6 @@ export interface WorkerOptions {
   /** Handlers already loaded (tests, demo); default: loaded from `config.handlers.dir`. */
   handlers?: ReadonlyMap<string, TaskModule>;
   metrics?: WorkerMetrics;
-}
-
-/** start() refused to run: the message says what to fix. The CLI exits non-zero with it. */
-export class StartupError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'StartupError';
-  }
 }
 
 export interface Readiness {
@@ -71,17 +63,13 @@ export class Worker {
   #planner: PollPlanner | undefined;
   /** Writes what the planner learnt of arrivals to the state folder. */
   #saveProfile: (() => Promise<void>) | undefined;
-  /** Every handler has its task on the service (the task list is then refreshed less often). */
-  #everyHandlerServed = false;
-  /** Handler keys with no task on the service, as of the last task list. */
-  #withoutTask: string[] = [];
+  #taskList: TaskList | undefined;
   #scheduler: Scheduler | undefined;
   #pipeline: ExecutionPipeline | undefined;
   readonly #pollStop = new AbortController();
   readonly #handlerStop = new AbortController();
   readonly #reportStop = new AbortController();
   #loops: Promise<unknown>[] = [];
-  #serviceAnswered = false;
   #stopping: Promise<void> | undefined;
   #starting: Promise<void> | undefined;
   /** Where handler attempts run; its workers are terminated once every execution has ended. */
@@ -183,7 +171,14 @@ export class Worker {
       logger,
       sync: config.tasks.sync,
     });
-    await this.#firstTaskList();
+    this.#taskList = new TaskList({
+      registry: this.#registry,
+      config,
+      logger,
+      clock: this.#clock,
+      metrics: this.metrics,
+    });
+    await this.#taskList.first(this.#pollStop.signal);
 
     const reporter = new Reporter({
       client: this.#client,
@@ -201,7 +196,7 @@ export class Worker {
       lookup: (id) => this.#registry?.byId(id),
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
-      observer: this.#pipelineObserver(),
+      observer: pipelineMetrics(this.metrics, this.#clock, () => this.#journal?.counts),
       host: sandbox.host,
       // Handlers' own calls share the key's budget below reports and above idle polls; its 429 pauses all.
       service: this.#client.withGate(this.#budget.gateFor('handler')),
@@ -213,7 +208,7 @@ export class Worker {
     const planner = await plannerFromConfig(config, this.#budget, { logger });
     this.#planner = planner;
     this.#saveProfile = planner.save;
-    this.#planTasks();
+    this.#taskList.plan(planner);
     this.#scheduler = new Scheduler({
       client: this.#client,
       planner: this.#planner,
@@ -239,18 +234,10 @@ export class Worker {
     // must not keep other tasks from being polled.
     this.#replay(pending, this.#scheduler);
     this.#state = 'running';
-    const refreshesPerMonth = (30 * 86_400_000) / config.scheduler.taskRefreshMs;
-    if (!this.#everyHandlerServed && refreshesPerMonth > config.budget.perMonth / 10) {
-      // Each refresh lists the tasks (a request per page of 1,000) against the same monthly budget.
-      logger.warn(
-        { taskRefreshMs: config.scheduler.taskRefreshMs, refreshesPerMonth: Math.round(refreshesPerMonth) },
-        "DF_TASK_REFRESH_MS makes task list refreshes take more than a tenth of the month's budget while a " +
-          'handler has no task; polls get less of it (the default, 1 hour, takes 720 requests a month)',
-      );
-    }
+    this.#taskList.warnOfCostlyRefresh();
     this.#loops = [
       this.#scheduler.run(this.#pollStop.signal),
-      this.#refreshLoop(),
+      this.#taskList.refreshLoop(this.#pollStop.signal),
       this.#journalRecheckLoop(),
       this.#profileSaveLoop(),
     ];
@@ -286,11 +273,7 @@ export class Worker {
     this.#handlers = handlers;
     this.#registry!.setHandlers(handlers);
     this.#sandbox?.retire();
-    const match = await this.#registry!.refresh(this.#pollStop.signal);
-    this.#everyHandlerServed = match.missing.length === 0;
-    this.#planTasks();
-    this.#withoutTask = match.missing;
-    this.metrics.observeTaskMatch(match.registered.length, match.missing);
+    await this.#taskList!.refresh(this.#pollStop.signal);
     this.wake();
   }
 
@@ -303,7 +286,7 @@ export class Worker {
     const checks: Readiness['checks'] = {
       started: this.#state === 'running' ? { ok: true } : { ok: false, reason: `worker is ${this.#state}` },
       handlers: this.#handlers ? { ok: true } : { ok: false, reason: 'handlers not loaded' },
-      service: this.#serviceAnswered
+      service: this.#taskList?.answered
         ? this.#scheduler?.authorized === false
           ? { ok: false, reason: 'the service refuses the API key (401)' }
           : { ok: true }
@@ -315,7 +298,7 @@ export class Worker {
     };
     const tasks = {
       served: this.#registry?.tasks.map((t) => t.task.key) ?? [],
-      withoutTask: [...this.#withoutTask],
+      withoutTask: this.#taskList?.withoutTask ?? [],
     };
     return { ready: Object.values(checks).every((c) => c.ok), checks, tasks };
   }
@@ -379,49 +362,6 @@ export class Worker {
     return result;
   }
 
-  async #firstTaskList(): Promise<void> {
-    const signal = this.#pollStop.signal;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const match = await this.#registry!.refresh(signal);
-        this.#everyHandlerServed = match.missing.length === 0;
-        this.#serviceAnswered = true;
-        this.#withoutTask = match.missing;
-        this.metrics.observeTaskMatch(match.registered.length, match.missing);
-        if (match.registered.length === 0) {
-          this.#logger.warn(
-            { handlers: [...this.#handlers!.keys()] },
-            'no task on the service matches a handler; nothing will be polled until one does',
-          );
-        }
-        return;
-      } catch (error) {
-        const action = classifyFailure(error);
-        if (error instanceof ServiceError && (error.status === 401 || error.status === 403)) {
-          throw new StartupError(
-            error.status === 401
-              ? 'the service refused the API key (401 UNAUTHENTICATED): check DF_API_KEY or DF_API_KEY_FILE'
-              : 'the API key lacks permission to list tasks (403)',
-            { cause: error },
-          );
-        }
-        if (action.kind === 'permanent') {
-          throw new StartupError(`could not list the service's tasks: ${(error as Error).message}`, {
-            cause: error,
-          });
-        }
-        // After a 429 the budget gate holds the retry until its pause ends.
-        const waitMs =
-          action.kind === 'rate-limited' ? 0 : backoffDelayMs(attempt, backoffFromConfig(this.#config));
-        this.#logger.warn(
-          { err: error as Error, attempt, retryInMs: waitMs },
-          'could not list the service tasks yet; retrying',
-        );
-        await this.#clock.sleep(waitMs, signal);
-      }
-    }
-  }
-
   #replay(pending: Awaited<ReturnType<Journal['pending']>>, scheduler: Scheduler): void {
     if (pending.length === 0) return;
     const mode = this.#config.journal.replay;
@@ -464,46 +404,6 @@ export class Worker {
     next();
   }
 
-  #planTasks(): void {
-    const tasks = this.#registry!.tasks.map((r) => ({ id: r.task.id, key: r.task.key }));
-    this.#planner!.setTasks(tasks, this.#clock.now());
-    this.metrics.tasksServed.set(tasks.length);
-    // Present at 0 for each task served, so increase() in an alert sees the first lost answer too.
-    for (const task of tasks) this.metrics.pollAnswersLost.inc({ task: task.key }, 0);
-    if (tasks.length > 0 && this.#planner!.paceExceedsMaxInterval(this.#clock.now())) {
-      this.#logger.warn(
-        {
-          tasks: tasks.length,
-          idleIntervalSeconds: Math.round(this.#planner!.idleIntervalMs(this.#clock.now()) / 1000),
-          maxPollIntervalSeconds: Math.round(this.#config.scheduler.maxPollIntervalMs / 1000),
-        },
-        "the month's budget cannot poll every task within DF_MAX_POLL_INTERVAL_MS; the budget wins " +
-          '(raise DF_BUDGET_PER_MONTH, serve fewer tasks, or raise the interval)',
-      );
-    }
-  }
-
-  async #refreshLoop(): Promise<void> {
-    const signal = this.#pollStop.signal;
-    while (!signal.aborted) {
-      try {
-        const overloaded = this.#planner!.overloaded(this.#clock.now());
-        await this.#clock.sleep(
-          taskRefreshIntervalMs(this.#config, this.#everyHandlerServed, overloaded),
-          signal,
-        );
-        const match = await this.#registry!.refresh(signal);
-        this.#everyHandlerServed = match.missing.length === 0;
-        this.#planTasks();
-        this.#withoutTask = match.missing;
-        this.metrics.observeTaskMatch(match.registered.length, match.missing);
-      } catch (error) {
-        if (signal.aborted) return;
-        this.#logger.warn({ err: error as Error }, 'task list refresh failed; keeping the current tasks');
-      }
-    }
-  }
-
   /** Saves what the planner learnt of arrivals every hour, so a crash loses an hour of it at most. */
   async #profileSaveLoop(): Promise<void> {
     const signal = this.#pollStop.signal;
@@ -540,39 +440,5 @@ export class Worker {
         if (signal.aborted) return;
       }
     }
-  }
-
-  #pipelineObserver(): PipelineObserver {
-    const m = this.metrics;
-    // Outcome instants by execution id, for the report latency; removed once the report ends.
-    const finishedAt = new Map<string, number>();
-    return {
-      resumed: () => m.inFlight.inc(),
-      claimed: (task, execution) => {
-        m.inFlight.inc();
-        const created = Date.parse(execution.createdAt);
-        if (Number.isFinite(created)) {
-          m.pickupLatency.observe({ task }, Math.max(0, this.#clock.now() - created) / 1000);
-        }
-      },
-      finished: (task, executionId, outcome) => {
-        m.executions.inc({ task, outcome: outcome.status });
-        m.handlerDuration.observe({ task, outcome: outcome.status }, outcome.durationMs / 1000);
-        m.attempts.observe({ task }, outcome.attempts);
-        finishedAt.set(executionId, this.#clock.now());
-      },
-      reported: (task, executionId, result, attempts) => {
-        m.inFlight.dec();
-        m.reports.inc({ task, result });
-        m.reportAttempts.observe({ task }, attempts);
-        const at = finishedAt.get(executionId);
-        finishedAt.delete(executionId);
-        if (at !== undefined && result === 'delivered') {
-          m.reportLatency.observe({ task }, (this.#clock.now() - at) / 1000);
-        }
-        m.journalPending.set(this.#journal?.counts.pending ?? 0);
-        m.journalDeadLettered.set(this.#journal?.counts.deadLettered ?? 0);
-      },
-    };
   }
 }
