@@ -3,15 +3,25 @@
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/errors.ts';
 import type { WorkerConfig } from '../config/schema.ts';
-import { Worker, type WorkerOptions } from '../daemon/worker.ts';
+import { Worker, type Readiness, type WorkerOptions } from '../daemon/worker.ts';
+import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { failCurrentAttempt } from '../runner/attempt-scope.ts';
 import { WorkerHttpServer } from '../telemetry/http-server.ts';
 
 /** sysexits EX_SOFTWARE: the daemon met an error of its own and exited rather than go on in doubt. */
 export const EXIT_INTERNAL_ERROR = 70;
 
-export interface RunningDaemon {
-  worker: Worker;
+/** What the process runs: the standalone Worker, or clustered mode's ClusteredWorker. */
+export interface DaemonWorker {
+  readonly metrics: WorkerMetrics;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  readiness(): Readiness;
+  wake(taskKey?: string): number;
+}
+
+export interface RunningDaemon<W extends DaemonWorker = Worker> {
+  worker: W;
   http: WorkerHttpServer | undefined;
   /** Where `http` listens, e.g. `http://127.0.0.1:9464`. */
   url: string | undefined;
@@ -33,12 +43,36 @@ export function describeStartupFailure(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export async function runDaemon(
+type DaemonOptions = Partial<WorkerOptions> & { http?: boolean; signals?: boolean };
+
+export function runDaemon(
   config: WorkerConfig,
   logger: Logger,
-  options: Partial<WorkerOptions> & { http?: boolean; signals?: boolean } = {},
+  options: DaemonOptions = {},
 ): Promise<RunningDaemon> {
-  const worker = new Worker({ ...options, config, logger });
+  return serve(new Worker({ ...options, config, logger }), config, logger, options);
+}
+
+/**
+ * `df-worker start`: standalone, or clustered when DF_REDIS_URL is set. Clustered mode's code (BullMQ, ioredis)
+ * is imported only then, so a standalone daemon never loads it.
+ */
+export async function runStartDaemon(
+  config: WorkerConfig,
+  logger: Logger,
+  options: DaemonOptions = {},
+): Promise<RunningDaemon<DaemonWorker>> {
+  if (config.cluster.redisUrl === '') return runDaemon(config, logger, options);
+  const { ClusteredWorker } = await import('../cluster/clustered-worker.ts');
+  return serve(new ClusteredWorker({ ...options, config, logger }), config, logger, options);
+}
+
+async function serve<W extends DaemonWorker>(
+  worker: W,
+  config: WorkerConfig,
+  logger: Logger,
+  options: DaemonOptions,
+): Promise<RunningDaemon<W>> {
   let http: WorkerHttpServer | undefined;
   let url: string | undefined;
   if (options.http ?? true) {

@@ -27,8 +27,17 @@ export interface PipelineObserver {
   ): void;
 }
 
+/**
+ * Where claims and outcomes are kept until reported: the state folder's journal (standalone), or the cluster's
+ * queue (clustered mode, src/cluster/queue-journal.ts).
+ */
+export type ExecutionJournal = Pick<
+  Journal,
+  'recordClaim' | 'recordStart' | 'recordOutcome' | 'recordReportAttempt' | 'complete' | 'deadLetter'
+>;
+
 export interface ExecutionPipelineOptions {
-  journal: Journal;
+  journal: ExecutionJournal;
   reporter: Reporter;
   clock: Clock;
   logger: Logger;

@@ -1,6 +1,6 @@
 // Builds the budget and the service client from the configuration: one place, shared by the daemon and by
 // CLI commands that talk to the service, so every request of a key counts against the same budget.
-import { ServiceClient, type ResponseEvent } from '../api/client.ts';
+import { ServiceClient, type RequestGate, type ResponseEvent } from '../api/client.ts';
 import { Budget } from '../budget/budget.ts';
 import { fileBudgetStore, type BudgetStore } from '../budget/store.ts';
 import type { BackoffOptions } from '../clock/backoff.ts';
@@ -37,7 +37,7 @@ export function backoffFromConfig(config: WorkerConfig): BackoffOptions {
 
 export function clientFromConfig(
   config: WorkerConfig,
-  budget: Budget,
+  budget: RequestGate,
   onResponse?: (event: ResponseEvent) => void,
 ): ServiceClient {
   return new ServiceClient({

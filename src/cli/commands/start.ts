@@ -4,7 +4,7 @@ import { loadConfig } from '../../config/load.ts';
 import { saveCompileCache } from '../../sandbox/index.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
-import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
+import { describeStartupFailure, runStartDaemon } from '../run-daemon.ts';
 
 /** How long after start the compile cache is written, in ms. */
 const COMPILE_CACHE_SAVE_DELAY_MS = 2_000;
@@ -43,7 +43,7 @@ Options:
     }
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
     try {
-      const daemon = await runDaemon(config, logger);
+      const daemon = await runStartDaemon(config, logger);
       // Every module of the daemon is loaded by now; a daemon that is killed rather than stopped keeps them. Not at
       // once: writing the cache of a first start takes some 100 ms, which would hold up the first polls.
       setTimeout(saveCompileCache, COMPILE_CACHE_SAVE_DELAY_MS).unref();

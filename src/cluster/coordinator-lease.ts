@@ -1,0 +1,74 @@
+// The coordinator lease: one replica at a time holds it (SET NX PX), renews it well within its TTL, and gives
+// it back on a clean stop; a replica that dies lets it expire, and another takes it at its next try.
+import type { Redis } from 'ioredis';
+
+/** How long the lease lasts unless renewed, in ms: the longest a dead coordinator holds up polling. */
+export const LEASE_TTL_MS = 5_000;
+/** How often the holder renews it and the others try to take it, in ms. */
+export const LEASE_RENEW_MS = 1_500;
+
+// KEYS: lease. ARGV: holder, ttl. Renews only the holder's own lease.
+const RENEW_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`;
+// KEYS: lease. ARGV: holder. Gives back only the holder's own lease.
+const RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+interface LeaseCommands {
+  dfLeaseRenew(key: string, holder: string, ttlMs: number): Promise<number>;
+  dfLeaseRelease(key: string, holder: string): Promise<number>;
+}
+
+export class CoordinatorLease {
+  readonly #redis: Redis & LeaseCommands;
+  readonly #key: string;
+  readonly #holder: string;
+  #held = false;
+
+  constructor(redis: Redis, key: string, holder: string) {
+    const commands = redis as Redis & Partial<LeaseCommands>;
+    if (!commands.dfLeaseRenew) {
+      redis.defineCommand('dfLeaseRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
+      redis.defineCommand('dfLeaseRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+    }
+    this.#redis = commands as Redis & LeaseCommands;
+    this.#key = key;
+    this.#holder = holder;
+  }
+
+  get held(): boolean {
+    return this.#held;
+  }
+
+  /**
+   * Takes the lease when free, or renews it when held: true while this replica holds it. A Redis error counts
+   * as a loss (another replica may take it once it expires).
+   */
+  async tryHold(): Promise<boolean> {
+    try {
+      if (this.#held) {
+        this.#held = (await this.#redis.dfLeaseRenew(this.#key, this.#holder, LEASE_TTL_MS)) === 1;
+      } else {
+        this.#held = (await this.#redis.set(this.#key, this.#holder, 'PX', LEASE_TTL_MS, 'NX')) === 'OK';
+      }
+    } catch {
+      this.#held = false;
+    }
+    return this.#held;
+  }
+
+  /** The replica holding the lease now, if any. */
+  holder(): Promise<string | null> {
+    return this.#redis.get(this.#key);
+  }
+
+  async release(): Promise<void> {
+    if (!this.#held) return;
+    this.#held = false;
+    await this.#redis.dfLeaseRelease(this.#key, this.#holder);
+  }
+}
