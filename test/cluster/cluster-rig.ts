@@ -4,6 +4,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
+import { clusterKeys } from '../../src/cluster/redis.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { runCli, type CliProcess } from '../cli/process.ts';
 import { waitFor } from '../daemon/harness.ts';
@@ -168,6 +170,26 @@ export class ClusterRig {
 
   logsOf(name: string): Record<string, unknown>[] {
     return this.#all.filter((d) => d.name === name).flatMap((d) => d.process.logs());
+  }
+
+  /** The status of replica `name`'s GET /readyz. */
+  async readyStatus(name: string): Promise<number> {
+    const url = this.daemons
+      .get(name)!
+      .logs()
+      .find((l) => l.msg === 'serving /metrics, /healthz and /readyz')!.url;
+    return (await fetch(`${url as string}/readyz`, { signal: AbortSignal.timeout(2_000) })).status;
+  }
+
+  /** The key's month count as Redis holds it: every request any replica sent. */
+  async monthCount(): Promise<number> {
+    const redis = new Redis(this.#options.redis.url);
+    try {
+      const counts = await redis.hgetall(clusterKeys(this.apiKey).month);
+      return Object.values(counts).reduce((sum, n) => sum + Number(n), 0);
+    } finally {
+      redis.disconnect();
+    }
   }
 
   figures(): Figures {
