@@ -496,7 +496,13 @@ export class ClusteredWorker {
     const logger = this.#logger;
     this.#state = 'stopping';
     this.#pollStop.abort(new Error('worker stopping'));
-    await this.#endTerm('stopping');
+    // A claim still on its way into the queue waits for Redis; not beyond the grace period.
+    const term = this.#term;
+    if (await this.#race(this.#endTerm('stopping'), this.#config.shutdownGraceMs)) {
+      logger.error('Redis did not take the last claims within the grace period; giving up on them');
+      this.#reportStop.abort(new Error('shutdown grace period over'));
+      await term?.done;
+    }
     await this.#lease?.release().catch(() => undefined);
     await Promise.allSettled(this.#loops);
     await Promise.allSettled([this.#starting]);

@@ -36,6 +36,8 @@ export interface RigOptions {
   perSecond: number;
   perMinute: number;
   concurrency?: number;
+  /** More settings for every replica. */
+  env?: Record<string, string>;
 }
 
 export interface Figures {
@@ -105,6 +107,7 @@ export class ClusterRig {
       DF_MAX_POLL_INTERVAL_MS: '1000',
       DF_MIN_POLL_INTERVAL_MS: '0',
       DF_SHUTDOWN_GRACE_MS: '10000',
+      ...this.#options.env,
     });
     this.daemons.set(name, daemon);
     this.#all.push({ name, process: daemon });
