@@ -149,8 +149,6 @@ export class ClusteredWorker {
     logger.info({ redis: redisUrlForLogs(config.cluster.redisUrl) }, 'clustered mode: connecting to Redis');
     const redis = connectRedis(config.cluster.redisUrl);
     this.#redis = redis;
-    // Failures show in readiness and in the callers' own errors; ioredis reconnects by itself.
-    redis.on('error', () => undefined);
     await this.#connected(redis);
     if (this.#pollStop.signal.aborted) return;
 

@@ -84,6 +84,12 @@ export function bullConnectionOptions(url: string): RedisOptions {
   };
 }
 
+/**
+ * A connection (made by `connect()`). Its errors are not events to handle: the commands that meet them fail,
+ * and their callers wait and retry, and say so in readiness; ioredis reconnects by itself.
+ */
 export function connectRedis(url: string): Redis {
-  return new Redis(url, redisOptions());
+  const redis = new Redis(url, redisOptions());
+  redis.on('error', () => undefined);
+  return redis;
 }

@@ -143,6 +143,21 @@ describe.runIf(clusteredTestsRun)('SharedBudget on a real Redis', () => {
     expect(afterRedis.local.month().used).toBe(8);
   });
 
+  it('while Redis is away a request waits (it is neither sent nor refused), and goes once Redis is back', async () => {
+    const limits = { perSecond: 50, perMinute: 500, perMonth: 40_000 };
+    const budget = await replica(limits);
+    await server.stop();
+    let sent = false;
+    void budget.acquire('executions.report').then(() => (sent = true));
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(sent).toBe(false);
+    expect(budget.redisDown).toBe(true);
+    await server.restart();
+    await settle(() => sent, 150);
+    expect(sent).toBe(true);
+    expect(budget.redisDown).toBe(false);
+  });
+
   /** Lets Redis answer and the budgets' promises settle, up to `rounds` times 20 ms. */
   async function settle(done: () => boolean, rounds = 50): Promise<void> {
     for (let i = 0; i < rounds && !done(); i++) {
