@@ -2,11 +2,10 @@
 // client, task list, planner, scheduler, execution pipeline), wired around Redis. Every replica runs handlers
 // from the cluster's queue; the one holding the coordinator lease also polls, and adds each claimed execution
 // to the queue before anything else. Loaded only in clustered mode (dynamic import), so standalone pays nothing.
-import { Queue, UnrecoverableError, Worker as QueueWorker, type Job } from 'bullmq';
+import { Queue, Worker as QueueWorker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
-import type { TaskExecution } from '../api/types.ts';
 import { memoryBudgetStore } from '../budget/store.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
@@ -25,11 +24,12 @@ import type { TaskModule } from '../handlers/define-task.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
-import { Scheduler, type PolledTask } from '../scheduler/scheduler.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 import { registerClusterMetrics, type QueueCounts } from './cluster-metrics.ts';
-import { CoordinatorLease, LEASE_RENEW_MS } from './coordinator-lease.ts';
-import { entryOfJob, QueueJournal, type ExecutionJobData } from './queue-journal.ts';
+import { CoordinatorLease } from './coordinator-lease.ts';
+import { Coordinator } from './coordinator.ts';
+import { executionProcessor } from './execution-processor.ts';
+import { QueueJournal, type ExecutionJobData } from './queue-journal.ts';
 import {
   bullConnectionOptions,
   clusterKeys,
@@ -48,11 +48,6 @@ import { SharedBudget } from './shared-budget.ts';
  */
 export const LOCK_DURATION_MS = 5_000;
 export const STALLED_CHECK_MS = 2_000;
-
-/** Wait between two looks at the queue while the cluster's handler slots are all taken, in ms. */
-const ROOM_CHECK_MS = 200;
-/** Wait before adding a claimed execution to the queue again while Redis does not answer, in ms. */
-const ADD_RETRY_MS = 500;
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -74,18 +69,19 @@ export class ClusteredWorker {
   #pipeline: ExecutionPipeline | undefined;
   #queue: Queue<ExecutionJobData> | undefined;
   #queueWorker: QueueWorker<ExecutionJobData> | undefined;
-  #lease: CoordinatorLease | undefined;
   #replicas: Replicas | undefined;
   readonly #journal = new QueueJournal();
-  /** The poller while this replica coordinates. */
-  #term: { scheduler: Scheduler; stop: AbortController; done: Promise<void> } | undefined;
+  #coordinator: Coordinator | undefined;
   #alive = { count: 0, capacity: 0 };
   #queueCounts: QueueCounts | undefined;
-  #heartbeatOk = false;
+  /** Whether the last heartbeat reached Redis; undefined before the first. */
+  #heartbeatOk: boolean | undefined;
   readonly #pollStop = new AbortController();
   readonly #handlerStop = new AbortController();
   readonly #reportStop = new AbortController();
   #loops: Promise<unknown>[] = [];
+  /** The coordinator's lease loop: ends (term over, lease given back) once stopping. */
+  #coordinatorRun: Promise<void> | undefined;
   #starting: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
 
@@ -117,7 +113,7 @@ export class ClusteredWorker {
 
   /** True while this replica holds the coordinator lease (and polls). */
   get coordinating(): boolean {
-    return this.#term !== undefined;
+    return this.#coordinator?.coordinating ?? false;
   }
 
   get budget(): SharedBudget | undefined {
@@ -215,7 +211,14 @@ export class ClusteredWorker {
       },
     });
     this.#queue.on('error', () => undefined);
-    this.#queueWorker = new QueueWorker<ExecutionJobData>(this.#keys.queue, (job) => this.#process(job), {
+    const processor = executionProcessor({
+      pipeline: this.#pipeline,
+      journal: this.#journal,
+      metrics: this.metrics,
+      replay: config.journal.replay,
+      replicaId: this.replicaId,
+    });
+    this.#queueWorker = new QueueWorker<ExecutionJobData>(this.#keys.queue, processor, {
       prefix: this.#keys.prefix,
       connection,
       concurrency: config.concurrency,
@@ -225,16 +228,25 @@ export class ClusteredWorker {
       maxStalledCount: config.journal.maxCrashesPerExecution + 1,
     });
     this.#queueWorker.on('error', (error) => logger.debug({ err: error }, 'queue worker error'));
-    this.#lease = new CoordinatorLease(redis, this.#keys.lease, this.replicaId);
+    this.#coordinator = new Coordinator({
+      lease: new CoordinatorLease(redis, this.#keys.lease, this.replicaId),
+      queue: this.#queue,
+      client: this.#client,
+      planner: this.#planner,
+      clock,
+      logger,
+      metrics: this.metrics,
+      unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
+      capacity: () => Math.max(this.#alive.capacity, config.concurrency),
+      claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
+      exitSignal: this.#reportStop.signal,
+    });
     this.#replicas = new Replicas(redis, this.#keys.replicas, this.replicaId);
     this.#state = 'running';
     this.#taskList.warnOfCostlyRefresh();
     await this.#heartbeat();
-    this.#loops = [
-      this.#heartbeatLoop(),
-      this.#coordinatorLoop(),
-      this.#taskList.refreshLoop(this.#pollStop.signal),
-    ];
+    this.#coordinatorRun = this.#coordinator.run(this.#pollStop.signal);
+    this.#loops = [this.#heartbeatLoop(), this.#taskList.refreshLoop(this.#pollStop.signal)];
     logger.info(
       {
         tasks: registry.tasks.map((t) => t.task.key),
@@ -258,166 +270,6 @@ export class ClusteredWorker {
     }
   }
 
-  /** Runs one execution of the queue to its end on this replica's handler host. */
-  async #process(job: Job<ExecutionJobData>): Promise<string> {
-    const data = job.data;
-    const pipeline = this.#pipeline!;
-    const polled: PolledTask = { taskId: data.taskId, key: data.taskKey };
-    this.#journal.attach(job);
-    try {
-      if (data.unreadable !== undefined && !data.outcome) {
-        await pipeline.failUnreadable(polled, data.executionId, data.unreadable);
-      } else if (data.outcome || job.stalledCounter > 0 || job.attemptsMade > 0) {
-        // Taken up again: its replica died (stalled) or stopped before the report got through.
-        this.metrics.replayed.inc({ phase: data.outcome ? 'finished' : 'claimed' });
-        await pipeline.resume(entryOfJob(job), this.#config.journal.replay);
-      } else {
-        const execution: TaskExecution = {
-          object: 'task_execution',
-          id: data.executionId,
-          taskId: data.taskId,
-          createdAt: data.createdAt,
-          status: 'IN_PROGRESS',
-          input: data.input,
-        };
-        await pipeline.process(polled, execution);
-      }
-    } finally {
-      this.#settled(job, this.#journal.release(data.executionId));
-    }
-    return this.replicaId;
-  }
-
-  #settled(job: Job<ExecutionJobData>, end: ReturnType<QueueJournal['release']>): void {
-    if (end.kind === 'delivered') return;
-    if (end.kind === 'dead-lettered') {
-      // Kept in the queue's failed jobs for an operator, as the dead-letter folder keeps them standalone.
-      throw new UnrecoverableError(
-        `the service refused the report for good (${end.answer.status}${end.answer.code ? ` ${end.answer.code}` : ''}): ${end.answer.message ?? ''}`,
-      );
-    }
-    throw new Error(
-      `execution ${job.data.executionId}: report not delivered before this replica stopped; retried`,
-    );
-  }
-
-  /** The coordinator's dispatch: the claim goes into the queue first, then polling waits for a free slot. */
-  async #enqueue(data: ExecutionJobData, termStop: AbortSignal): Promise<void> {
-    const logger = this.#logger.child({ taskKey: data.taskKey, executionId: data.executionId });
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#queue!.add('execution', data, {
-          jobId: data.executionId,
-          // Retries only of a report this replica could not deliver before it stopped (the outcome is kept).
-          attempts: 1_000,
-          backoff: { type: 'fixed', delay: 1_000 },
-          removeOnComplete: { age: 3_600 },
-          removeOnFail: { age: 7 * 86_400 },
-        });
-        break;
-      } catch (error) {
-        if (this.#reportStop.signal.aborted) {
-          logger.error(
-            { err: error as Error },
-            'the claimed execution could not be added to the queue before exit: look for it on the service',
-          );
-          return;
-        }
-        if (attempt === 1)
-          logger.warn({ err: error as Error }, 'cannot add the claimed execution to the queue yet; retrying');
-        await this.#clock.sleep(ADD_RETRY_MS);
-      }
-    }
-    logger.info('execution claimed and queued');
-    await this.#roomInCluster(termStop);
-  }
-
-  /** Resolves once the queue holds fewer executions than the cluster's replicas run at once (or on `stop`). */
-  async #roomInCluster(stop: AbortSignal): Promise<void> {
-    while (!stop.aborted) {
-      try {
-        const counts = await this.#queue!.getJobCounts('waiting', 'active', 'prioritized');
-        const queued = (counts.waiting ?? 0) + (counts.active ?? 0) + (counts.prioritized ?? 0);
-        if (queued < Math.max(this.#alive.capacity, this.#config.concurrency)) return;
-      } catch {
-        // Redis away: no new claim until it is back.
-      }
-      await this.#clock.sleep(ROOM_CHECK_MS, stop).catch(() => undefined);
-    }
-  }
-
-  #startTerm(): void {
-    const config = this.#config;
-    const logger = this.#logger;
-    const stop = new AbortController();
-    const scheduler = new Scheduler({
-      client: this.#client!,
-      planner: this.#planner!,
-      clock: this.#clock,
-      logger,
-      // One claim at a time: each dispatch holds the slot until the cluster has room for the next.
-      concurrency: 1,
-      unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
-      claimBlocker: () => (this.#redis?.status === 'ready' ? undefined : 'Redis is not reachable'),
-      dispatch: (task, execution) =>
-        this.#enqueue(
-          {
-            taskId: execution.taskId,
-            taskKey: task.key,
-            executionId: execution.id,
-            input: execution.input,
-            createdAt: execution.createdAt,
-            claimedAt: new Date(this.#clock.now()).toISOString(),
-          },
-          stop.signal,
-        ),
-      failUnreadable: (task, executionId, problem) =>
-        this.#enqueue(
-          {
-            taskId: task.taskId,
-            taskKey: task.key,
-            executionId,
-            input: {},
-            createdAt: '',
-            claimedAt: new Date(this.#clock.now()).toISOString(),
-            unreadable: problem,
-          },
-          stop.signal,
-        ),
-      onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
-      onPollAnswerLost: (task) => this.metrics.pollAnswersLost.inc({ task: task.key }),
-    });
-    // The first poll waits for room too: the previous coordinator may have filled the queue.
-    scheduler.enqueue(() => this.#roomInCluster(stop.signal));
-    scheduler.wake();
-    const done = scheduler
-      .run(stop.signal)
-      .then(() => scheduler.drained())
-      .catch((error: unknown) => logger.error({ err: error as Error }, 'the poll loop failed'));
-    this.#term = { scheduler, stop, done };
-    logger.info('took the coordinator lease: polling for the cluster');
-  }
-
-  async #endTerm(reason: string): Promise<void> {
-    const term = this.#term;
-    if (!term) return;
-    this.#term = undefined;
-    term.stop.abort(new Error(reason));
-    await term.done;
-    this.#logger.info({ reason }, 'stopped polling for the cluster');
-  }
-
-  async #coordinatorLoop(): Promise<void> {
-    const signal = this.#pollStop.signal;
-    while (!signal.aborted) {
-      const held = await this.#lease!.tryHold();
-      if (signal.aborted) break;
-      if (held && !this.#term) this.#startTerm();
-      else if (!held && this.#term) await this.#endTerm('lost the coordinator lease');
-      await this.#clock.sleep(LEASE_RENEW_MS, signal).catch(() => undefined);
-    }
-  }
-
   async #heartbeat(): Promise<void> {
     const now = this.#clock.now();
     try {
@@ -434,11 +286,12 @@ export class ClusteredWorker {
         failed: counts.failed ?? 0,
       };
       await this.#budget!.refresh();
-      if (!this.#heartbeatOk) this.#logger.info('Redis answers');
+      if (this.#heartbeatOk === false) this.#logger.info('Redis answers again: claiming resumes');
       this.#heartbeatOk = true;
     } catch (error) {
-      if (this.#heartbeatOk)
-        this.#logger.error({ err: error as Error }, 'Redis does not answer: no new claims');
+      if (this.#heartbeatOk !== false) {
+        this.#logger.error({ err: error as Error }, 'Redis does not answer: no new claims until it does');
+      }
       this.#heartbeatOk = false;
     }
   }
@@ -463,16 +316,17 @@ export class ClusteredWorker {
 
   /** Polls one task (or all) now: only the coordinator polls; elsewhere nothing matches. */
   wake(taskKey?: string): number {
-    return this.#term?.scheduler.wake(taskKey) ?? 0;
+    return this.#coordinator?.wake(taskKey) ?? 0;
   }
 
   readiness(): Readiness {
-    const redisOk = this.#redis?.status === 'ready' && this.#heartbeatOk && this.#budget?.redisDown !== true;
+    const redisOk =
+      this.#redis?.status === 'ready' && this.#heartbeatOk === true && this.#budget?.redisDown !== true;
     const checks: Readiness['checks'] = {
       started: this.#state === 'running' ? { ok: true } : { ok: false, reason: `worker is ${this.#state}` },
       handlers: this.#handlers ? { ok: true } : { ok: false, reason: 'handlers not loaded' },
       service: this.#taskList?.answered
-        ? this.#term?.scheduler.authorized === false
+        ? this.#coordinator?.authorized === false
           ? { ok: false, reason: 'the service refuses the API key (401)' }
           : { ok: true }
         : { ok: false, reason: 'the service has not answered yet' },
@@ -495,13 +349,12 @@ export class ClusteredWorker {
     this.#state = 'stopping';
     this.#pollStop.abort(new Error('worker stopping'));
     // A claim still on its way into the queue waits for Redis; not beyond the grace period.
-    const term = this.#term;
-    if (await this.#race(this.#endTerm('stopping'), this.#config.shutdownGraceMs)) {
+    const coordinatorDone = this.#coordinatorRun ?? Promise.resolve();
+    if (await this.#race(coordinatorDone, this.#config.shutdownGraceMs)) {
       logger.error('Redis did not take the last claims within the grace period; giving up on them');
       this.#reportStop.abort(new Error('shutdown grace period over'));
-      await term?.done;
+      await coordinatorDone;
     }
-    await this.#lease?.release().catch(() => undefined);
     await Promise.allSettled(this.#loops);
     await Promise.allSettled([this.#starting]);
     const closing = this.#queueWorker?.close() ?? Promise.resolve();

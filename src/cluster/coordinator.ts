@@ -1,0 +1,187 @@
+// The coordinator: while this replica holds the lease, it runs the poll planner and the scheduler for the
+// whole cluster, adds each claimed execution to the queue before anything else, and claims the next only while
+// the cluster has a free handler slot. On losing the lease (or on stop) it ends its term.
+import type { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import type { ServiceClient } from '../api/client.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { PollPlanner } from '../scheduler/poll-planner.ts';
+import { Scheduler } from '../scheduler/scheduler.ts';
+import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
+import type { ExecutionJobData } from './queue-journal.ts';
+
+/** Wait between two looks at the queue while the cluster's handler slots are all taken, in ms. */
+const ROOM_CHECK_MS = 200;
+/** Wait before adding a claimed execution to the queue again while Redis does not answer, in ms. */
+const ADD_RETRY_MS = 500;
+
+export interface CoordinatorOptions {
+  lease: CoordinatorLease;
+  queue: Queue<ExecutionJobData>;
+  client: ServiceClient;
+  planner: PollPlanner;
+  clock: Clock;
+  logger: Logger;
+  metrics: WorkerMetrics;
+  /** While the key is refused (401), one poll is tried this often, in ms. */
+  unauthorizedRetryMs: number;
+  /** Executions the live replicas run at once, added up (from their heartbeats). */
+  capacity: () => number;
+  /** Why no execution may be claimed now (Redis away), or undefined. */
+  claimBlocker: () => string | undefined;
+  /** Aborted when the daemon must exit: a claim Redis still cannot take is then given up, and logged. */
+  exitSignal: AbortSignal;
+}
+
+interface Term {
+  scheduler: Scheduler;
+  stop: AbortController;
+  done: Promise<void>;
+}
+
+export class Coordinator {
+  readonly #o: CoordinatorOptions;
+  #term: Term | undefined;
+
+  constructor(options: CoordinatorOptions) {
+    this.#o = options;
+  }
+
+  /** True while this replica holds the lease and polls. */
+  get coordinating(): boolean {
+    return this.#term !== undefined;
+  }
+
+  /** False while the service refuses the key (as seen by this replica's polls). */
+  get authorized(): boolean {
+    return this.#term?.scheduler.authorized ?? true;
+  }
+
+  /** Polls one task (or all) now: only while coordinating; elsewhere nothing matches. */
+  wake(taskKey?: string): number {
+    return this.#term?.scheduler.wake(taskKey) ?? 0;
+  }
+
+  /** Tries for the lease, renews it while held, until `signal`; then ends the term and gives the lease back. */
+  async run(signal: AbortSignal): Promise<void> {
+    const lease = this.#o.lease;
+    while (!signal.aborted) {
+      const held = await lease.tryHold();
+      if (signal.aborted) break;
+      if (held && !this.#term) this.#startTerm();
+      else if (!held && this.#term) await this.#endTerm('lost the coordinator lease');
+      await this.#o.clock.sleep(LEASE_RENEW_MS, signal).catch(() => undefined);
+    }
+    await this.#endTerm('stopping');
+    await lease.release().catch(() => undefined);
+  }
+
+  #startTerm(): void {
+    const { clock, logger, metrics } = this.#o;
+    const stop = new AbortController();
+    const claimedAt = () => new Date(clock.now()).toISOString();
+    const scheduler = new Scheduler({
+      client: this.#o.client,
+      planner: this.#o.planner,
+      clock,
+      logger,
+      // One claim at a time: each dispatch holds the slot until the cluster has room for the next.
+      concurrency: 1,
+      unauthorizedRetryMs: this.#o.unauthorizedRetryMs,
+      claimBlocker: this.#o.claimBlocker,
+      dispatch: (task, execution) =>
+        this.#enqueue(
+          {
+            taskId: execution.taskId,
+            taskKey: task.key,
+            executionId: execution.id,
+            input: execution.input,
+            createdAt: execution.createdAt,
+            claimedAt: claimedAt(),
+          },
+          stop.signal,
+        ),
+      failUnreadable: (task, executionId, problem) =>
+        this.#enqueue(
+          {
+            taskId: task.taskId,
+            taskKey: task.key,
+            executionId,
+            input: {},
+            createdAt: '',
+            claimedAt: claimedAt(),
+            unreadable: problem,
+          },
+          stop.signal,
+        ),
+      onPoll: (task, result) => metrics.polls.inc({ task: task.key, result }),
+      onPollAnswerLost: (task) => metrics.pollAnswersLost.inc({ task: task.key }),
+    });
+    // The first poll waits for room too: the previous coordinator may have filled the queue.
+    scheduler.enqueue(() => this.#roomInCluster(stop.signal));
+    scheduler.wake();
+    const done = scheduler
+      .run(stop.signal)
+      .then(() => scheduler.drained())
+      .catch((error: unknown) => logger.error({ err: error as Error }, 'the poll loop failed'));
+    this.#term = { scheduler, stop, done };
+    logger.info('took the coordinator lease: polling for the cluster');
+  }
+
+  async #endTerm(reason: string): Promise<void> {
+    const term = this.#term;
+    if (!term) return;
+    this.#term = undefined;
+    term.stop.abort(new Error(reason));
+    await term.done;
+    this.#o.logger.info({ reason }, 'stopped polling for the cluster');
+  }
+
+  /** The scheduler's dispatch: the claim goes into the queue first, then polling waits for a free slot. */
+  async #enqueue(data: ExecutionJobData, termStop: AbortSignal): Promise<void> {
+    const logger = this.#o.logger.child({ taskKey: data.taskKey, executionId: data.executionId });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#o.queue.add('execution', data, {
+          // A second add of the same execution is a no-op while the job is kept.
+          jobId: data.executionId,
+          // Retries only of a report a replica could not deliver before it stopped (the outcome is kept).
+          attempts: 1_000,
+          backoff: { type: 'fixed', delay: 1_000 },
+          removeOnComplete: { age: 3_600 },
+          removeOnFail: { age: 7 * 86_400 },
+        });
+        break;
+      } catch (error) {
+        if (this.#o.exitSignal.aborted) {
+          logger.error(
+            { err: error as Error },
+            'the claimed execution could not be added to the queue before exit: look for it on the service',
+          );
+          return;
+        }
+        if (attempt === 1) {
+          logger.warn({ err: error as Error }, 'cannot add the claimed execution to the queue yet; retrying');
+        }
+        await this.#o.clock.sleep(ADD_RETRY_MS);
+      }
+    }
+    logger.info('execution claimed and queued');
+    await this.#roomInCluster(termStop);
+  }
+
+  /** Resolves once the queue holds fewer executions than the live replicas run at once (or on `stop`). */
+  async #roomInCluster(stop: AbortSignal): Promise<void> {
+    while (!stop.aborted) {
+      try {
+        const counts = await this.#o.queue.getJobCounts('waiting', 'active', 'prioritized');
+        const queued = (counts.waiting ?? 0) + (counts.active ?? 0) + (counts.prioritized ?? 0);
+        if (queued < this.#o.capacity()) return;
+      } catch {
+        // Redis away: no new claim until it is back.
+      }
+      await this.#o.clock.sleep(ROOM_CHECK_MS, stop).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,65 @@
+// What a replica does with a job of the cluster's queue: runs its execution through the execution pipeline
+// (first run, a run taken up again after its replica died, or only the report of a kept outcome), then ends
+// the job as the report ended: completed, failed for good (a dead letter), or failed to be retried elsewhere.
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { TaskExecution } from '../api/types.ts';
+import type { ExecutionPipeline } from '../daemon/execution-pipeline.ts';
+import type { PolledTask } from '../scheduler/scheduler.ts';
+import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import { entryOfJob, type ExecutionJobData, type JobEnd, type QueueJournal } from './queue-journal.ts';
+
+export interface ExecutionProcessorOptions {
+  pipeline: ExecutionPipeline;
+  journal: QueueJournal;
+  metrics: WorkerMetrics;
+  /** DF_JOURNAL_REPLAY: run again, or report FAILED, an execution whose replica died under it. */
+  replay: 'rerun' | 'fail';
+  /** Returned as the job's value: which replica ran it. */
+  replicaId: string;
+}
+
+export function executionProcessor(
+  o: ExecutionProcessorOptions,
+): (job: Job<ExecutionJobData>) => Promise<string> {
+  return async (job) => {
+    const data = job.data;
+    const polled: PolledTask = { taskId: data.taskId, key: data.taskKey };
+    o.journal.attach(job);
+    let end: JobEnd;
+    try {
+      if (data.unreadable !== undefined && !data.outcome) {
+        await o.pipeline.failUnreadable(polled, data.executionId, data.unreadable);
+      } else if (data.outcome || job.stalledCounter > 0 || job.attemptsMade > 0) {
+        // Taken up again: its replica died under it (stalled) or stopped before the report got through. The
+        // pipeline applies the poison-execution limit to the runs that died (the job's stalled counter).
+        o.metrics.replayed.inc({ phase: data.outcome ? 'finished' : 'claimed' });
+        await o.pipeline.resume(entryOfJob(job), o.replay);
+      } else {
+        const execution: TaskExecution = {
+          object: 'task_execution',
+          id: data.executionId,
+          taskId: data.taskId,
+          createdAt: data.createdAt,
+          status: 'IN_PROGRESS',
+          input: data.input,
+        };
+        await o.pipeline.process(polled, execution);
+      }
+    } finally {
+      end = o.journal.release(data.executionId);
+    }
+    if (end.kind === 'dead-lettered') {
+      // Kept in the queue's failed jobs for an operator, as the dead-letter folder keeps them standalone.
+      const { status, code, message } = end.answer;
+      throw new UnrecoverableError(
+        `the service refused the report for good (${status}${code ? ` ${code}` : ''}): ${message ?? ''}`,
+      );
+    }
+    if (end.kind === 'left') {
+      throw new Error(
+        `execution ${data.executionId}: report not delivered before this replica stopped; retried`,
+      );
+    }
+    return o.replicaId;
+  };
+}
