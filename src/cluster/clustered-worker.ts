@@ -49,6 +49,9 @@ import { SharedBudget } from './shared-budget.ts';
 export const LOCK_DURATION_MS = 5_000;
 export const STALLED_CHECK_MS = 2_000;
 
+/** How long a replica may hold the task-sync lock (DF_TASK_SYNC), in ms. */
+const TASK_SYNC_LOCK_MS = 60_000;
+
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 export class ClusteredWorker {
@@ -169,7 +172,16 @@ export class ClusteredWorker {
       if (e.status === 429) logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
     });
     const registry = new TaskRegistry({ handlers, client: this.#client, logger, sync: config.tasks.sync });
-    this.#taskList = new TaskList({ registry, config, logger, clock, metrics: this.metrics });
+    // Long enough for a task list read that waits for budget; a replica that dies holding it delays the others.
+    const syncLock = new CoordinatorLease(redis, this.#keys.taskSync, this.replicaId, TASK_SYNC_LOCK_MS);
+    this.#taskList = new TaskList({
+      registry,
+      config,
+      logger,
+      clock,
+      metrics: this.metrics,
+      ...(config.tasks.sync ? { exclusive: (read) => alone(syncLock, clock, read) } : {}),
+    });
     await this.#taskList.first(this.#pollStop.signal);
 
     const reporter = new Reporter({
@@ -393,5 +405,18 @@ export class ClusteredWorker {
     ]);
     timer.abort();
     return result;
+  }
+}
+
+/**
+ * Runs `work` while holding `lock` (taken as soon as it is free; a lock whose holder died lapses after its TTL):
+ * two replicas with DF_TASK_SYNC then never both create a task missing from the service.
+ */
+async function alone<T>(lock: CoordinatorLease, clock: Clock, work: () => Promise<T>): Promise<T> {
+  while (!(await lock.tryHold())) await clock.sleep(200);
+  try {
+    return await work();
+  } finally {
+    await lock.release().catch(() => undefined);
   }
 }

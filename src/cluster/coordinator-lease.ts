@@ -1,4 +1,4 @@
-// The coordinator lease: one replica at a time holds it (SET NX PX), renews it well within its TTL, and gives
+// The coordinator lease (and any such lock): one replica at a time holds it (SET NX PX), renews it well within its TTL, and gives
 // it back on a clean stop; a replica that dies lets it expire, and another takes it at its next try.
 import type { Redis } from 'ioredis';
 
@@ -27,9 +27,11 @@ export class CoordinatorLease {
   readonly #redis: Redis & LeaseCommands;
   readonly #key: string;
   readonly #holder: string;
+  readonly #ttlMs: number;
   #held = false;
 
-  constructor(redis: Redis, key: string, holder: string) {
+  /** `ttlMs`: how long the lease lasts unless renewed; default LEASE_TTL_MS. */
+  constructor(redis: Redis, key: string, holder: string, ttlMs = LEASE_TTL_MS) {
     const commands = redis as Redis & Partial<LeaseCommands>;
     if (!commands.dfLeaseRenew) {
       redis.defineCommand('dfLeaseRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
@@ -38,6 +40,7 @@ export class CoordinatorLease {
     this.#redis = commands as Redis & LeaseCommands;
     this.#key = key;
     this.#holder = holder;
+    this.#ttlMs = ttlMs;
   }
 
   get held(): boolean {
@@ -51,9 +54,9 @@ export class CoordinatorLease {
   async tryHold(): Promise<boolean> {
     try {
       if (this.#held) {
-        this.#held = (await this.#redis.dfLeaseRenew(this.#key, this.#holder, LEASE_TTL_MS)) === 1;
+        this.#held = (await this.#redis.dfLeaseRenew(this.#key, this.#holder, this.#ttlMs)) === 1;
       } else {
-        this.#held = (await this.#redis.set(this.#key, this.#holder, 'PX', LEASE_TTL_MS, 'NX')) === 'OK';
+        this.#held = (await this.#redis.set(this.#key, this.#holder, 'PX', this.#ttlMs, 'NX')) === 'OK';
       }
     } catch {
       this.#held = false;

@@ -27,6 +27,8 @@ export interface ClusterKeys {
   lease: string;
   /** Hash of the replicas seen: id → JSON { seenAt, concurrency }. */
   replicas: string;
+  /** Held while a replica reads the task list with DF_TASK_SYNC (and may create tasks). */
+  taskSync: string;
 }
 
 export function clusterKeys(apiKey: string): ClusterKeys {
@@ -40,6 +42,7 @@ export function clusterKeys(apiKey: string): ClusterKeys {
     pause: `${base}:budget:pause`,
     lease: `${base}:coordinator`,
     replicas: `${base}:replicas`,
+    taskSync: `${base}:task-sync`,
   };
 }
 

@@ -26,6 +26,11 @@ export interface TaskListOptions {
   logger: Logger;
   clock: Clock;
   metrics: WorkerMetrics;
+  /**
+   * Runs each read of the list alone among the daemons sharing the key (clustered mode with DF_TASK_SYNC, so
+   * that two replicas do not both create a missing task). Default: as it is.
+   */
+  exclusive?: <T>(read: () => Promise<T>) => Promise<T>;
 }
 
 export class TaskList {
@@ -62,14 +67,19 @@ export class TaskList {
 
   /** Reads the list again now (df-worker dev, after the handlers changed). */
   async refresh(signal: AbortSignal): Promise<void> {
-    this.#apply(await this.#o.registry.refresh(signal));
+    this.#apply(await this.#read(signal));
+  }
+
+  #read(signal: AbortSignal): Promise<TaskMatch> {
+    const read = () => this.#o.registry.refresh(signal);
+    return this.#o.exclusive ? this.#o.exclusive(read) : read();
   }
 
   /** The first task list: retried until the service answers; a refused key or a permanent error throws. */
   async first(signal: AbortSignal): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const match = await this.#o.registry.refresh(signal);
+        const match = await this.#read(signal);
         this.#answered = true;
         this.#apply(match);
         if (match.registered.length === 0) {
