@@ -6,7 +6,7 @@ import type { Budget } from '../budget/budget.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
-import { Journal, type JournalEntry } from '../journal/journal.ts';
+import { Journal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
@@ -14,6 +14,7 @@ import { Reporter } from '../scheduler/reporter.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import { ExecutionPipeline } from './execution-pipeline.ts';
+import { JournalReplay } from './journal-replay.ts';
 import { pipelineMetrics } from './pipeline-metrics.ts';
 import {
   backoffFromConfig,
@@ -74,8 +75,7 @@ export class Worker {
   #starting: Promise<void> | undefined;
   /** Where handler attempts run; its workers are terminated once every execution has ended. */
   #sandbox: Sandbox | undefined;
-  /** Replayed executions running alone while no claim is made (see #replay). */
-  #quarantined = 0;
+  #replay: JournalReplay | undefined;
 
   constructor(options: WorkerOptions) {
     this.#config = options.config;
@@ -220,7 +220,7 @@ export class Worker {
       claimBlocker: () =>
         this.#journal?.writable === false
           ? `the journal cannot be written (${this.#journal.lastError?.message ?? 'unknown error'})`
-          : this.#quarantined > 0
+          : this.#replay?.quarantined
             ? 'an execution that was running when df-worker died is run again alone first ' +
               '(DF_HANDLER_ISOLATION=none: a handler that kills the daemon would lose the claims in flight)'
             : undefined,
@@ -232,7 +232,19 @@ export class Worker {
     });
     // The replay takes slots beside polling, never ahead of all of it: a poison execution left by a crash
     // must not keep other tasks from being polled.
-    this.#replay(pending, this.#scheduler);
+    this.#replay = new JournalReplay({
+      pipeline: this.#pipeline,
+      scheduler: this.#scheduler,
+      logger,
+      metrics: this.metrics,
+      mode: config.journal.replay,
+      quarantine: config.handlers.isolation === 'none',
+      // The report reserve held room for the replayed executions' reports until the last one ended.
+      ended: () => {
+        if (this.#budget) this.#budget.reportReserve = 2 * config.concurrency;
+      },
+    });
+    this.#replay.start(pending);
     this.#state = 'running';
     this.#taskList.warnOfCostlyRefresh();
     this.#loops = [
@@ -360,48 +372,6 @@ export class Worker {
     const result = await Promise.race([promise.then(() => false), expired]);
     timer.abort();
     return result;
-  }
-
-  #replay(pending: Awaited<ReturnType<Journal['pending']>>, scheduler: Scheduler): void {
-    if (pending.length === 0) return;
-    const mode = this.#config.journal.replay;
-    this.#logger.warn({ count: pending.length, mode }, 'replaying the journal beside polling');
-    let left = pending.length;
-    const replay = async (entry: JournalEntry) => {
-      this.metrics.replayed.inc({ phase: entry.phase });
-      try {
-        await this.#pipeline!.resume(entry, mode);
-      } catch (error) {
-        // resume() settles every record itself; one that still fails must not keep the others from
-        // their replay. It stays in the journal for the next start.
-        this.#logger.error(
-          { err: error as Error, executionId: entry.executionId },
-          'could not replay a journal record; it stays in the journal',
-        );
-      }
-      // The report reserve held room for the replayed executions' reports until the last one ended.
-      if (--left === 0) this.#budget!.reportReserve = 2 * this.#config.concurrency;
-    };
-    // A run still claimed after two or more starts has died with the daemon more than once: a suspect.
-    // Suspects rerun one at a time, so that the one that kills the daemon does not take the others' counts
-    // up with it, and an innocent execution is not failed as poison for dying beside it. Without isolation
-    // every execution that was running is a suspect (its handler may be what killed the daemon), and no
-    // claim is made while one runs: a death then would lose the poll answers in flight with it.
-    const quarantine = this.#config.handlers.isolation === 'none';
-    const suspects = pending.filter(
-      (e) => e.phase === 'claimed' && mode === 'rerun' && (quarantine || (e.starts ?? 1) >= 2),
-    );
-    for (const entry of pending) if (!suspects.includes(entry)) scheduler.enqueue(() => replay(entry));
-    if (quarantine && suspects.length > 0) this.#quarantined++;
-    const next = () => {
-      const entry = suspects.shift();
-      if (entry) scheduler.enqueue(() => replay(entry).finally(next));
-      else if (quarantine && this.#quarantined > 0) {
-        this.#quarantined--;
-        scheduler.wake();
-      }
-    };
-    next();
   }
 
   /** Saves what the planner learnt of arrivals every hour, so a crash loses an hour of it at most. */
