@@ -553,9 +553,15 @@ describe('Grafana dashboard', () => {
       'dfworker_tasks_served',
       'dfworker_handler_task_missing',
       'dfworker_budget_month_end_timestamp_seconds',
+      'dfworker_cluster_coordinator',
+      'dfworker_cluster_queue_jobs',
+      'dfworker_cluster_replicas',
     ]) {
       expect(all, needed).toContain(needed);
     }
+    // Which replica coordinates, one line per replica; queue depths by state.
+    expect(all).toContain('max by (replica) (dfworker_cluster_coordinator{');
+    expect(all).toContain('max by (state) (dfworker_cluster_queue_jobs{');
     expect(all).toContain(
       'histogram_quantile(0.5, sum by (le, task) (rate(dfworker_pickup_latency_seconds_bucket',
     );
