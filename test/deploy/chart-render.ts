@@ -615,6 +615,14 @@ export function renderChart(values: Values = {}, release: Release = {}): Map<str
   return rendered;
 }
 
+/** One template's text rendered with `dot`, alone (it may include only what it defines itself). */
+export function renderTemplate(source: string, dot: unknown): string {
+  return new Renderer(new Map([['templates/inline.yaml', source]])).execute(
+    'df-worker/templates/inline.yaml',
+    dot,
+  );
+}
+
 /** NOTES.txt rendered for `values`, as `helm install` prints it. */
 export function renderNotes(values: Values = {}, release: Release = {}): string {
   const renderer = new Renderer(chartFiles());
