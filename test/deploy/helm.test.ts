@@ -432,7 +432,7 @@ describe('the chart rendered', () => {
     expect(find(manifests, 'PodDisruptionBudget')).toBeUndefined();
   });
 
-  it('the PodDisruptionBudget can be disabled, or set by minAvailable, or forced on for one replica', () => {
+  it('the PodDisruptionBudget can be disabled, set by minAvailable, or forced on for one replica, which it keeps', () => {
     expect(
       find(renderManifests({ ...CLUSTERED, podDisruptionBudget: { enabled: false } }), 'PodDisruptionBudget'),
     ).toBeUndefined();
@@ -442,11 +442,13 @@ describe('the chart rendered', () => {
     )!;
     expect(byMin.spec.minAvailable).toBe(2);
     expect(byMin.spec).not.toHaveProperty('maxUnavailable');
+    // One replica: the PDB keeps that pod (minAvailable 1), as the chart's PDB always did.
     const single = find<Manifest & { spec: Values }>(
-      renderManifests({ ...REQUIRED, podDisruptionBudget: { enabled: true, minAvailable: 1 } }),
+      renderManifests({ ...REQUIRED, podDisruptionBudget: { enabled: true } }),
       'PodDisruptionBudget',
     )!;
     expect(single.spec.minAvailable).toBe(1);
+    expect(single.spec).not.toHaveProperty('maxUnavailable');
     expect(failureOf({ ...REQUIRED, podDisruptionBudget: { enabled: 'sometimes' } })).toContain(
       'podDisruptionBudget.enabled is sometimes',
     );
