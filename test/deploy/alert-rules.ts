@@ -99,7 +99,9 @@ export async function plainRules(): Promise<RulesFile> {
     selector: `job=${JSON.stringify(PLAIN_RULES_JOB)}`,
     values: await defaultRuleValues(),
     relabelAnnotation: (text) =>
-      text.replaceAll('{{ $labels.namespace }}/{{ $labels.pod }}', '{{ $labels.instance }}'),
+      text
+        .replaceAll('{{ $labels.namespace }}/{{ $labels.pod }}', '{{ $labels.instance }}')
+        .replaceAll('{{ $labels.namespace }}/{{ $labels.service }}', '{{ $labels.job }}'),
   });
   return { groups: [{ name: 'df-worker', rules }] };
 }

@@ -23,6 +23,12 @@ export const CHART_SET_SETTINGS: ReadonlySet<string> = new Set([
   'http.wakeToken',
 ]);
 
+/**
+ * Environment variables the chart sets in clustered mode, refused in `config` whatever their setting is named: the
+ * Redis URL may hold a password (it comes from a Secret), and the replica id is the pod's name.
+ */
+export const CHART_SET_ENV: ReadonlySet<string> = new Set(['DF_REDIS_URL', 'DF_REPLICA_ID']);
+
 export interface JsonSchemaNode {
   type?: string;
   description?: string;
@@ -37,6 +43,7 @@ export interface JsonSchemaNode {
 }
 
 interface SettingFields {
+  env: string;
   format: string;
   doc: string;
   min?: number;
@@ -92,7 +99,7 @@ export function configValuesSchema(): JsonSchemaNode {
     'The worker configuration written to DF_CONFIG; keys as in src/config/schema.ts, less those the chart sets.',
   );
   for (const { setting, entry } of listSettings()) {
-    if (CHART_SET_SETTINGS.has(setting)) continue;
+    if (CHART_SET_SETTINGS.has(setting) || CHART_SET_ENV.has(entry.env)) continue;
     const path = setting.split('.');
     const name = path.pop()!;
     let node = root;
