@@ -71,3 +71,14 @@ describe.each(GENERATED_DOCS.map((doc) => doc.path))('%s', (file) => {
     expect(text).toBe(doc.render(text));
   });
 });
+
+describe('helm/README.md', () => {
+  it('says what to do on every alert of the rules file, under a heading named for it', async () => {
+    const rules = await read('helm/manifests/df-worker.rules.yaml');
+    const guide = await read('helm/README.md');
+    const alerts = [...rules.matchAll(/^\s*- alert: (\w+)$/gm)].map((match) => match[1]!);
+    expect(alerts.length).toBeGreaterThan(10);
+    const headings = new Set([...guide.matchAll(/^### (\w+)$/gm)].map((match) => match[1]!));
+    expect(alerts.filter((alert) => !headings.has(alert))).toEqual([]);
+  });
+});
