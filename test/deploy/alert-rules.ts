@@ -10,7 +10,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 export const RULE_TEMPLATE_FILE = path.join(repoRoot, 'helm/df-worker/templates/prometheusrule.yaml');
 export const PLAIN_RULES_FILE = path.join(repoRoot, 'helm/manifests/df-worker.rules.yaml');
-/** The scrape job the plain rules file selects; the README says to change it when yours has another name. */
+/** The scrape job the plain rules file selects; helm/README.md says to change it when yours has another name. */
 export const PLAIN_RULES_JOB = 'df-worker';
 
 export interface AlertRule {

@@ -144,7 +144,7 @@ describe('values.yaml and values.schema.json', () => {
     expect(schemaErrors(coalesce(defaults, example))).toEqual([]);
   });
 
-  it('documents the set-ups the README and CLUSTERING.md refer to', () => {
+  it('documents the set-ups helm/README.md and CLUSTERING.md refer to', () => {
     expect(exampleFiles).toEqual(
       expect.arrayContaining([
         'clustered.yaml',
