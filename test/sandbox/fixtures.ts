@@ -96,7 +96,6 @@ export async function poolRig(
     env?: Record<string, string>;
     idleTimeoutMs?: number;
     spawnAfterMs?: number;
-    abortSettleMs?: number;
   } = {},
 ): Promise<PoolRig> {
   const dir = await mkdtemp(path.join(tmpdir(), 'df-sandbox-'));
@@ -114,7 +113,7 @@ export async function poolRig(
     logger: log.logger,
     redact,
     maxIdle: 2,
-    abortSettleMs: options.abortSettleMs ?? 200,
+    abortSettleMs: 200,
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
     ...(options.spawnAfterMs === undefined ? {} : { spawnAfterMs: options.spawnAfterMs }),
     observer: {
