@@ -55,3 +55,9 @@ export function issuePath(issue: v.BaseIssue<unknown>): string {
   }
   return path;
 }
+
+/** The first issue of parsing `value`, or undefined when it matches (for validators that name one problem). */
+export function firstIssue(schema: v.GenericSchema, value: unknown): v.BaseIssue<unknown> | undefined {
+  const result = v.safeParse(schema, value, { abortEarly: true });
+  return result.success ? undefined : result.issues[0];
+}
