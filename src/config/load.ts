@@ -4,11 +4,13 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import convict from 'convict';
+import * as v from 'valibot';
 import { checkRelations, checkServiceAccess, checkKey } from './checks.ts';
 import { redactUrl } from './describe.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import { ConfigError } from './errors.ts';
 import type { ConfigProblem } from './errors.ts';
-import { FORMAT } from './formats.ts';
+import { FORMAT, formatSchema } from './formats.ts';
 import { listSettings, schema } from './schema.ts';
 import type { Setting, WorkerConfig } from './schema.ts';
 
@@ -27,6 +29,11 @@ export interface LoadConfigOptions {
 export const PACKAGE_DEFAULTS_FILE = fileURLToPath(new URL('../../config/default.json', import.meta.url));
 
 const SETTINGS = new Map(listSettings().map(({ setting, entry }) => [setting, entry]));
+const SCHEMAS = new Map(
+  listSettings().map(({ setting, entry }) => [setting, formatSchema(entry.format, entry)]),
+);
+// Top-level settings first, then each level in schema order: the order problems are listed in.
+const BY_DEPTH = [...SETTINGS.keys()].sort((a, b) => a.split('.').length - b.split('.').length);
 
 /** A JSON object merged into the configuration, with where it came from for error messages. */
 interface FileLayer {
@@ -65,7 +72,7 @@ export function loadConfig(options: LoadConfigOptions = {}): WorkerConfig {
   problems.push(...applyOverrides(config, overrides));
 
   const values = config.getProperties();
-  const invalid = validate(config, values, { env, overrides, layers });
+  const invalid = validate(values, { env, overrides, layers });
   problems.push(...invalid);
   const invalidSettings = new Set(invalid.map((problem) => problem.setting));
   problems.push(...checkRelations(values, invalidSettings));
@@ -134,30 +141,52 @@ interface Sources {
   layers: FileLayer[];
 }
 
-/** Runs convict's strict validation and turns its one multi-line error into named problems. */
-function validate(config: convict.Config<WorkerConfig>, values: object, sources: Sources): ConfigProblem[] {
-  try {
-    config.validate({ allowed: 'strict' });
-    return [];
-  } catch (error) {
-    return (error as Error).message
-      .split('\n')
-      .filter((line) => line.trim() !== '' && !isBelowSetting(line))
-      .map((line) => toProblem(line, values, sources));
+/**
+ * Checks every setting against its format's schema, then names what is missing (a setting, or one of its
+ * parents, given an object or a value where the other was expected) and what is not a setting at all.
+ */
+function validate(values: object, sources: Sources): ConfigProblem[] {
+  const given = new Set(leaves(values));
+  const invalid: ConfigProblem[] = [];
+  const missing: ConfigProblem[] = [];
+  for (const setting of BY_DEPTH) {
+    if (!given.has(setting)) {
+      missing.push(missingProblem(setting, values, sources));
+      continue;
+    }
+    const value = valueAt(values, setting);
+    const result = v.safeParse(SCHEMAS.get(setting)!, value, { abortEarly: true });
+    if (!result.success) invalid.push(invalidProblem(setting, value, result.issues[0].message, sources));
   }
+  // A setting given an object (`{"api": {"key": {"a": "x"}}}`) is reported above as having the wrong type;
+  // the members of that object are not reported as unknown settings.
+  const undeclared = [...given]
+    .filter((name) => !name.split('.').some((_, index) => SETTINGS.has(name.split('.', index + 1).join('.'))))
+    .map((name) => undeclaredProblem(name, sources));
+  return [...invalid, ...missing, ...undeclared];
 }
 
-const UNDECLARED = /^configuration param '(.+)' not declared in the schema$/;
-const MISSING = /^configuration param '(.+)' missing from config, did you override its parent\?$/;
-const VALUE_WAS = ': value was ';
+/**
+ * The dotted names of the values given, as far down as objects go (an array, null or `{}` ends a name), level by
+ * level: `{"log": {"level": "x"}}` gives `log.level`, `{"log": "x"}` gives `log`.
+ */
+function leaves(values: object): string[] {
+  const names: string[] = [];
+  const queue: [string, unknown][] = Object.entries(values);
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    const [name, value] = next;
+    const members = isPlainObject(value) ? Object.entries(value) : [];
+    if (members.length === 0) names.push(name);
+    else queue.push(...members.map(([key, member]): [string, unknown] => [`${name}.${key}`, member]));
+  }
+  return names;
+}
 
-// A setting given an object (`{"api": {"key": {"a": "x"}}}`) also makes convict report each member of that
-// object as undeclared; the setting's own wrong-type problem says it all.
-function isBelowSetting(line: string): boolean {
-  const undeclared = UNDECLARED.exec(line)?.[1];
-  if (undeclared === undefined) return false;
-  const names = undeclared.split('.');
-  return names.some((_, index) => index > 0 && SETTINGS.has(names.slice(0, index).join('.')));
+function undeclaredProblem(setting: string, sources: Sources): ConfigProblem {
+  return {
+    setting,
+    message: `is not a setting df-worker knows${fileSource(setting, sources) ?? ' (from the command-line options)'}; remove it or correct its spelling`,
+  };
 }
 
 const EXPECTED_TYPE: Record<string, string> = {
@@ -166,26 +195,10 @@ const EXPECTED_TYPE: Record<string, string> = {
   boolean: 'true or false',
 };
 
-function toProblem(line: string, values: object, sources: Sources): ConfigProblem {
-  const undeclared = UNDECLARED.exec(line)?.[1];
-  if (undeclared !== undefined) {
-    return {
-      setting: undeclared,
-      message: `is not a setting df-worker knows${fileSource(undeclared, sources) ?? ' (from the command-line options)'}; remove it or correct its spelling`,
-    };
-  }
-  const missing = MISSING.exec(line)?.[1];
-  if (missing !== undefined) return missingProblem(missing, values, sources);
-  const separator = line.indexOf(': ');
-  const setting = separator < 0 ? '' : line.slice(0, separator);
-  const entry = SETTINGS.get(setting);
-  // Convict names sensitive settings without their values; anything it says is safe to pass on.
-  if (entry === undefined) return { setting: 'configuration', message: line };
-  const value = valueAt(values, setting);
-  let message = line.slice(separator + 2);
-  // Convict appends the raw value, which for a URL may hold a password: the value is re-quoted below.
-  const convictSuffix = message.indexOf(VALUE_WAS);
-  if (convictSuffix >= 0) message = message.slice(0, convictSuffix);
+function invalidProblem(setting: string, value: unknown, problem: string, sources: Sources): ConfigProblem {
+  const entry = SETTINGS.get(setting)!;
+  let message = problem;
+  // A sensitive value is never shown; a URL may hold a password, so it is shown redacted.
   if (entry.sensitive !== true) {
     const shown = entry.format === FORMAT.httpUrl && typeof value === 'string' ? redactUrl(value) : value;
     message += `, got ${formatValue(shown)}`;
