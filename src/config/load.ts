@@ -112,10 +112,10 @@ function readJsonObject(
     const where = /(line \d+ column \d+|position \d+)/.exec((error as Error).message)?.[1];
     return { problem: `${path} is not valid JSON${where === undefined ? '' : ` (at ${where})`}; ${remedy}` };
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+  if (!isPlainObject(parsed)) {
     return { problem: `${path} must hold a JSON object such as {"api": {"url": "..."}}; ${remedy}` };
   }
-  return { values: parsed as Record<string, unknown> };
+  return { values: parsed };
 }
 
 function applyOverrides(
