@@ -140,15 +140,12 @@ const keyName = v.pipe(
   v.string(nonEmpty),
   v.check((key) => key.trim() !== '', nonEmpty),
 );
-const keyEntry = v.lazy((entry) => {
-  if (typeof entry === 'string') return keyName;
-  if (typeof entry === 'object' && entry !== null && !Array.isArray(entry)) return describedKey;
-  return v.never(gotType('must be a string or {key, description}'));
-});
 const describedKey = record(
   { key: keyName, description: v.optional(v.string(gotType('must be a string'))) },
   gotType('must be a string or {key, description}'),
 );
+/** A string is shorthand for `{ key, description: '' }`. */
+const keyEntry = v.lazy((entry) => (typeof entry === 'string' ? keyName : describedKey));
 const keyList = v.optional(v.array(keyEntry, gotType('must be an array of strings or {key, description}')));
 const retryCount = gotValue('must be an integer >= 0');
 const timeoutMs = gotValue('must be a positive integer (milliseconds)');

@@ -15,21 +15,6 @@ export function record<const E extends v.ObjectEntries>(entries: E, message: Mes
   );
 }
 
-/** Like `record`, but a member not in `entries` is an issue (`unknownMember` words it). */
-export function strictRecord<const E extends v.ObjectEntries>(
-  entries: E,
-  message: Message,
-  unknownMember: Message,
-) {
-  return v.pipe(
-    v.custom<Record<string, unknown>>(isObject, message),
-    v.strictObject(entries, (issue) => {
-      if (issue.expected === 'never') return unknownMember(issue);
-      return missingMemberMessage(entries, issue) ?? message(issue);
-    }),
-  );
-}
-
 /** Any object but an array: class instances included (a task spec may be one), unlike `isPlainObject`. */
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -37,7 +22,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 function missingMemberMessage(entries: v.ObjectEntries, issue: v.BaseIssue<unknown>): string | undefined {
   const last = issue.path?.at(-1);
-  if (last?.origin !== 'key' || issue.expected === 'never' || typeof last.key !== 'string') return undefined;
+  if (last?.origin !== 'key' || typeof last.key !== 'string') return undefined;
   const member: unknown = entries[last.key];
   const own =
     typeof member === 'object' && member !== null && 'message' in member ? member.message : undefined;
