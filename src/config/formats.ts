@@ -1,13 +1,11 @@
-// The formats of df-worker settings: strict coercion of environment strings ("12abc" stays a string and
-// fails, "no" is not `true`), registered with convict, and a valibot schema per format whose messages read
-// well after "DF_SETTING (setting): ". load.ts checks values with the schemas, not through convict's messages.
-import convict from 'convict';
+// The formats of df-worker settings: strict coercion of strings ("12abc" stays a string and fails, "no" is
+// not `true`) and a valibot schema per format whose messages read well after "DF_SETTING (setting): ".
 import * as v from 'valibot';
 
 /** Node's timers fire at once (with a warning) beyond this delay, so no millisecond setting may exceed it. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
-/** Names under which the formats are registered in convict's (process-wide) format registry. */
+/** The format of each setting, named in the schema (`format: FORMAT.integer`). */
 export const FORMAT = {
   integer: 'df-integer',
   number: 'df-number',
@@ -20,7 +18,7 @@ export const FORMAT = {
   timeZone: 'df-time-zone',
 } as const;
 
-/** Extra members a schema entry carries for the formats below; convict hands the entry to `validate`. */
+/** Extra members a schema entry carries for the formats below. */
 export interface FormatBounds {
   min?: number;
   max?: number;
@@ -35,8 +33,8 @@ const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const TRUE_TEXT = new Set(['true', '1', 'yes', 'on']);
 const FALSE_TEXT = new Set(['false', '0', 'no', 'off']);
 
-// Coercion runs on strings only (environment, overrides); text that is not a number is left as it is so
-// that validation reports exactly what the user wrote.
+// Coercion runs on strings only (environment, files, overrides); text that is not a number is left as it is
+// so that validation reports exactly what the user wrote.
 function coerceInteger(value: string): unknown {
   const text = value.trim();
   return INTEGER_TEXT.test(text) ? Number(text) : value;
@@ -81,17 +79,6 @@ function isValidTimeZone(value: string): boolean {
   } catch {
     return false;
   }
-}
-
-// Convict hands validators the whole schema entry; read back the members the helpers in schema.ts put there.
-function boundsOf(schema: convict.SchemaObj): FormatBounds {
-  const { min, max, values, nonEmpty } = schema as Record<string, unknown>;
-  return {
-    ...(typeof min === 'number' ? { min } : {}),
-    ...(typeof max === 'number' ? { max } : {}),
-    ...(Array.isArray(values) ? { values: values.map(String) } : {}),
-    nonEmpty: nonEmpty === true,
-  };
 }
 
 /** Describes the bounds of a setting for its `doc`, e.g. "An integer between 1 and 256". */
@@ -167,21 +154,15 @@ export function formatSchema(format: string, bounds: FormatBounds): v.GenericSch
   }
 }
 
-/** Convict requires a validator per format; loadConfig does not call convict's, but it agrees with the schemas. */
-function validator(format: string) {
-  return (value: unknown, schema: convict.SchemaObj) => {
-    const result = v.safeParse(formatSchema(format, boundsOf(schema)), value, { abortEarly: true });
-    if (!result.success) throw new Error(result.issues[0].message);
-  };
-}
+const COERCE: Partial<Record<string, (text: string) => unknown>> = {
+  [FORMAT.integer]: coerceInteger,
+  [FORMAT.number]: coerceNumber,
+  [FORMAT.boolean]: coerceBoolean,
+  [FORMAT.booleanOrAuto]: coerceBooleanOrAuto,
+};
 
-convict.addFormats({
-  [FORMAT.integer]: { validate: validator(FORMAT.integer), coerce: coerceInteger },
-  [FORMAT.number]: { validate: validator(FORMAT.number), coerce: coerceNumber },
-  [FORMAT.boolean]: { validate: validator(FORMAT.boolean), coerce: coerceBoolean },
-  [FORMAT.booleanOrAuto]: { validate: validator(FORMAT.booleanOrAuto), coerce: coerceBooleanOrAuto },
-  [FORMAT.string]: { validate: validator(FORMAT.string) },
-  [FORMAT.oneOf]: { validate: validator(FORMAT.oneOf) },
-  [FORMAT.httpUrl]: { validate: validator(FORMAT.httpUrl) },
-  [FORMAT.timeZone]: { validate: validator(FORMAT.timeZone) },
-});
+/** A value given for a setting of `format`: text (environment, file, option) becomes the number or boolean it spells. */
+export function coerce(format: string, value: unknown): unknown {
+  const coerceText = COERCE[format];
+  return typeof value === 'string' && coerceText !== undefined ? coerceText(value) : value;
+}

@@ -3,7 +3,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import convict from 'convict';
 import * as v from 'valibot';
 import { checkRelations, checkServiceAccess, checkKey } from './checks.ts';
 import { redactUrl } from './describe.ts';
@@ -11,7 +10,8 @@ import { isPlainObject } from '../schema/plain-object.ts';
 import { ConfigError } from './errors.ts';
 import type { ConfigProblem } from './errors.ts';
 import { FORMAT, formatSchema } from './formats.ts';
-import { listSettings, schema } from './schema.ts';
+import { layerValues } from './layers.ts';
+import { listSettings } from './schema.ts';
 import type { Setting, WorkerConfig } from './schema.ts';
 
 export interface LoadConfigOptions {
@@ -48,8 +48,6 @@ export function loadConfig(options: LoadConfigOptions = {}): WorkerConfig {
   const overrides = options.overrides ?? {};
   const problems: ConfigProblem[] = [];
 
-  // `args: []`: df-worker's CLI owns argv; convict must not parse it.
-  const config = convict<WorkerConfig>(schema, { env, args: [] });
   const layers: FileLayer[] = [];
   const packageDefaults = readJsonObject(PACKAGE_DEFAULTS_FILE, 'reinstall df-worker');
   if ('problem' in packageDefaults) {
@@ -67,11 +65,13 @@ export function loadConfig(options: LoadConfigOptions = {}): WorkerConfig {
     if ('problem' in file) problems.push({ setting: 'DF_CONFIG', message: file.problem });
     else layers.push({ description: `the DF_CONFIG file ${path}`, values: file.values });
   }
-  // Convict re-applies the environment after each load, which keeps environment above files.
-  for (const layer of layers) config.load(layer.values);
-  problems.push(...applyOverrides(config, overrides));
-
-  const values = config.getProperties();
+  const layered = layerValues(
+    layers.map((layer) => layer.values),
+    env,
+    overrides,
+  );
+  problems.push(...layered.problems);
+  const values = layered.values as unknown as WorkerConfig;
   const invalid = validate(values, { env, overrides, layers });
   problems.push(...invalid);
   const invalidSettings = new Set(invalid.map((problem) => problem.setting));
@@ -116,23 +116,6 @@ function readJsonObject(
     return { problem: `${path} must hold a JSON object such as {"api": {"url": "..."}}; ${remedy}` };
   }
   return { values: parsed };
-}
-
-function applyOverrides(
-  config: convict.Config<WorkerConfig>,
-  overrides: Record<string, unknown>,
-): ConfigProblem[] {
-  const problems: ConfigProblem[] = [];
-  for (const [setting, value] of Object.entries(overrides)) {
-    if (value === undefined) continue;
-    try {
-      config.set(setting, value);
-    } catch {
-      // Setting below a leaf (`concurrency.x`) makes convict assign to a primitive.
-      problems.push({ setting, message: 'is not a setting df-worker knows (from the command-line options)' });
-    }
-  }
-  return problems;
 }
 
 interface Sources {
