@@ -1,5 +1,6 @@
 // The configuration's values before they are checked: the schema's defaults, each JSON file merged in, the
 // environment above the files, the command's options above everything; text coerced per format as it comes.
+import { isPlainObject } from '../schema/plain-object.ts';
 import type { ConfigProblem } from './errors.ts';
 import { coerce } from './formats.ts';
 import { listSettings, schema } from './schema.ts';
@@ -14,14 +15,11 @@ function isSetting(node: SchemaNode): node is Setting<unknown> {
   return node !== undefined && 'env' in node && 'default' in node;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
-}
-
 /** A name that would reach Object.prototype through a JSON file or an option. */
 function isPrototypeKey(name: string, value?: unknown): boolean {
   return (
-    name === '__proto__' || (name === 'constructor' && isObject(value) && Object.hasOwn(value, 'prototype'))
+    name === '__proto__' ||
+    (name === 'constructor' && isPlainObject(value) && Object.hasOwn(value, 'prototype'))
   );
 }
 
@@ -63,8 +61,8 @@ function merge(from: Record<string, unknown>, to: Record<string, unknown>, node:
     if (isPrototypeKey(name, value)) continue;
     const child = childOf(node, name);
     // Below a name df-worker does not know, an object is kept whole: it is reported, not read.
-    if (node !== undefined && isObject(value) && !Array.isArray(value)) {
-      if (!isObject(to[name])) to[name] = {};
+    if (node !== undefined && isPlainObject(value)) {
+      if (!isPlainObject(to[name])) to[name] = {};
       merge(value, to[name] as Record<string, unknown>, child);
     } else {
       to[name] = isSetting(child) ? coerce(child.format, value) : value;
@@ -81,7 +79,7 @@ function place(values: Record<string, unknown>, setting: string, value: unknown)
   for (const name of names) {
     const next = parent[name];
     if (next === undefined || next === null) parent[name] = {};
-    else if (!isObject(next)) return false;
+    else if (!isPlainObject(next)) return false;
     parent = parent[name] as Record<string, unknown>;
   }
   parent[last] = value;
