@@ -189,7 +189,7 @@ function invalidProblem(setting: string, value: unknown, problem: string, source
   return { setting, env: entry.env, message: message + describeSource(setting, entry, sources) };
 }
 
-/** Convict reports a setting "missing" when it or one of its parents was given the wrong kind of value. */
+/** A setting is missing when it, or one of its parents, was given the wrong kind of value (an object, or not one). */
 function missingProblem(setting: string, values: object, sources: Sources): ConfigProblem {
   const entry = SETTINGS.get(setting);
   const value = valueAt(values, setting);
