@@ -8,8 +8,8 @@ import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
 import { Transport } from './transport.ts';
 import type { OutgoingRequest } from './transport.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import {
-  isPlainObject,
   parseJobExecution,
   parseListEnvelope,
   parseServiceFile,
