@@ -1,4 +1,4 @@
-// Reference tables generated from the single sources of truth (the convict schema, the metrics registry), so the
+// Reference tables generated from the single sources of truth (the configuration schema, the metrics registry), so the
 // guides cannot drift from the code: `npm run docs` rewrites them, a test fails when they differ.
 import { describeConfig } from '../config/describe.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';

@@ -1,4 +1,4 @@
-// Derives the `config` section of the chart's values.schema.json from the convict schema (src/config/schema.ts), so the
+// Derives the `config` section of the chart's values.schema.json from the configuration schema (src/config/schema.ts), so the
 // chart refuses the same unknown keys and bad values the worker would. Run this file to rewrite that section.
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
