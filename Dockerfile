@@ -41,7 +41,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 COPY --from=build /app/dist ./dist
 COPY config ./config
 # The example handlers (their tests are left out by .dockerignore). Mount your own handlers over /app/handlers, or
-# build `FROM df-worker` and replace them; see README.md.
+# build `FROM df-worker` and replace them; see helm/README.md.
 COPY handlers ./handlers
 
 # The state folder (journal, month's budget usage) is the only place the worker writes; TMPDIR is for handlers that

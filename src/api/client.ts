@@ -8,8 +8,8 @@ import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
 import { Transport } from './transport.ts';
 import type { OutgoingRequest } from './transport.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import {
-  isPlainObject,
   parseJobExecution,
   parseListEnvelope,
   parseServiceFile,
@@ -150,6 +150,7 @@ export class ServiceClient {
   readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
   readonly #userAgent: string;
   readonly #options: ServiceClientOptions;
+  readonly #urlSetting: string;
   /** A sibling made by withGate() shares the transport of the client that made it, which alone closes it. */
   readonly #ownsTransport: boolean;
   #closed = false;
@@ -169,6 +170,7 @@ export class ServiceClient {
     this.#userAgent = options.userAgent ?? `df-worker/${packageVersion()}`;
     this.#ownsTransport = shared === undefined;
     this.#options = options;
+    this.#urlSetting = options.urlSetting ?? 'baseUrl';
     this.#transport =
       shared?.transport ??
       options.transport ??
@@ -181,7 +183,7 @@ export class ServiceClient {
           requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
           connections:
             options.connections === undefined ? null : positive(options.connections, 0, 'connections'),
-          urlSetting: options.urlSetting ?? 'baseUrl',
+          urlSetting: this.#urlSetting,
         },
         (text) => this.#redact(text),
       );
@@ -421,13 +423,23 @@ export class ServiceClient {
       const answer = await this.#transport.send(operation, request, abortWhenSent ? signal : undefined);
       status = answer.status;
       this.#observe(operation, answer);
-      const value = interpret(answer);
+      const value = this.#interpret(answer, interpret);
       this.#emit({ operation, status, durationMs: performance.now() - started });
       return value;
     } catch (error) {
       const event: ResponseEvent = { operation, status, durationMs: performance.now() - started };
       if (error instanceof ServiceClientError) event.error = error;
       this.#emit(event);
+      throw error;
+    }
+  }
+
+  /** Runs `interpret`; an answer of the wrong shape is blamed on the URL by the setting this client's user knows. */
+  #interpret<T>(answer: Answer, interpret: (answer: Answer) => T): T {
+    try {
+      return interpret(answer);
+    } catch (error) {
+      if (error instanceof ResponseValidationError) throw error.naming(this.#urlSetting);
       throw error;
     }
   }

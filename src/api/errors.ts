@@ -149,16 +149,37 @@ export class ResponseValidationError extends ServiceClientError {
    * execution on the service even though it cannot be run: the caller can still report it FAILED.
    */
   readonly executionId: string | undefined;
+  /** The setting the message tells the user to check, as the client names its URL (`DF_API_URL` in the daemon). */
+  readonly urlSetting: string;
 
-  constructor(operation: Operation, field: string, problem: string, executionId?: string) {
+  constructor(
+    operation: Operation,
+    field: string,
+    problem: string,
+    executionId?: string,
+    urlSetting = 'DF_API_URL',
+  ) {
     super(
       `${operation} answer ${problem}; the service's answer does not match its documented shape ` +
-        `(a proxy in between, or an API change): check baseUrl and report this if it persists`,
+        `(a proxy in between, or an API change): check ${urlSetting} and report this if it persists`,
     );
     this.operation = operation;
     this.field = field;
     this.problem = problem;
     this.executionId = executionId;
+    this.urlSetting = urlSetting;
+  }
+
+  /** The same error, its message naming `urlSetting`: the client's name for its URL, which validators do not know. */
+  naming(urlSetting: string): ResponseValidationError {
+    if (urlSetting === this.urlSetting) return this;
+    return new ResponseValidationError(
+      this.operation,
+      this.field,
+      this.problem,
+      this.executionId,
+      urlSetting,
+    );
   }
 }
 

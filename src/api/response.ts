@@ -1,5 +1,6 @@
 // Turns a raw answer (status, headers, body text) into either parsed JSON or one ServiceError, whatever
 // the body holds: the service's envelope, the `{message}`-only shape, a proxy's HTML page or nothing at all.
+import { isPlainObject } from '../schema/plain-object.ts';
 import { PreconditionFailedError, ResponseValidationError, ServiceError } from './errors.ts';
 import type { ServiceErrorDetails } from './errors.ts';
 import type { Operation } from './types.ts';
@@ -39,10 +40,9 @@ export function toServiceError(
 ): ServiceError {
   const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], nowMs);
   const body = tryParseJson(answer.text);
-  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
-    const record = body as Record<string, unknown>;
-    const code = stringOrUndefined(record.code);
-    const message = stringOrUndefined(record.message);
+  if (isPlainObject(body)) {
+    const code = stringOrUndefined(body.code);
+    const message = stringOrUndefined(body.message);
     if (code !== undefined || message !== undefined) {
       return serviceErrorOf({
         operation,

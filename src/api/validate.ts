@@ -1,5 +1,8 @@
 // Boundary checks for the service's answers: `unknown` JSON in, typed records out, or a ResponseValidationError
-// naming the field. Only what the rest of the daemon relies on is enforced; unknown extra fields pass through.
+// naming the field. Only what the rest of the daemon relies on is enforced; unknown extra fields are ignored.
+import * as v from 'valibot';
+import { isPlainObject, plainObject } from '../schema/plain-object.ts';
+import { issuePath, record } from '../schema/record.ts';
 import { ResponseValidationError } from './errors.ts';
 import type {
   JsonObject,
@@ -14,122 +17,135 @@ import type {
   Variable,
 } from './types.ts';
 
-/** A JSON object that is not an array and not null (what the service calls an object / free-form map). */
-export function isPlainObject(value: unknown): value is JsonObject {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+// Messages are the problem without the field: one starting with "lacks" gets the field appended, any other
+// but a record's own (NOT_A_RECORD) gets it prepended (see `problemOf`).
+const requiredString = v.string('lacks string field');
+/** An identifier: a string that is not empty (an empty id would address the collection, not a record). */
+const id = v.pipe(requiredString, v.nonEmpty('is an empty string'));
+const optionalString = v.nullish(v.string('is not a string'));
+const number = v.pipe(v.number('lacks number field'), v.finite('lacks number field'));
+const object = plainObject<JsonObject>((issue) =>
+  issue.input === undefined || issue.input === null ? 'lacks object field' : 'is not an object',
+);
+
+/** The discriminator is documented on every record; tolerate its absence, but not a different record type. */
+function tag<const T extends string>(expected: T) {
+  return v.optional(
+    v.literal(expected, (issue) => `is ${JSON.stringify(issue.input)}, expected '${expected}'`),
+  );
 }
 
-/** Reads one record's fields, naming each problem with the record's path (e.g. `data[2].key`). */
-class FieldReader {
-  readonly #operation: Operation;
-  readonly #record: JsonObject;
-  readonly #path: string;
+/** Problems of a record that is not an object at all, which its path alone names: `is not a task object`. */
+const NOT_A_RECORD = new Set<string>();
 
-  constructor(operation: Operation, value: unknown, path: string, what: string) {
-    this.#operation = operation;
-    this.#path = path;
-    if (!isPlainObject(value)) {
-      throw new ResponseValidationError(operation, path === '' ? '(body)' : path, `is not ${what} object`);
-    }
-    this.#record = value;
-  }
-
-  fieldPath(name: string): string {
-    return this.#path === '' ? name : `${this.#path}.${name}`;
-  }
-
-  fail(name: string, problem: string): never {
-    const field = this.fieldPath(name);
-    throw new ResponseValidationError(this.#operation, field, `field '${field}' ${problem}`);
-  }
-
-  raw(name: string): unknown {
-    return this.#record[name];
-  }
-
-  string(name: string): string {
-    const value = this.#record[name];
-    if (typeof value !== 'string') this.#lacks(name, 'string');
-    return value;
-  }
-
-  /** An identifier: a string that is not empty (an empty id would address the collection, not a record). */
-  id(name: string): string {
-    const value = this.string(name);
-    if (value === '') this.fail(name, 'is an empty string');
-    return value;
-  }
-
-  optionalString(name: string): string | undefined {
-    const value = this.#record[name];
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string') this.fail(name, 'is not a string');
-    return value;
-  }
-
-  number(name: string): number {
-    const value = this.#record[name];
-    if (typeof value !== 'number' || !Number.isFinite(value)) this.#lacks(name, 'number');
-    return value;
-  }
-
-  object(name: string): JsonObject {
-    const value = this.#record[name];
-    if (value === undefined || value === null) this.#lacks(name, 'object');
-    if (!isPlainObject(value)) this.fail(name, 'is not an object');
-    return value;
-  }
-
-  array(name: string): unknown[] {
-    const value = this.#record[name];
-    if (!Array.isArray(value)) this.#lacks(name, 'array');
-    return value as unknown[];
-  }
-
-  #lacks(name: string, type: string): never {
-    const field = this.fieldPath(name);
-    throw new ResponseValidationError(this.#operation, field, `lacks ${type} field '${field}'`);
-  }
+function answerRecord<const E extends v.ObjectEntries>(entries: E, what: string) {
+  const problem = `is not ${what} object`;
+  NOT_A_RECORD.add(problem);
+  return record(entries, () => problem);
 }
 
-function checkObjectTag(reader: FieldReader, expected: string): void {
-  const tag = reader.raw('object');
-  // The discriminator is documented on every record; tolerate its absence, but not a different record type.
-  if (tag !== undefined && tag !== expected)
-    reader.fail('object', `is ${JSON.stringify(tag)}, expected '${expected}'`);
+const keyDescription = answerRecord(
+  // An empty description may plausibly come back as null or be left out; nothing depends on it.
+  { key: requiredString, description: optionalString },
+  'a key description',
+);
+
+const taskSchema = answerRecord(
+  {
+    object: tag('task'),
+    id,
+    createdAt: optionalString,
+    key: requiredString,
+    description: optionalString,
+    retryCount: v.optional(number),
+    inputKeys: v.array(keyDescription, 'lacks array field'),
+    outputKeys: v.array(keyDescription, 'lacks array field'),
+    updatedAt: optionalString,
+  },
+  'a task',
+);
+
+const taskExecutionSchema = answerRecord(
+  {
+    object: tag('task_execution'),
+    id,
+    taskId: id,
+    createdAt: optionalString,
+    status: requiredString,
+    input: object,
+    updatedAt: optionalString,
+    output: v.nullish(object),
+  },
+  'a task execution',
+);
+
+const listSchema = answerRecord(
+  {
+    object: tag('list'),
+    totalElements: number,
+    data: v.array(v.unknown(), 'lacks array field'),
+  },
+  'a list',
+);
+
+const variableSchema = answerRecord(
+  {
+    object: tag('variable'),
+    secret: v.optional(v.boolean('is not a boolean')),
+    id,
+    createdAt: optionalString,
+    name: optionalString,
+    key: requiredString,
+    value: requiredString,
+    status: optionalString,
+    updatedAt: optionalString,
+  },
+  'a variable',
+);
+
+const fileSchema = answerRecord({ id }, 'a file');
+const jobExecutionSchema = answerRecord({ id }, 'a job execution');
+
+/** Parses `value` at `path` inside the answer, or throws naming the first field that is wrong. */
+function check<S extends v.GenericSchema>(
+  schema: S,
+  operation: Operation,
+  value: unknown,
+  path = '',
+): v.InferOutput<S> {
+  const result = v.safeParse(schema, value, { abortEarly: true });
+  if (result.success) return result.output;
+  const issue = result.issues[0];
+  const inner = issuePath(issue);
+  const field =
+    path === '' ? inner : inner === '' ? path : inner.startsWith('[') ? path + inner : `${path}.${inner}`;
+  throw new ResponseValidationError(operation, field === '' ? '(body)' : field, problemOf(issue, field));
 }
 
-function readKeyDescriptions(operation: Operation, reader: FieldReader, name: string): KeyDescription[] {
-  return reader.array(name).map((item, index) => {
-    const entry = new FieldReader(
-      operation,
-      item,
-      `${reader.fieldPath(name)}[${index}]`,
-      'a key description',
-    );
-    // An empty description may plausibly come back as null or be left out; nothing depends on it.
-    return { key: entry.string('key'), description: entry.optionalString('description') ?? '' };
-  });
+function problemOf(issue: v.BaseIssue<unknown>, field: string): string {
+  if (issue.message.startsWith('lacks ')) return `${issue.message} '${field}'`;
+  if (NOT_A_RECORD.has(issue.message)) return issue.message;
+  return `field '${field}' ${issue.message}`;
+}
+
+function keyDescriptions(items: v.InferOutput<typeof keyDescription>[]): KeyDescription[] {
+  return items.map((item) => ({ key: item.key, description: item.description ?? '' }));
 }
 
 /** Validates a Task (part 2.1). `path` locates it inside a larger answer, e.g. `data[4]`. */
 export function parseTask(operation: Operation, value: unknown, path = ''): Task {
-  const reader = new FieldReader(operation, value, path, 'a task');
-  checkObjectTag(reader, 'task');
+  const checked = check(taskSchema, operation, value, path);
   const task: Task = {
     object: 'task',
-    id: reader.id('id'),
-    createdAt: reader.optionalString('createdAt') ?? '',
-    key: reader.string('key'),
-    description: reader.optionalString('description') ?? '',
-    retryCount: reader.raw('retryCount') === undefined ? 0 : reader.number('retryCount'),
-    inputKeys: readKeyDescriptions(operation, reader, 'inputKeys'),
-    outputKeys: readKeyDescriptions(operation, reader, 'outputKeys'),
+    id: checked.id,
+    createdAt: checked.createdAt ?? '',
+    key: checked.key,
+    description: checked.description ?? '',
+    retryCount: checked.retryCount ?? 0,
+    inputKeys: keyDescriptions(checked.inputKeys),
+    outputKeys: keyDescriptions(checked.outputKeys),
   };
-  const updatedAt = reader.optionalString('updatedAt');
-  if (updatedAt !== undefined) task.updatedAt = updatedAt;
+  if (typeof checked.updatedAt === 'string') task.updatedAt = checked.updatedAt;
   return task;
 }
 
@@ -141,30 +157,27 @@ export function parseTaskExecution(operation: Operation, value: unknown): TaskEx
   try {
     return readTaskExecution(operation, value);
   } catch (error) {
-    const id = isPlainObject(value) ? value.id : undefined;
-    if (error instanceof ResponseValidationError && typeof id === 'string' && id !== '') {
-      throw new ResponseValidationError(error.operation, error.field, error.problem, id);
+    const executionId = isPlainObject(value) ? value.id : undefined;
+    if (error instanceof ResponseValidationError && typeof executionId === 'string' && executionId !== '') {
+      throw new ResponseValidationError(error.operation, error.field, error.problem, executionId);
     }
     throw error;
   }
 }
 
 function readTaskExecution(operation: Operation, value: unknown): TaskExecution {
-  const reader = new FieldReader(operation, value, '', 'a task execution');
-  checkObjectTag(reader, 'task_execution');
+  const checked = check(taskExecutionSchema, operation, value);
   const execution: TaskExecution = {
     object: 'task_execution',
-    id: reader.id('id'),
-    taskId: reader.id('taskId'),
-    createdAt: reader.optionalString('createdAt') ?? '',
+    id: checked.id,
+    taskId: checked.taskId,
+    createdAt: checked.createdAt ?? '',
     // Kept as the service sent it: a status added by a later API version must not make a claimed execution unreadable.
-    status: reader.string('status') as TaskExecutionStatus,
-    input: reader.object('input'),
+    status: checked.status as TaskExecutionStatus,
+    input: checked.input,
   };
-  const updatedAt = reader.optionalString('updatedAt');
-  if (updatedAt !== undefined) execution.updatedAt = updatedAt;
-  const output = reader.raw('output');
-  if (output !== undefined && output !== null) execution.output = reader.object('output');
+  if (typeof checked.updatedAt === 'string') execution.updatedAt = checked.updatedAt;
+  if (checked.output !== undefined && checked.output !== null) execution.output = checked.output;
   return execution;
 }
 
@@ -174,44 +187,36 @@ export function parseListEnvelope<T>(
   value: unknown,
   parseItem: (operation: Operation, item: unknown, path: string) => T,
 ): ListEnvelope<T> {
-  const reader = new FieldReader(operation, value, '', 'a list');
-  checkObjectTag(reader, 'list');
-  const totalElements = reader.number('totalElements');
-  const data = reader.array('data').map((item, index) => parseItem(operation, item, `data[${index}]`));
-  return { object: 'list', data, totalElements };
+  const checked = check(listSchema, operation, value);
+  const data = checked.data.map((item, index) => parseItem(operation, item, `data[${index}]`));
+  return { object: 'list', data, totalElements: checked.totalElements };
 }
 
 /** Validates a file record; its fields are undocumented (part 2.15), so only `id` is required. */
 export function parseServiceFile(operation: Operation, value: unknown): ServiceFile {
-  const reader = new FieldReader(operation, value, '', 'a file');
-  reader.id('id');
+  check(fileSchema, operation, value);
   return value as ServiceFile;
 }
 
 /** Validates a job execution record; its fields are undocumented (part 2.15), so only `id` is required. */
 export function parseJobExecution(operation: Operation, value: unknown): JobExecution {
-  const reader = new FieldReader(operation, value, '', 'a job execution');
-  reader.id('id');
+  check(jobExecutionSchema, operation, value);
   return value as JobExecution;
 }
 
 /** Validates a Variable (part 2.3): `id`, `key` and `value` strings are required. */
 export function parseVariable(operation: Operation, value: unknown): Variable {
-  const reader = new FieldReader(operation, value, '', 'a variable');
-  checkObjectTag(reader, 'variable');
-  const secret = reader.raw('secret');
-  if (secret !== undefined && typeof secret !== 'boolean') reader.fail('secret', 'is not a boolean');
+  const checked = check(variableSchema, operation, value);
   const variable: Variable = {
     object: 'variable',
-    id: reader.id('id'),
-    createdAt: reader.optionalString('createdAt') ?? '',
-    name: reader.optionalString('name') ?? '',
-    key: reader.string('key'),
-    value: reader.string('value'),
-    secret: secret === true,
-    status: reader.optionalString('status') ?? 'ACTIVE',
+    id: checked.id,
+    createdAt: checked.createdAt ?? '',
+    name: checked.name ?? '',
+    key: checked.key,
+    value: checked.value,
+    secret: checked.secret === true,
+    status: checked.status ?? 'ACTIVE',
   };
-  const updatedAt = reader.optionalString('updatedAt');
-  if (updatedAt !== undefined) variable.updatedAt = updatedAt;
+  if (typeof checked.updatedAt === 'string') variable.updatedAt = checked.updatedAt;
   return variable;
 }

@@ -16,11 +16,16 @@ const { enableCompileCache } = await import('node:module');
 // `start`, and the handler workers share the cache (see sandbox/compile-cache.ts). A cache that cannot be
 // written is skipped quietly; NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 enableCompileCache();
-const { commands } = await import('./commands/index.ts');
-const { printUsage } = await import('./usage.ts');
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === 'start') {
+    // The daemon's own command loads only what it runs: the other commands (the emulator, the dev loop, the
+    // templates) would stay in its memory for as long as it runs.
+    const { startCommand } = await import('./commands/start.ts');
+    return startCommand.run(rest);
+  }
+  const { printUsage } = await import('./usage.ts');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     printUsage(process.stdout);
     return name === undefined ? 1 : 0;
@@ -30,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${version}\n`);
     return 0;
   }
+  const { commands } = await import('./commands/index.ts');
   const command = commands.get(name);
   if (!command) {
     process.stderr.write(`df-worker: unknown command "${name}"\n\n`);

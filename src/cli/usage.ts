@@ -12,7 +12,7 @@ export function printUsage(out: NodeJS.WritableStream): void {
       ...lines,
       '',
       `Run \`${cliCommand('<command> --help')}\` for the options of a command. Settings come from DF_*`,
-      'environment variables or a JSON file named by DF_CONFIG (see README.md, Configuration).',
+      'environment variables or a JSON file named by DF_CONFIG (see config/README.md).',
       '',
     ].join('\n'),
   );

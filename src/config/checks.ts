@@ -1,4 +1,4 @@
-// Checks that span several settings or depend on the command, which convict's per-setting formats cannot
+// Checks that span several settings or depend on the command, which the per-setting formats cannot
 // express. Each is skipped when a setting it reads is already reported invalid, to avoid noise.
 import type { ConfigProblem } from './errors.ts';
 import { listSettings } from './schema.ts';

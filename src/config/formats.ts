@@ -1,11 +1,11 @@
-// Convict formats for df-worker settings: strict coercion of environment strings ("12abc" stays a string
-// and fails, "no" is not `true`) and messages that read well after "DF_SETTING (setting): ".
-import convict from 'convict';
+// The formats of df-worker settings: strict coercion of strings ("12abc" stays a string and fails, "no" is
+// not `true`) and a valibot schema per format whose messages read well after "DF_SETTING (setting): ".
+import * as v from 'valibot';
 
 /** Node's timers fire at once (with a warning) beyond this delay, so no millisecond setting may exceed it. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
-/** Names under which the formats are registered in convict's (process-wide) format registry. */
+/** The format of each setting, named in the schema (`format: FORMAT.integer`). */
 export const FORMAT = {
   integer: 'df-integer',
   number: 'df-number',
@@ -20,7 +20,7 @@ export const FORMAT = {
   timeZone: 'df-time-zone',
 } as const;
 
-/** Extra members a schema entry carries for the formats below; convict hands the entry to `validate`. */
+/** Extra members a schema entry carries for the formats below. */
 export interface FormatBounds {
   min?: number;
   max?: number;
@@ -35,8 +35,8 @@ const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const TRUE_TEXT = new Set(['true', '1', 'yes', 'on']);
 const FALSE_TEXT = new Set(['false', '0', 'no', 'off']);
 
-// Coercion runs on strings only (environment, overrides); text that is not a number is left as it is so
-// that validation reports exactly what the user wrote.
+// Coercion runs on strings only (environment, files, overrides); text that is not a number is left as it is
+// so that validation reports exactly what the user wrote.
 function coerceInteger(value: string): unknown {
   const text = value.trim();
   return INTEGER_TEXT.test(text) ? Number(text) : value;
@@ -66,13 +66,10 @@ function rangeText(bounds: FormatBounds): string {
   return '';
 }
 
-function assertInRange(value: unknown, bounds: FormatBounds, kind: 'an integer' | 'a number'): void {
-  const ok =
-    typeof value === 'number' &&
-    (kind === 'an integer' ? Number.isSafeInteger(value) : Number.isFinite(value)) &&
-    (bounds.min === undefined || value >= bounds.min) &&
-    (bounds.max === undefined || value <= bounds.max);
-  if (!ok) throw new Error(`must be ${kind} ${rangeText(bounds)}`.trimEnd());
+function inRange(value: number, bounds: FormatBounds): boolean {
+  return (
+    (bounds.min === undefined || value >= bounds.min) && (bounds.max === undefined || value <= bounds.max)
+  );
 }
 
 function isValidTimeZone(value: string): boolean {
@@ -86,106 +83,106 @@ function isValidTimeZone(value: string): boolean {
   }
 }
 
-// Convict hands validators the whole schema entry; read back the members the helpers in schema.ts put there.
-function boundsOf(schema: convict.SchemaObj): FormatBounds {
-  const { min, max, values, nonEmpty } = schema as Record<string, unknown>;
-  return {
-    ...(typeof min === 'number' ? { min } : {}),
-    ...(typeof max === 'number' ? { max } : {}),
-    ...(Array.isArray(values) ? { values: values.map(String) } : {}),
-    nonEmpty: nonEmpty === true,
-  };
-}
-
 /** Describes the bounds of a setting for its `doc`, e.g. "An integer between 1 and 256". */
 export function describeBounds(kind: 'integer' | 'number', bounds: FormatBounds): string {
   return `${kind === 'integer' ? 'An integer' : 'A number'} ${rangeText(bounds)}`.trimEnd();
 }
 
-convict.addFormats({
-  [FORMAT.integer]: {
-    validate: (value: unknown, schema: convict.SchemaObj) =>
-      assertInRange(value, boundsOf(schema), 'an integer'),
-    coerce: coerceInteger,
-  },
-  [FORMAT.number]: {
-    validate: (value: unknown, schema: convict.SchemaObj) =>
-      assertInRange(value, boundsOf(schema), 'a number'),
-    coerce: coerceNumber,
-  },
-  [FORMAT.boolean]: {
-    validate: (value: unknown) => {
-      if (typeof value !== 'boolean') throw new Error('must be true or false');
-    },
-    coerce: coerceBoolean,
-  },
-  [FORMAT.booleanOrAuto]: {
-    validate: (value: unknown) => {
-      if (typeof value !== 'boolean' && value !== 'auto') throw new Error('must be auto, true or false');
-    },
-    coerce: coerceBooleanOrAuto,
-  },
-  [FORMAT.string]: {
-    validate: (value: unknown, schema: convict.SchemaObj) => {
-      if (typeof value !== 'string') throw new Error('must be a string');
-      if (boundsOf(schema).nonEmpty === true && value.trim() === '') throw new Error('must not be empty');
-    },
-  },
-  [FORMAT.oneOf]: {
-    validate: (value: unknown, schema: convict.SchemaObj) => {
-      const values = boundsOf(schema).values ?? [];
-      if (typeof value !== 'string' || !values.includes(value)) {
-        throw new Error(`must be one of ${values.join(', ')}`);
-      }
-    },
-  },
-  [FORMAT.httpUrl]: {
-    validate: (value: unknown) => {
-      if (typeof value !== 'string') throw new Error('must be a string');
-      if (value === '') return; // not set: whether it is required depends on the command
-      let url: URL;
-      try {
-        url = new URL(value);
-      } catch {
-        throw new Error('must be an absolute http:// or https:// URL');
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-        throw new Error('must be an http:// or https:// URL');
-      }
-      // The API client refuses these too, but only once `start` runs; a secret in a URL also ends up in
-      // logs and in `check --verbose`, so it is refused here where the setting is named.
-      if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
-        throw new Error(
-          "must be the service's base URL without a user name, password, query or fragment (put the API key in DF_API_KEY or DF_API_KEY_FILE)",
-        );
-      }
-      // Refused rather than stripped: a URL that works only because df-worker rewrites it would fail in the
-      // next tool given it, and a warning is easy to miss in a log. `check` names the fix before `start` runs.
-      const versioned = API_PATH_SUFFIX.exec(url.pathname);
-      if (versioned !== null) {
-        const suffix = versioned[0].replace(/\/+$/, '');
-        throw new Error(
-          `must not end in ${suffix}, the service's API path, which df-worker adds itself (the service would ` +
-            `answer 404 for a doubled path): drop it, as in ${url.origin}${url.pathname.slice(0, versioned.index)}`,
-        );
-      }
-    },
-  },
-  [FORMAT.redisUrl]: {
-    validate: (value: unknown) => {
-      if (typeof value !== 'string') throw new Error('must be a string');
-      if (value === '') return; // not set: standalone mode
-      const url = URL.parse(value);
-      if (url === null || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.host === '') {
-        throw new Error('must be a redis:// or rediss:// URL such as redis://:password@redis:6379/0');
-      }
-    },
-  },
-  [FORMAT.timeZone]: {
-    validate: (value: unknown) => {
-      if (typeof value !== 'string' || !isValidTimeZone(value)) {
-        throw new Error('must be an IANA time zone such as UTC or Europe/Paris');
-      }
-    },
-  },
-});
+/** The problem with a base URL for the service, or undefined when it is usable (or not set). */
+function httpUrlProblem(value: string): string | undefined {
+  if (value === '') return undefined; // not set: whether it is required depends on the command
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute http:// or https:// URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http:// or https:// URL';
+  // The API client refuses these too, but only once `start` runs; a secret in a URL also ends up in
+  // logs and in `check --verbose`, so it is refused here where the setting is named.
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    return "must be the service's base URL without a user name, password, query or fragment (put the API key in DF_API_KEY or DF_API_KEY_FILE)";
+  }
+  // Refused rather than stripped: a URL that works only because df-worker rewrites it would fail in the
+  // next tool given it, and a warning is easy to miss in a log. `check` names the fix before `start` runs.
+  const versioned = API_PATH_SUFFIX.exec(url.pathname);
+  if (versioned === null) return undefined;
+  const suffix = versioned[0].replace(/\/+$/, '');
+  return (
+    `must not end in ${suffix}, the service's API path, which df-worker adds itself (the service would ` +
+    `answer 404 for a doubled path): drop it, as in ${url.origin}${url.pathname.slice(0, versioned.index)}`
+  );
+}
+
+/** The problem with a Redis URL (clustered mode), or undefined when it is usable (or not set). */
+function redisUrlProblem(value: string): string | undefined {
+  if (value === '') return undefined; // not set: standalone mode
+  const url = URL.parse(value);
+  if (url === null || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.host === '') {
+    return 'must be a redis:// or rediss:// URL such as redis://:password@redis:6379/0';
+  }
+  return undefined;
+}
+
+/** The schema a value of `format` must match; its issue's message is the problem, e.g. "must be true or false". */
+export function formatSchema(format: string, bounds: FormatBounds): v.GenericSchema {
+  switch (format) {
+    case FORMAT.integer:
+    case FORMAT.number: {
+      const integer = format === FORMAT.integer;
+      const message = `must be ${integer ? 'an integer' : 'a number'} ${rangeText(bounds)}`.trimEnd();
+      const valid = (value: number) =>
+        (integer ? Number.isSafeInteger(value) : Number.isFinite(value)) && inRange(value, bounds);
+      return v.pipe(v.number(message), v.check(valid, message));
+    }
+    case FORMAT.boolean:
+      return v.boolean('must be true or false');
+    case FORMAT.booleanOrAuto:
+      return v.union([v.boolean(), v.literal('auto')], 'must be auto, true or false');
+    case FORMAT.string:
+      return v.pipe(
+        v.string('must be a string'),
+        v.check((value) => bounds.nonEmpty !== true || value.trim() !== '', 'must not be empty'),
+      );
+    case FORMAT.oneOf: {
+      const values = bounds.values ?? [];
+      return v.picklist(values, `must be one of ${values.join(', ')}`);
+    }
+    case FORMAT.httpUrl:
+      return v.pipe(
+        v.string('must be a string'),
+        v.rawCheck(({ dataset, addIssue }) => {
+          const problem = dataset.typed ? httpUrlProblem(dataset.value) : undefined;
+          if (problem !== undefined) addIssue({ message: problem });
+        }),
+      );
+    case FORMAT.redisUrl:
+      return v.pipe(
+        v.string('must be a string'),
+        v.rawCheck(({ dataset, addIssue }) => {
+          const problem = dataset.typed ? redisUrlProblem(dataset.value) : undefined;
+          if (problem !== undefined) addIssue({ message: problem });
+        }),
+      );
+    case FORMAT.timeZone:
+      return v.custom(
+        (value) => typeof value === 'string' && isValidTimeZone(value),
+        'must be an IANA time zone such as UTC or Europe/Paris',
+      );
+    default:
+      throw new Error(`unknown setting format ${format}`);
+  }
+}
+
+const COERCE: Partial<Record<string, (text: string) => unknown>> = {
+  [FORMAT.integer]: coerceInteger,
+  [FORMAT.number]: coerceNumber,
+  [FORMAT.boolean]: coerceBoolean,
+  [FORMAT.booleanOrAuto]: coerceBooleanOrAuto,
+};
+
+/** A value given for a setting of `format`: text (environment, file, option) becomes the number or boolean it spells. */
+export function coerce(format: string, value: unknown): unknown {
+  const coerceText = COERCE[format];
+  return typeof value === 'string' && coerceText !== undefined ? coerceText(value) : value;
+}

@@ -3,13 +3,15 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import convict from 'convict';
+import * as v from 'valibot';
 import { checkRelations, checkServiceAccess, checkKey } from './checks.ts';
 import { redactUrl } from './describe.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import { ConfigError } from './errors.ts';
 import type { ConfigProblem } from './errors.ts';
-import { FORMAT } from './formats.ts';
-import { listSettings, schema } from './schema.ts';
+import { FORMAT, formatSchema } from './formats.ts';
+import { layerValues } from './layers.ts';
+import { listSettings } from './schema.ts';
 import type { Setting, WorkerConfig } from './schema.ts';
 
 export interface LoadConfigOptions {
@@ -27,6 +29,11 @@ export interface LoadConfigOptions {
 export const PACKAGE_DEFAULTS_FILE = fileURLToPath(new URL('../../config/default.json', import.meta.url));
 
 const SETTINGS = new Map(listSettings().map(({ setting, entry }) => [setting, entry]));
+const SCHEMAS = new Map(
+  listSettings().map(({ setting, entry }) => [setting, formatSchema(entry.format, entry)]),
+);
+// Top-level settings first, then each level in schema order: the order problems are listed in.
+const BY_DEPTH = [...SETTINGS.keys()].sort((a, b) => a.split('.').length - b.split('.').length);
 
 /** A JSON object merged into the configuration, with where it came from for error messages. */
 interface FileLayer {
@@ -41,8 +48,6 @@ export function loadConfig(options: LoadConfigOptions = {}): WorkerConfig {
   const overrides = options.overrides ?? {};
   const problems: ConfigProblem[] = [];
 
-  // `args: []`: df-worker's CLI owns argv; convict must not parse it.
-  const config = convict<WorkerConfig>(schema, { env, args: [] });
   const layers: FileLayer[] = [];
   const packageDefaults = readJsonObject(PACKAGE_DEFAULTS_FILE, 'reinstall df-worker');
   if ('problem' in packageDefaults) {
@@ -60,12 +65,14 @@ export function loadConfig(options: LoadConfigOptions = {}): WorkerConfig {
     if ('problem' in file) problems.push({ setting: 'DF_CONFIG', message: file.problem });
     else layers.push({ description: `the DF_CONFIG file ${path}`, values: file.values });
   }
-  // Convict re-applies the environment after each load, which keeps environment above files.
-  for (const layer of layers) config.load(layer.values);
-  problems.push(...applyOverrides(config, overrides));
-
-  const values = config.getProperties();
-  const invalid = validate(config, values, { env, overrides, layers });
+  const layered = layerValues(
+    layers.map((layer) => layer.values),
+    env,
+    overrides,
+  );
+  problems.push(...layered.problems);
+  const values = layered.values as unknown as WorkerConfig;
+  const invalid = validate(values, { env, overrides, layers });
   problems.push(...invalid);
   const invalidSettings = new Set(invalid.map((problem) => problem.setting));
   problems.push(...checkRelations(values, invalidSettings));
@@ -105,27 +112,10 @@ function readJsonObject(
     const where = /(line \d+ column \d+|position \d+)/.exec((error as Error).message)?.[1];
     return { problem: `${path} is not valid JSON${where === undefined ? '' : ` (at ${where})`}; ${remedy}` };
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+  if (!isPlainObject(parsed)) {
     return { problem: `${path} must hold a JSON object such as {"api": {"url": "..."}}; ${remedy}` };
   }
-  return { values: parsed as Record<string, unknown> };
-}
-
-function applyOverrides(
-  config: convict.Config<WorkerConfig>,
-  overrides: Record<string, unknown>,
-): ConfigProblem[] {
-  const problems: ConfigProblem[] = [];
-  for (const [setting, value] of Object.entries(overrides)) {
-    if (value === undefined) continue;
-    try {
-      config.set(setting, value);
-    } catch {
-      // Setting below a leaf (`concurrency.x`) makes convict assign to a primitive.
-      problems.push({ setting, message: 'is not a setting df-worker knows (from the command-line options)' });
-    }
-  }
-  return problems;
+  return { values: parsed };
 }
 
 interface Sources {
@@ -134,30 +124,52 @@ interface Sources {
   layers: FileLayer[];
 }
 
-/** Runs convict's strict validation and turns its one multi-line error into named problems. */
-function validate(config: convict.Config<WorkerConfig>, values: object, sources: Sources): ConfigProblem[] {
-  try {
-    config.validate({ allowed: 'strict' });
-    return [];
-  } catch (error) {
-    return (error as Error).message
-      .split('\n')
-      .filter((line) => line.trim() !== '' && !isBelowSetting(line))
-      .map((line) => toProblem(line, values, sources));
+/**
+ * Checks every setting against its format's schema, then names what is missing (a setting, or one of its
+ * parents, given an object or a value where the other was expected) and what is not a setting at all.
+ */
+function validate(values: object, sources: Sources): ConfigProblem[] {
+  const given = new Set(leaves(values));
+  const invalid: ConfigProblem[] = [];
+  const missing: ConfigProblem[] = [];
+  for (const setting of BY_DEPTH) {
+    if (!given.has(setting)) {
+      missing.push(missingProblem(setting, values, sources));
+      continue;
+    }
+    const value = valueAt(values, setting);
+    const result = v.safeParse(SCHEMAS.get(setting)!, value, { abortEarly: true });
+    if (!result.success) invalid.push(invalidProblem(setting, value, result.issues[0].message, sources));
   }
+  // A setting given an object (`{"api": {"key": {"a": "x"}}}`) is reported above as having the wrong type;
+  // the members of that object are not reported as unknown settings.
+  const undeclared = [...given]
+    .filter((name) => !name.split('.').some((_, index) => SETTINGS.has(name.split('.', index + 1).join('.'))))
+    .map((name) => undeclaredProblem(name, sources));
+  return [...invalid, ...missing, ...undeclared];
 }
 
-const UNDECLARED = /^configuration param '(.+)' not declared in the schema$/;
-const MISSING = /^configuration param '(.+)' missing from config, did you override its parent\?$/;
-const VALUE_WAS = ': value was ';
+/**
+ * The dotted names of the values given, as far down as objects go (an array, null or `{}` ends a name), level by
+ * level: `{"log": {"level": "x"}}` gives `log.level`, `{"log": "x"}` gives `log`.
+ */
+function leaves(values: object): string[] {
+  const names: string[] = [];
+  const queue: [string, unknown][] = Object.entries(values);
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    const [name, value] = next;
+    const members = isPlainObject(value) ? Object.entries(value) : [];
+    if (members.length === 0) names.push(name);
+    else queue.push(...members.map(([key, member]): [string, unknown] => [`${name}.${key}`, member]));
+  }
+  return names;
+}
 
-// A setting given an object (`{"api": {"key": {"a": "x"}}}`) also makes convict report each member of that
-// object as undeclared; the setting's own wrong-type problem says it all.
-function isBelowSetting(line: string): boolean {
-  const undeclared = UNDECLARED.exec(line)?.[1];
-  if (undeclared === undefined) return false;
-  const names = undeclared.split('.');
-  return names.some((_, index) => index > 0 && SETTINGS.has(names.slice(0, index).join('.')));
+function undeclaredProblem(setting: string, sources: Sources): ConfigProblem {
+  return {
+    setting,
+    message: `is not a setting df-worker knows${fileSource(setting, sources) ?? ' (from the command-line options)'}; remove it or correct its spelling`,
+  };
 }
 
 const EXPECTED_TYPE: Record<string, string> = {
@@ -166,26 +178,10 @@ const EXPECTED_TYPE: Record<string, string> = {
   boolean: 'true or false',
 };
 
-function toProblem(line: string, values: object, sources: Sources): ConfigProblem {
-  const undeclared = UNDECLARED.exec(line)?.[1];
-  if (undeclared !== undefined) {
-    return {
-      setting: undeclared,
-      message: `is not a setting df-worker knows${fileSource(undeclared, sources) ?? ' (from the command-line options)'}; remove it or correct its spelling`,
-    };
-  }
-  const missing = MISSING.exec(line)?.[1];
-  if (missing !== undefined) return missingProblem(missing, values, sources);
-  const separator = line.indexOf(': ');
-  const setting = separator < 0 ? '' : line.slice(0, separator);
-  const entry = SETTINGS.get(setting);
-  // Convict names sensitive settings without their values; anything it says is safe to pass on.
-  if (entry === undefined) return { setting: 'configuration', message: line };
-  const value = valueAt(values, setting);
-  let message = line.slice(separator + 2);
-  // Convict appends the raw value, which for a URL may hold a password: the value is re-quoted below.
-  const convictSuffix = message.indexOf(VALUE_WAS);
-  if (convictSuffix >= 0) message = message.slice(0, convictSuffix);
+function invalidProblem(setting: string, value: unknown, problem: string, sources: Sources): ConfigProblem {
+  const entry = SETTINGS.get(setting)!;
+  let message = problem;
+  // A sensitive value is never shown; a URL may hold a password, so it is shown redacted.
   if (entry.sensitive !== true) {
     const isUrl = entry.format === FORMAT.httpUrl || entry.format === FORMAT.redisUrl;
     const shown = isUrl && typeof value === 'string' ? redactUrl(value) : value;
@@ -194,7 +190,7 @@ function toProblem(line: string, values: object, sources: Sources): ConfigProble
   return { setting, env: entry.env, message: message + describeSource(setting, entry, sources) };
 }
 
-/** Convict reports a setting "missing" when it or one of its parents was given the wrong kind of value. */
+/** A setting is missing when it, or one of its parents, was given the wrong kind of value (an object, or not one). */
 function missingProblem(setting: string, values: object, sources: Sources): ConfigProblem {
   const entry = SETTINGS.get(setting);
   const value = valueAt(values, setting);

@@ -1,15 +1,18 @@
-// The convict schema: the one source of truth for every setting, its environment variable, default,
+// The configuration schema: the one source of truth for every setting, its environment variable, default,
 // format and documentation. `WorkerConfig` is derived from it, so a setting is added in one place.
-import type convict from 'convict';
 import { describeBounds, FORMAT, MAX_TIMER_MS } from './formats.ts';
 import type { FormatBounds } from './formats.ts';
 
 /** A leaf of the schema; `T` is the type of the loaded value. */
-export interface Setting<T> extends convict.SchemaObj<T>, FormatBounds {
+export interface Setting<T> extends FormatBounds {
   default: T;
+  /** The environment variable that sets it. */
   env: string;
   doc: string;
+  /** One of FORMAT: how text is coerced and which values are valid (see formats.ts). */
   format: string;
+  /** Never shown in messages, logs or `check` (the API key, the wake token). */
+  sensitive?: boolean;
 }
 
 interface SettingText<T> {

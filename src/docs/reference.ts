@@ -1,5 +1,5 @@
-// Reference tables generated from the single sources of truth (the convict schema, the metrics registry),
-// so README.md cannot drift from the code: `npm run docs` rewrites them, a test fails when they differ.
+// Reference tables generated from the single sources of truth (the configuration schema, the metrics registry), so the
+// guides cannot drift from the code: `npm run docs` rewrites them, a test fails when they differ.
 import { describeConfig } from '../config/describe.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 
@@ -39,10 +39,15 @@ export function replaceBetween(text: string, markers: readonly [string, string],
   return `${text.slice(0, start + markers[0].length)}\n${content}\n${text.slice(end)}`;
 }
 
-export function renderReadme(readme: string): string {
-  return replaceBetween(
-    replaceBetween(readme, CONFIG_MARKERS, configTable()),
-    METRICS_MARKERS,
-    metricsTable(),
-  );
+/** A guide with generated tables, by its path from the repository root, and how to bring them up to date. */
+export interface GeneratedDoc {
+  path: string;
+  render(text: string): string;
 }
+
+// Each guide wraps its markers in `<!-- prettier-ignore-start -->` ... `<!-- prettier-ignore-end -->`: Prettier would
+// pad every row of these wide tables to the longest one.
+export const GENERATED_DOCS: readonly GeneratedDoc[] = [
+  { path: 'config/README.md', render: (text) => replaceBetween(text, CONFIG_MARKERS, configTable()) },
+  { path: 'helm/README.md', render: (text) => replaceBetween(text, METRICS_MARKERS, metricsTable()) },
+];

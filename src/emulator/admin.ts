@@ -3,7 +3,8 @@
 // the request log. `GET /__admin` lists the routes below.
 import type { JobContext, JsonObject, Task } from '../api/types.ts';
 import { InvalidFaultRuleError, InvalidTaskDefinitionError, UnknownTaskError } from './errors.ts';
-import { isObject } from './store.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
+import { parseEnqueue } from './bodies.ts';
 import type { EmulatedExecution, FaultRule, RequestRecord } from './types.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
 import type { Answer } from './wire.ts';
@@ -87,7 +88,7 @@ export function answerAdmin(
       case 'GET /__admin/requests':
         return jsonAnswer(200, { data: admin.requests() });
       case 'PUT /__admin/faults':
-        admin.setFaults((isObject(body) ? body.rules : undefined) as FaultRule[]);
+        admin.setFaults((isPlainObject(body) ? body.rules : undefined) as FaultRule[]);
         return emptyAnswer(204);
       case 'DELETE /__admin/faults':
         admin.clearFaults();
@@ -134,20 +135,12 @@ function oneExecution(admin: AdminOperations, id: string, nowMs: number): Answer
 /** `{taskId | taskKey, input?, context?}` enqueues one execution; `{..., inputs: [...]}` enqueues several. */
 function enqueue(admin: AdminOperations, body: unknown, nowMs: number): Answer {
   const bad = (message: string) => errorAnswer(400, 'BAD_REQUEST', message, nowMs);
-  if (!isObject(body)) {
-    return bad('Send {taskId | taskKey, input?, context?} or {taskId | taskKey, inputs: [...]}.');
-  }
-  const task = body.taskId ?? body.taskKey;
-  if (typeof task !== 'string') return bad('Name the task with taskId or taskKey (a string).');
-  if (body.context !== undefined && !isObject(body.context)) return bad('context must be a JSON object.');
-  const context: JobContext | undefined = body.context;
-  if (body.inputs !== undefined) {
-    if (!Array.isArray(body.inputs) || !body.inputs.every(isObject)) {
-      return bad('inputs must be an array of objects.');
-    }
-    const data = body.inputs.map((input) => admin.enqueueExecution(task, input, context));
+  const request = parseEnqueue(body);
+  if (typeof request === 'string') return bad(request);
+  const { task, context } = request;
+  if ('inputs' in request) {
+    const data = request.inputs.map((input) => admin.enqueueExecution(task, input, context));
     return jsonAnswer(201, { object: 'list', data, totalElements: data.length });
   }
-  if (body.input !== undefined && !isObject(body.input)) return bad('input must be a JSON object.');
-  return jsonAnswer(201, admin.enqueueExecution(task, body.input, context));
+  return jsonAnswer(201, admin.enqueueExecution(task, request.input, context));
 }

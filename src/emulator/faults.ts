@@ -1,8 +1,7 @@
 // The fault table: rules that make chosen service requests fail the way networks and services do.
 // Rules are tried in order and the first that applies wins; a seeded PRNG decides probabilistic rules.
-import { OPERATIONS } from '../api/types.ts';
 import type { Operation } from '../api/types.ts';
-import { InvalidFaultRuleError } from './errors.ts';
+import { validateFaultRules } from './bodies.ts';
 import type { FaultRule } from './types.ts';
 
 interface ActiveRule {
@@ -46,71 +45,6 @@ export class FaultTable {
     }
     return undefined;
   }
-}
-
-/** Checks rules that may come from JSON (the admin surface); returns copies safe to keep. */
-export function validateFaultRules(value: unknown): FaultRule[] {
-  if (!Array.isArray(value)) throw new InvalidFaultRuleError('Fault rules must be an array of rule objects.');
-  return value.map((rule: unknown, index) => {
-    const problem = problemOf(rule);
-    if (problem) throw new InvalidFaultRuleError(`Fault rule #${index} is invalid: ${problem}.`);
-    return structuredClone(rule) as FaultRule;
-  });
-}
-
-function problemOf(rule: unknown): string | undefined {
-  if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) return 'it is not an object';
-  const r = rule as Record<string, unknown>;
-  if (r.operation !== undefined && r.operation !== '*' && !OPERATIONS.includes(r.operation as Operation)) {
-    return `operation must be '*' or one of ${OPERATIONS.join(', ')}`;
-  }
-  if (r.taskId !== undefined && typeof r.taskId !== 'string') return 'taskId must be a string';
-  if (r.probability !== undefined && !isNumberIn(r.probability, 0, 1)) {
-    return 'probability must be a number from 0 to 1';
-  }
-  if (r.count !== undefined && !(Number.isInteger(r.count) && (r.count as number) >= 0)) {
-    return 'count must be a non-negative integer';
-  }
-  switch (r.kind) {
-    case 'status':
-      if (!Number.isInteger(r.status) || !isNumberIn(r.status, 100, 599)) {
-        return 'status must be an HTTP status';
-      }
-      if (r.body !== undefined && typeof r.body !== 'string') return 'body must be a string';
-      if (r.contentType !== undefined && typeof r.contentType !== 'string') {
-        return 'contentType must be a string';
-      }
-      if (r.headers !== undefined && !isStringRecord(r.headers)) return 'headers must map names to strings';
-      return undefined;
-    case 'rateLimit':
-      if (
-        r.retryAfterSeconds !== undefined &&
-        !(Number.isInteger(r.retryAfterSeconds) && (r.retryAfterSeconds as number) >= 0)
-      ) {
-        return 'retryAfterSeconds must be a non-negative integer';
-      }
-      return undefined;
-    case 'latency':
-      return isNumberIn(r.ms, 0, Number.MAX_SAFE_INTEGER) ? undefined : 'ms must be a non-negative number';
-    case 'dropAfterApply':
-    case 'drop':
-      return undefined;
-    default:
-      return "kind must be one of 'status', 'rateLimit', 'latency', 'dropAfterApply', 'drop'";
-  }
-}
-
-function isNumberIn(value: unknown, min: number, max: number): boolean {
-  return typeof value === 'number' && value >= min && value <= max;
-}
-
-function isStringRecord(value: unknown): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    Object.values(value).every((v) => typeof v === 'string')
-  );
 }
 
 /** Small, well-known 32-bit PRNG; plenty for fault rates and reproducible from a seed. */

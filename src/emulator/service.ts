@@ -3,8 +3,10 @@
 // Auth, limits and faults are decided before this runs; here only the operation itself happens.
 import type { Operation } from '../api/types.ts';
 import { InvalidTaskDefinitionError } from './errors.ts';
-import { isObject, toWireExecution } from './store.ts';
-import type { EmulatedVariable, Store, VariableChanges } from './store.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
+import { parseReport, parseVariableChanges } from './bodies.ts';
+import { toWireExecution } from './store.ts';
+import type { EmulatedVariable, Store } from './store.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
 import type { Answer } from './wire.ts';
 
@@ -72,7 +74,7 @@ export async function answerService(store: Store, request: ServiceRequest): Prom
     }
     case 'jobExecutions.create':
       return withJsonBody(request, (body) =>
-        isObject(body)
+        isPlainObject(body)
           ? jsonAnswer(201, store.createJobExecution(body))
           : badRequest('A job execution must be created from a JSON object.', nowMs),
       );
@@ -92,18 +94,6 @@ function updateVariable(store: Store, id: string, body: unknown, request: Servic
     return errorAnswer(412, 'PRECONDITION_FAILED', message, nowMs);
   }
   return versionedAnswer(201, store.updateVariable(id, changes)!);
-}
-
-/** The update's members, or what is wrong with them. */
-function parseVariableChanges(body: unknown): VariableChanges | string {
-  if (!isObject(body)) return 'the update must be a JSON object {key, name, status, value, secret}.';
-  const { key, name, value, secret, status = 'ACTIVE' } = body;
-  if (typeof key !== 'string' || key === '') return 'key must be a non-empty string.';
-  if (typeof name !== 'string') return 'name must be a string.';
-  if (typeof value !== 'string') return 'value must be a string.';
-  if (typeof secret !== 'boolean') return 'secret must be a boolean.';
-  if (status !== 'ACTIVE') return `status must be ACTIVE, got ${JSON.stringify(status)}.`;
-  return { key, name, value, secret, status };
 }
 
 function etagOf(stored: EmulatedVariable): string {
@@ -129,17 +119,9 @@ function listTasks(store: Store, query: URLSearchParams, nowMs: number): Answer 
 
 function report(store: Store, id: string, body: unknown, nowMs: number): Answer {
   if (!store.getExecution(id)) return executionNotFound(id, nowMs);
-  if (!isObject(body)) return badRequest('The report must be a JSON object {id, status, output}.', nowMs);
-  const { status, output } = body;
-  if (status !== 'COMPLETED' && status !== 'FAILED') {
-    return badRequest(
-      `Execution '${id}': status must be COMPLETED or FAILED, got ${JSON.stringify(status)}.`,
-      nowMs,
-    );
-  }
-  if (output !== undefined && !isObject(output)) {
-    return badRequest(`Execution '${id}': output must be a JSON object when present.`, nowMs);
-  }
+  const parsed = parseReport(id, body);
+  if (typeof parsed === 'string') return badRequest(parsed, nowMs);
+  const { status, output } = parsed;
   return jsonAnswer(200, toWireExecution(store.report(id, status, output)!));
 }
 

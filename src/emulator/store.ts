@@ -4,16 +4,14 @@ import type { Clock } from '../clock/clock.ts';
 import type {
   JobContext,
   JsonObject,
-  KeyDescription,
   ListEnvelope,
   JobExecution,
   ReportStatus,
   Task,
-  TaskDefinition,
   TaskExecution,
   Variable,
 } from '../api/types.ts';
-import { InvalidTaskDefinitionError } from './errors.ts';
+import { parseTaskDefinition } from './bodies.ts';
 import type { EmulatedExecution } from './types.ts';
 
 /** The v2 file record the emulator answers; the service does not document its fields. */
@@ -243,41 +241,4 @@ function defaultContext(executionNumber: number): JobContext {
     userAccountId: 'emulator-account',
     userId: 'emulator-user',
   };
-}
-
-/** Validates a create/update body; members other than `key` default like an empty task. */
-export function parseTaskDefinition(value: unknown): TaskDefinition {
-  if (!isObject(value)) throw new InvalidTaskDefinitionError('A task definition must be a JSON object.');
-  const { key, description = '', retryCount = 0, inputKeys = [], outputKeys = [] } = value;
-  if (typeof key !== 'string' || key === '') {
-    throw new InvalidTaskDefinitionError('The task definition lacks `key`; send a non-empty string key.');
-  }
-  if (typeof description !== 'string') {
-    throw new InvalidTaskDefinitionError(`Task '${key}': description must be a string.`);
-  }
-  if (!Number.isInteger(retryCount) || (retryCount as number) < 0) {
-    throw new InvalidTaskDefinitionError(`Task '${key}': retryCount must be a non-negative integer.`);
-  }
-  return {
-    key,
-    description,
-    retryCount: retryCount as number,
-    inputKeys: parseKeyDescriptions(key, 'inputKeys', inputKeys),
-    outputKeys: parseKeyDescriptions(key, 'outputKeys', outputKeys),
-  };
-}
-
-function parseKeyDescriptions(task: string, member: string, value: unknown): KeyDescription[] {
-  const problem = `Task '${task}': ${member} must be an array of {key: string, description: string}.`;
-  if (!Array.isArray(value)) throw new InvalidTaskDefinitionError(problem);
-  return value.map((item: unknown) => {
-    if (!isObject(item) || typeof item.key !== 'string') throw new InvalidTaskDefinitionError(problem);
-    const description = item.description ?? '';
-    if (typeof description !== 'string') throw new InvalidTaskDefinitionError(problem);
-    return { key: item.key, description };
-  });
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,7 +1,9 @@
 // How a user declares a custom task: `export default defineTask({ key, inputKeys, handle })` in a handler module.
 // Validation is eager so a mistake fails when the daemon loads the file, not on the first execution hours later.
 import type { Logger } from 'pino';
+import * as v from 'valibot';
 import type { JobContext, JsonObject, KeyDescription, TaskExecution } from '../api/types.ts';
+import { issuePath, record } from '../schema/record.ts';
 import type { TaskServiceClient } from './task-service.ts';
 
 /** The task an execution belongs to, as the runner sees it: the service's record, or the handler's own declarations when run locally. */
@@ -122,15 +124,62 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 
 const TASK_MODULE_BRAND = Symbol.for('df-worker.TaskModule');
 const NON_RETRYABLE_BRAND = Symbol.for('df-worker.NonRetryableError');
-const KNOWN_MEMBERS = new Set([
-  'key',
-  'description',
-  'retryCount',
-  'inputKeys',
-  'outputKeys',
-  'timeoutMs',
-  'handle',
-]);
+
+type Got = (issue: v.BaseIssue<unknown>) => string;
+const gotValue =
+  (expected: string): Got =>
+  (issue) =>
+    `${expected}, got ${describeValue(issue.input)}`;
+const gotType =
+  (expected: string): Got =>
+  (issue) =>
+    `${expected}, got ${describeType(issue.input)}`;
+
+const nonEmpty = gotValue('must be a non-empty string');
+const keyName = v.pipe(
+  v.string(nonEmpty),
+  v.check((key) => key.trim() !== '', nonEmpty),
+);
+const describedKey = record(
+  { key: keyName, description: v.optional(v.string(gotType('must be a string'))) },
+  gotType('must be a string or {key, description}'),
+);
+/** A string is shorthand for `{ key, description: '' }`. */
+const keyEntry = v.lazy((entry) => (typeof entry === 'string' ? keyName : describedKey));
+const keyList = v.optional(v.array(keyEntry, gotType('must be an array of strings or {key, description}')));
+const retryCount = gotValue('must be an integer >= 0');
+const timeoutMs = gotValue('must be a positive integer (milliseconds)');
+
+// Members in the order their problems are listed.
+const specSchema = record(
+  {
+    key: keyName,
+    handle: v.custom<TaskSpec['handle']>(
+      (value) => typeof value === 'function',
+      gotType('must be a function'),
+    ),
+    description: v.optional(v.string(gotType('must be a string'))),
+    retryCount: v.optional(
+      v.pipe(v.number(retryCount), v.safeInteger(retryCount), v.minValue(0, retryCount)),
+    ),
+    timeoutMs: v.optional(
+      v.pipe(
+        v.number(timeoutMs),
+        v.safeInteger(timeoutMs),
+        v.minValue(1, timeoutMs),
+        // Node's timers fire after 1 ms for any longer delay, which would time every attempt out at once.
+        v.maxValue(
+          MAX_TIMEOUT_MS,
+          (issue) => `must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${String(issue.input)}`,
+        ),
+      ),
+    ),
+    inputKeys: keyList,
+    outputKeys: keyList,
+  },
+  gotType('expected an object'),
+);
+const KNOWN_MEMBERS = Object.keys(specSchema.pipe[1].entries);
 
 /** True for an object returned by `defineTask` (by this or another copy of df-worker). */
 export function isTaskModule(value: unknown): value is TaskModule {
@@ -142,59 +191,24 @@ export function defineTask<I extends JsonObject = JsonObject, O extends JsonObje
   spec: TaskSpec<I, O>,
 ): TaskModule<I, O> {
   const raw: unknown = spec;
+  const result = v.safeParse(specSchema, raw, { abortPipeEarly: true });
+  const problems = (result.issues ?? []).map((issue): TaskDefinitionProblem => ({
+    member: issuePath(issue) || 'spec',
+    message: issue.message,
+  }));
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new TaskDefinitionError(
-      [{ member: 'spec', message: `expected an object, got ${describeType(raw)}` }],
-      undefined,
-    );
+    throw new TaskDefinitionError(problems, undefined);
   }
   const record = raw as Record<string, unknown>;
-  const problems: TaskDefinitionProblem[] = [];
-  const taskKey = validKey(record.key, 'key', problems);
-
+  const taskKey = v.is(keyName, record.key) ? record.key : undefined;
   for (const member of Object.keys(record)) {
-    if (!KNOWN_MEMBERS.has(member)) {
-      problems.push({
-        member,
-        message: `unknown member; expected one of ${[...KNOWN_MEMBERS].join(', ')}`,
-      });
+    if (!KNOWN_MEMBERS.includes(member)) {
+      problems.push({ member, message: `unknown member; expected one of ${KNOWN_MEMBERS.join(', ')}` });
     }
-  }
-  if (typeof record.handle !== 'function') {
-    problems.push({ member: 'handle', message: `must be a function, got ${describeType(record.handle)}` });
-  }
-  if (record.description !== undefined && typeof record.description !== 'string') {
-    problems.push({
-      member: 'description',
-      message: `must be a string, got ${describeType(record.description)}`,
-    });
-  }
-  if (
-    record.retryCount !== undefined &&
-    !(Number.isSafeInteger(record.retryCount) && Number(record.retryCount) >= 0)
-  ) {
-    problems.push({
-      member: 'retryCount',
-      message: `must be an integer >= 0, got ${describeValue(record.retryCount)}`,
-    });
-  }
-  if (
-    record.timeoutMs !== undefined &&
-    !(Number.isSafeInteger(record.timeoutMs) && Number(record.timeoutMs) > 0)
-  ) {
-    problems.push({
-      member: 'timeoutMs',
-      message: `must be a positive integer (milliseconds), got ${describeValue(record.timeoutMs)}`,
-    });
-  } else if (typeof record.timeoutMs === 'number' && record.timeoutMs > MAX_TIMEOUT_MS) {
-    // Node's timers fire after 1 ms for any longer delay, which would time every attempt out at once.
-    problems.push({
-      member: 'timeoutMs',
-      message: `must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${record.timeoutMs}`,
-    });
   }
   const inputKeys = normaliseKeys(record.inputKeys, 'inputKeys', problems);
   const outputKeys = normaliseKeys(record.outputKeys, 'outputKeys', problems);
+  problems.sort((a, b) => compareMembers(a.member, b.member));
   if (inputKeys.some((k) => k.key === 'context')) {
     problems.push({
       member: 'inputKeys',
@@ -217,56 +231,40 @@ export function defineTask<I extends JsonObject = JsonObject, O extends JsonObje
   return Object.freeze(module);
 }
 
-function validKey(value: unknown, member: string, problems: TaskDefinitionProblem[]): string | undefined {
-  if (typeof value === 'string' && value.trim() !== '') return value;
-  problems.push({ member, message: `must be a non-empty string, got ${describeValue(value)}` });
-  return undefined;
+/**
+ * Orders problems as a reader goes down the spec: by member, in the schema's order (an unknown member, often a
+ * misspelt one, right after `key`), then by entry within a key list.
+ */
+function compareMembers(a: string, b: string): number {
+  const [rankA, indexA] = position(a);
+  const [rankB, indexB] = position(b);
+  return rankA - rankB || indexA - indexB;
 }
 
+function position(member: string): [rank: number, index: number] {
+  const [, name = member, index] = /^(\w+)(?:\[(\d+)\])?/.exec(member) ?? [];
+  const rank = KNOWN_MEMBERS.indexOf(name);
+  return [rank < 0 ? 0.5 : rank, index === undefined ? -1 : Number(index)];
+}
+
+/** The valid entries of a key list (the schema reported the others), each key once. */
 function normaliseKeys(value: unknown, member: string, problems: TaskDefinitionProblem[]): KeyDescription[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value)) {
-    problems.push({
-      member,
-      message: `must be an array of strings or {key, description}, got ${describeType(value)}`,
-    });
-    return [];
-  }
+  if (!Array.isArray(value)) return [];
   const keys: KeyDescription[] = [];
-  const seen = new Set<string>();
   value.forEach((entry: unknown, index) => {
-    const entryMember = `${member}[${index}]`;
-    let described: KeyDescription | undefined;
-    if (typeof entry === 'string') {
-      const key = validKey(entry, entryMember, problems);
-      if (key !== undefined) described = { key, description: '' };
-    } else if (typeof entry === 'object' && entry !== null && !Array.isArray(entry)) {
-      const { key: rawKey, description } = entry as Record<string, unknown>;
-      const key = validKey(rawKey, `${entryMember}.key`, problems);
-      if (description !== undefined && typeof description !== 'string') {
-        problems.push({
-          member: `${entryMember}.description`,
-          message: `must be a string, got ${describeType(description)}`,
-        });
-      } else if (key !== undefined) {
-        described = { key, description: description ?? '' };
-      }
-    } else {
+    if (!v.is(keyEntry, entry)) return;
+    const described =
+      typeof entry === 'string'
+        ? { key: entry, description: '' }
+        : (entry as Partial<KeyDescription> & { key: string });
+    if (keys.some((k) => k.key === described.key)) {
       problems.push({
-        member: entryMember,
-        message: `must be a string or {key, description}, got ${describeType(entry)}`,
-      });
-    }
-    if (described === undefined) return;
-    if (seen.has(described.key)) {
-      problems.push({
-        member: entryMember,
+        member: `${member}[${index}]`,
         message: `duplicate key "${described.key}"; each key may appear once`,
       });
       return;
     }
-    seen.add(described.key);
-    keys.push(described);
+    keys.push({ key: described.key, description: described.description ?? '' });
   });
   return keys;
 }

@@ -12,6 +12,7 @@ import {
   type TaskSpec,
 } from './define-task.ts';
 import { HandlerLoadError, HandlerLoadErrors, HandlersDirectoryError } from './load-errors.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import { registerSelfResolution } from './self-resolve.ts';
 
 /** A task module together with the file it came from. */
@@ -186,12 +187,6 @@ function describeImportFailure(error: unknown): string {
 function syntaxErrorLine(error: SyntaxError): string {
   const line = /^\S+:(\d+)\n/.exec(error.stack ?? '')?.[1];
   return line === undefined ? '' : ` (line ${line})`;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
 
 function describeExport(value: unknown): string {

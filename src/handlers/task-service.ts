@@ -4,7 +4,7 @@
 import { fromErrorRecord, type ErrorRecord } from '../api/error-record.ts';
 import { ServiceClientError } from '../api/errors.ts';
 import type { ServiceClient } from '../api/client.ts';
-import { isPlainObject } from '../api/validate.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import type {
   JobExecution,
   JsonObject,

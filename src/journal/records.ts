@@ -1,6 +1,9 @@
 // The journal's on-disk records and the checks that decide whether a file read back is one of them:
 // anything written by another version, truncated or edited by hand is rejected with a reason.
+import * as v from 'valibot';
 import type { JsonObject, ReportStatus } from '../api/types.ts';
+import { isPlainObject, plainObject } from '../schema/plain-object.ts';
+import { record } from '../schema/record.ts';
 
 /** What the daemon knows about an execution the moment the service handed it over. */
 export interface ClaimRecord {
@@ -51,73 +54,85 @@ export interface DeadLetter {
 /** Either the checked value or why it is not one. */
 export type Checked<T> = { ok: true; value: T } | { ok: false; problem: string };
 
-const PHASES: ReadonlySet<unknown> = new Set(['claimed', 'finished']);
-const STATUSES: ReadonlySet<unknown> = new Set(['COMPLETED', 'FAILED']);
+const json = (value: unknown): string => JSON.stringify(value) ?? 'undefined';
+const string = (key: string) => v.string(`${key} is not a string`);
+const count = (key: string) =>
+  v.pipe(
+    v.number(`${key} is not a count`),
+    v.integer(`${key} is not a count`),
+    v.minValue(0, `${key} is not a count`),
+  );
+
+const entrySchema = record(
+  {
+    version: v.literal(1, (issue) => `unknown record version ${json(issue.input)}`),
+    executionId: v.pipe(
+      v.string('executionId is not a non-empty string'),
+      v.nonEmpty('executionId is not a non-empty string'),
+    ),
+    taskId: string('taskId'),
+    taskKey: string('taskKey'),
+    input: plainObject('input is not an object'),
+    createdAt: v.optional(string('createdAt')),
+    claimedAt: string('claimedAt'),
+    phase: v.picklist(['claimed', 'finished'], (issue) => `unknown phase ${json(issue.input)}`),
+    reportAttempts: count('reportAttempts'),
+    starts: v.optional(count('starts')),
+    outcome: v.optional(v.unknown()),
+  },
+  () => 'not a JSON object',
+);
+
+const outcomeSchema = record(
+  {
+    status: v.picklist(['COMPLETED', 'FAILED'], (issue) => `outcome status ${json(issue.input)}`),
+    output: plainObject('outcome output is not an object'),
+    attempts: count('attempts'),
+    finishedAt: string('finishedAt'),
+  },
+  () => 'a finished record has no outcome object',
+);
+
+const deadLetterSchema = record(
+  {
+    deadAt: string('deadAt'),
+    answer: record(
+      {
+        status: v.pipe(
+          v.number('answer status is not an integer'),
+          v.integer('answer status is not an integer'),
+        ),
+        code: v.optional(v.string('answer code is not a string')),
+        message: v.optional(v.string('answer message is not a string')),
+      },
+      () => 'answer is not an object',
+    ),
+  },
+  () => 'not a JSON object',
+);
 
 export function checkJournalEntry(value: unknown): Checked<JournalEntry> {
-  if (!isObject(value)) return fail('not a JSON object');
-  if (value.version !== 1)
-    return fail(`unknown record version ${JSON.stringify(value.version) ?? 'undefined'}`);
   const problem =
-    nonEmptyString(value, 'executionId') ??
-    string(value, 'taskId') ??
-    string(value, 'taskKey') ??
-    (isObject(value.input) ? undefined : 'input is not an object') ??
-    (value.createdAt === undefined ? undefined : string(value, 'createdAt')) ??
-    string(value, 'claimedAt') ??
-    (PHASES.has(value.phase) ? undefined : `unknown phase ${JSON.stringify(value.phase) ?? 'undefined'}`) ??
-    count(value, 'reportAttempts') ??
-    (value.starts === undefined ? undefined : count(value, 'starts')) ??
-    checkOutcome(value);
-  return problem === undefined ? { ok: true, value: value as unknown as JournalEntry } : fail(problem);
+    firstProblem(entrySchema, value) ??
+    // The outcome's presence depends on the phase, read once the rest is known to be sound.
+    ((value as { phase: string }).phase === 'claimed'
+      ? (value as { outcome?: unknown }).outcome === undefined
+        ? undefined
+        : 'a claimed record carries an outcome'
+      : firstProblem(outcomeSchema, (value as { outcome?: unknown }).outcome));
+  return problem === undefined ? { ok: true, value: value as JournalEntry } : { ok: false, problem };
 }
 
 export function checkDeadLetter(value: unknown): Checked<DeadLetter> {
-  if (!isObject(value)) return fail('not a JSON object');
+  if (!isPlainObject(value)) return { ok: false, problem: 'not a JSON object' };
+  // The entry is checked on its own, so that its problem reads `entry: ...`.
   const entry = checkJournalEntry(value.entry);
-  if (!entry.ok) return fail(`entry: ${entry.problem}`);
-  const problem = string(value, 'deadAt') ?? checkAnswer(value.answer);
-  return problem === undefined ? { ok: true, value: value as unknown as DeadLetter } : fail(problem);
+  if (!entry.ok) return { ok: false, problem: `entry: ${entry.problem}` };
+  const problem = firstProblem(deadLetterSchema, value);
+  return problem === undefined ? { ok: true, value: value as unknown as DeadLetter } : { ok: false, problem };
 }
 
-function checkOutcome(record: JsonObject): string | undefined {
-  if (record.phase === 'claimed') {
-    return record.outcome === undefined ? undefined : 'a claimed record carries an outcome';
-  }
-  const outcome = record.outcome;
-  if (!isObject(outcome)) return 'a finished record has no outcome object';
-  if (!STATUSES.has(outcome.status)) return `outcome status ${JSON.stringify(outcome.status) ?? 'undefined'}`;
-  if (!isObject(outcome.output)) return 'outcome output is not an object';
-  return count(outcome, 'attempts') ?? string(outcome, 'finishedAt');
-}
-
-function checkAnswer(answer: unknown): string | undefined {
-  if (!isObject(answer)) return 'answer is not an object';
-  if (!Number.isInteger(answer.status)) return 'answer status is not an integer';
-  if (answer.code !== undefined && typeof answer.code !== 'string') return 'answer code is not a string';
-  if (answer.message !== undefined && typeof answer.message !== 'string')
-    return 'answer message is not a string';
-  return undefined;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function string(record: JsonObject, key: string): string | undefined {
-  return typeof record[key] === 'string' ? undefined : `${key} is not a string`;
-}
-
-function nonEmptyString(record: JsonObject, key: string): string | undefined {
-  const value = record[key];
-  return typeof value === 'string' && value.length > 0 ? undefined : `${key} is not a non-empty string`;
-}
-
-function count(record: JsonObject, key: string): string | undefined {
-  const value = record[key];
-  return Number.isInteger(value) && (value as number) >= 0 ? undefined : `${key} is not a count`;
-}
-
-function fail(problem: string): { ok: false; problem: string } {
-  return { ok: false, problem };
+function firstProblem(schema: v.GenericSchema, value: unknown): string | undefined {
+  const result = v.safeParse(schema, value, { abortEarly: true });
+  return result.success ? undefined : result.issues[0].message;
 }

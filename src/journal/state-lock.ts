@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
+import * as v from 'valibot';
 import { errorCode, syncDirectory, temporaryFileName, writeFileDurably } from './durable-file.ts';
 import { JournalUnavailableError } from './errors.ts';
 
@@ -224,6 +225,13 @@ async function readText(path: string): Promise<string | undefined> {
   }
 }
 
+const HOLDER = v.object({
+  pid: v.number(),
+  hostname: v.string(),
+  startedAt: v.string(),
+  heartbeatAt: v.string(),
+});
+
 /** The holder named in `file`; undefined when it is missing or unreadable. */
 async function readHolder(file: string): Promise<LockHolder | undefined> {
   return parseHolder((await readText(file).catch(() => undefined)) ?? '');
@@ -232,15 +240,8 @@ async function readHolder(file: string): Promise<LockHolder | undefined> {
 /** The holder named by a lock file's content; undefined when unreadable or half-written (treated as stale). */
 function parseHolder(text: string): LockHolder | undefined {
   try {
-    const value = JSON.parse(text) as Partial<LockHolder>;
-    if (
-      typeof value.pid === 'number' &&
-      typeof value.hostname === 'string' &&
-      typeof value.heartbeatAt === 'string' &&
-      typeof value.startedAt === 'string'
-    ) {
-      return value as LockHolder;
-    }
+    const value: unknown = JSON.parse(text);
+    if (v.is(HOLDER, value)) return value;
   } catch {
     // Falls through to undefined.
   }

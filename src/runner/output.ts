@@ -1,6 +1,7 @@
 // Checks a handler's result before it is reported: a plain JSON object holding every declared output key.
 // A bad result is a handler bug, so the runner fails the execution at once instead of retrying it.
 import type { JsonObject, KeyDescription } from '../api/types.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import { summariseError, truncateMessage } from './errors.ts';
 import { quoteList } from './input.ts';
 
@@ -147,11 +148,6 @@ function toJsonValueAsIs(value: unknown, path: string, ancestors: Set<object>): 
     `"${path}" is ${read(path, () => describe(object))}, which JSON would flatten to {}; ` +
       'convert it to a plain object or array',
   );
-}
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
 
 function describe(value: unknown): string {

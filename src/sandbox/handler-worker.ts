@@ -34,6 +34,8 @@ interface AttemptState {
   executionId: string;
   taskKey: string;
   settled: boolean;
+  /** The handler was called: until then its module loads, and an abort ends the attempt at once. */
+  started: boolean;
   controller: AbortController;
 }
 
@@ -79,6 +81,7 @@ async function run(message: RunMessage): Promise<void> {
     executionId: message.execution.id,
     taskKey: message.taskKey,
     settled: false,
+    started: false,
     controller: new AbortController(),
   };
   running.set(state.attemptId, state);
@@ -86,6 +89,9 @@ async function run(message: RunMessage): Promise<void> {
   rootLogger.level = message.logLevel;
   try {
     const handler = await loadHandler(message.file, message.taskKey);
+    // Aborted while its module loaded (see abort()): the handler is not started.
+    if (state.settled) return;
+    state.started = true;
     const logger: Logger = rootLogger.child({ [ATTEMPT_BINDING]: message.attemptId });
     const ctx = {
       execution: message.execution,
@@ -154,6 +160,9 @@ function abort(message: AbortMessage): void {
       ? new HandlerTimeoutError(state.taskKey, message.timeoutMs)
       : new Error('df-worker is shutting down');
   state.controller.abort(reason);
+  // Aborted before its handler was called (its module still loading: a slow first import, a busy machine): the
+  // attempt ends now. A handler started later would add its listener after the event and never hear it.
+  if (!state.started) settle(state, { kind: 'threw', error: serializeError(reason) });
 }
 
 /** A leaked failure fails the attempt it came from while that attempt runs; later, it is only reported. */

@@ -152,7 +152,7 @@ describe('validators', () => {
     });
     expect(error.message).toBe(
       "tasks.poll answer field 'input' is not an object; the service's answer does not match its " +
-        'documented shape (a proxy in between, or an API change): check baseUrl and report this if it persists',
+        'documented shape (a proxy in between, or an API change): check DF_API_URL and report this if it persists',
     );
   });
 

@@ -140,6 +140,20 @@ describe('ServiceClient response validation', () => {
       field: '(body)',
     });
   });
+
+  it("tells the daemon's user to check DF_API_URL, and a bare client's user baseUrl, on a wrong-shape answer", async () => {
+    forcePoll(200, '<html>ok</html>', 'text/html');
+    const daemon = await failure(
+      client({ urlSetting: 'DF_API_URL' }).pollTask('t1'),
+      ResponseValidationError,
+    );
+    expect(daemon.message).toContain('check DF_API_URL and report this if it persists');
+    expect(daemon.message).not.toContain('baseUrl');
+    emu().setFaults([{ operation: 'tasks.get', kind: 'status', status: 200, body: '{}', count: 1 }]);
+    const bare = await failure(client().getTask('t1'), ResponseValidationError);
+    expect(bare).toMatchObject({ operation: 'tasks.get', urlSetting: 'baseUrl' });
+    expect(bare.message).toContain('check baseUrl and report this if it persists');
+  });
 });
 
 describe('ServiceClient network failures', () => {

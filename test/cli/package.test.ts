@@ -1,5 +1,5 @@
 // The package as a user gets it: built, packed with `npm pack`, installed from the tarball into an empty project
-// (`npm init -y`, so "type": "commonjs"), then the README's path through `npx df-worker`: new, run, check, the
+// (`npm init -y`, so "type": "commonjs"), then the handler guide's path (handlers/README.md) through `npx df-worker`: new, run, check, the
 // generated vitest file, and start against the emulator. Offline-capable: the project's lockfile pins the
 // dependencies to this repo's package-lock.json, whose tarballs `npm ci` left in the npm cache.
 import { execFile, execFileSync, spawn } from 'node:child_process';
@@ -64,7 +64,7 @@ let project: string;
 let tarball: string;
 let packedFiles: string[];
 
-/** `npx df-worker <args>` in the project, as the hints and the README say. */
+/** `npx df-worker <args>` in the project, as the hints and handlers/README.md say. */
 const npx = (args: string[], env?: NodeJS.ProcessEnv) => exec('npx', ['df-worker', ...args], project, env);
 
 beforeAll(async () => {
@@ -72,7 +72,8 @@ beforeAll(async () => {
   // A staging copy of what `npm pack` reads, built into its own dist/: the repo's dist/ may be stale or absent.
   const staging = path.join(work, 'staging');
   await mkdir(staging);
-  for (const name of ['package.json', 'README.md', 'config']) {
+  await mkdir(path.join(staging, 'handlers'));
+  for (const name of ['package.json', 'README.md', 'LICENSE', 'config', 'handlers/README.md']) {
     await cp(path.join(REPO_ROOT, name), path.join(staging, name), { recursive: true });
   }
   const tsc = path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -157,6 +158,13 @@ describe('the packed package', () => {
       ]),
     );
     expect(packedFiles.filter((file) => file.endsWith('.map') || file.startsWith('dist/docs/'))).toEqual([]);
+  });
+
+  it('ships the user guides (the handler guide holds the ctx reference) and the license, not the examples', () => {
+    expect(packedFiles).toEqual(
+      expect.arrayContaining(['README.md', 'handlers/README.md', 'config/README.md', 'LICENSE']),
+    );
+    expect(packedFiles.filter((file) => file.startsWith('handlers/'))).toEqual(['handlers/README.md']);
   });
 
   it('scaffolds .mts files in a project without "type": "module", saying so, with npx hints', async () => {

@@ -10,7 +10,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 export const RULE_TEMPLATE_FILE = path.join(repoRoot, 'helm/df-worker/templates/prometheusrule.yaml');
 export const PLAIN_RULES_FILE = path.join(repoRoot, 'helm/manifests/df-worker.rules.yaml');
-/** The scrape job the plain rules file selects; the README says to change it when yours has another name. */
+/** The scrape job the plain rules file selects; helm/README.md says to change it when yours has another name. */
 export const PLAIN_RULES_JOB = 'df-worker';
 
 export interface AlertRule {
@@ -99,7 +99,9 @@ export async function plainRules(): Promise<RulesFile> {
     selector: `job=${JSON.stringify(PLAIN_RULES_JOB)}`,
     values: await defaultRuleValues(),
     relabelAnnotation: (text) =>
-      text.replaceAll('{{ $labels.namespace }}/{{ $labels.pod }}', '{{ $labels.instance }}'),
+      text
+        .replaceAll('{{ $labels.namespace }}/{{ $labels.pod }}', '{{ $labels.instance }}')
+        .replaceAll('{{ $labels.namespace }}/{{ $labels.service }}', '{{ $labels.job }}'),
   });
   return { groups: [{ name: 'df-worker', rules }] };
 }

@@ -1,4 +1,4 @@
-// Derives the `config` section of the chart's values.schema.json from the convict schema (src/config/schema.ts), so the
+// Derives the `config` section of the chart's values.schema.json from the configuration schema (src/config/schema.ts), so the
 // chart refuses the same unknown keys and bad values the worker would. Run this file to rewrite that section.
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -21,9 +21,13 @@ export const CHART_SET_SETTINGS: ReadonlySet<string> = new Set([
   'http.port',
   'http.wake',
   'http.wakeToken',
-  // May hold a password: the chart takes it from a Secret, never from the plain config.
-  'cluster.redisUrl',
 ]);
+
+/**
+ * Environment variables the chart sets in clustered mode, refused in `config` whatever their setting is named: the
+ * Redis URL may hold a password (it comes from a Secret), and the replica id is the pod's name.
+ */
+export const CHART_SET_ENV: ReadonlySet<string> = new Set(['DF_REDIS_URL', 'DF_REPLICA_ID']);
 
 export interface JsonSchemaNode {
   type?: string;
@@ -39,6 +43,7 @@ export interface JsonSchemaNode {
 }
 
 interface SettingFields {
+  env: string;
   format: string;
   doc: string;
   min?: number;
@@ -66,8 +71,6 @@ function leafSchema(entry: SettingFields): JsonSchemaNode {
       return { type: 'string', enum: entry.values ?? [], description };
     case FORMAT.httpUrl:
       return { type: 'string', pattern: '^(https?://.+)?$', description };
-    case FORMAT.redisUrl:
-      return { type: 'string', pattern: '^(rediss?://.+)?$', description };
     case FORMAT.timeZone:
       return { type: 'string', minLength: 1, description };
     case FORMAT.string:
@@ -96,7 +99,7 @@ export function configValuesSchema(): JsonSchemaNode {
     'The worker configuration written to DF_CONFIG; keys as in src/config/schema.ts, less those the chart sets.',
   );
   for (const { setting, entry } of listSettings()) {
-    if (CHART_SET_SETTINGS.has(setting)) continue;
+    if (CHART_SET_SETTINGS.has(setting) || CHART_SET_ENV.has(entry.env)) continue;
     const path = setting.split('.');
     const name = path.pop()!;
     let node = root;

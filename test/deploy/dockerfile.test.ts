@@ -211,10 +211,11 @@ describe('.dockerignore', () => {
     }
   });
 
-  it('leaves handler tests out of the image but keeps the handlers', async () => {
+  it('leaves handler tests and the handler guide out of the image but keeps the handlers', async () => {
     const patterns = await patternsPromise;
     expect(isIgnored(patterns, 'handlers/enrich-product.test.ts')).toBe(true);
     expect(isIgnored(patterns, 'handlers/enrich-product.ts')).toBe(false);
+    expect(isIgnored(patterns, 'handlers/README.md')).toBe(true);
   });
 
   it('keeps every path the Dockerfile copies from the context', async () => {

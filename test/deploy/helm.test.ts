@@ -1,6 +1,7 @@
 // Checks the Helm chart without a helm binary: metadata, values against values.schema.json (defaults, examples, refused
-// values), template references, the dashboard's and alerts' metric names, and the example handler. The rendered YAML
-// of the templates is not checked here: that needs `helm template` (see the deploy section of README.md).
+// values), template references, what the templates render for standalone and clustered values (through
+// chart-render.ts, a Go-template interpreter of the chart's subset), the dashboard's and alerts' metric names, and the
+// example handler.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,7 +13,16 @@ import { collectDefaultMetrics, Histogram, Registry, Summary } from 'prom-client
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../src/config/index.ts';
+import { chartRules } from './alert-rules.ts';
 import { configValuesSchema, VALUES_SCHEMA_FILE } from './chart-config-schema.ts';
+import {
+  ChartFailure,
+  coalesce,
+  renderChart,
+  renderManifests,
+  renderNotes,
+  type Manifest,
+} from './chart-render.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const chartDir = path.join(repoRoot, 'helm/df-worker');
@@ -26,17 +36,6 @@ type Values = Record<string, unknown>;
 
 function isObject(value: unknown): value is Values {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Helm's merge of a user values file over the chart's defaults: maps merge, null deletes, the rest replaces. */
-function coalesce(defaults: Values, overrides: Values): Values {
-  const merged: Values = { ...defaults };
-  for (const [key, value] of Object.entries(overrides)) {
-    if (value === null) delete merged[key];
-    else if (isObject(value) && isObject(merged[key])) merged[key] = coalesce(merged[key], value);
-    else merged[key] = value;
-  }
-  return merged;
 }
 
 async function readYaml(file: string): Promise<Values> {
@@ -61,9 +60,24 @@ function actions(template: string): string[] {
   return [...withoutRawStrings.matchAll(/\{\{-?\s*([\s\S]*?)\s*-?\}\}/g)].map((match) => match[1]!);
 }
 
-/** Every metric name the worker exposes: its own (read from metrics.ts) and prom-client's default ones. */
+/**
+ * The cluster metrics of issue 13, which the daemon side of clustered mode adds on its own branch while the chart
+ * already uses them. They count as exposed only while no file under src/ defines a dfworker_cluster_* metric: once one
+ * does, every name the chart uses must be defined for real, so the two sides cannot drift apart unnoticed.
+ */
+const AWAITED_CLUSTER_METRICS = [
+  'dfworker_cluster_coordinator',
+  'dfworker_cluster_queue_jobs',
+  'dfworker_cluster_replicas',
+];
+
+/** Every metric name the worker exposes: its own (read from src/) and prom-client's default ones. */
 async function exposedMetricNames(): Promise<Set<string>> {
-  const source = await readFile(path.join(repoRoot, 'src/telemetry/metrics.ts'), 'utf8');
+  const srcDir = path.join(repoRoot, 'src');
+  const sourceFiles = (await readdir(srcDir, { recursive: true })).filter((name) => name.endsWith('.ts'));
+  const source = (
+    await Promise.all(sourceFiles.map((name) => readFile(path.join(srcDir, name), 'utf8')))
+  ).join('\n');
   const names = new Set<string>();
   for (const [, kind, name] of source.matchAll(
     /new (Counter|Gauge|Histogram|Summary)\(\{\s*name: '(dfworker_\w+)'/g,
@@ -85,6 +99,8 @@ async function exposedMetricNames(): Promise<Set<string>> {
     }
     registry.clear();
   }
+  if (![...names].some((name) => name.startsWith('dfworker_cluster_')))
+    for (const name of AWAITED_CLUSTER_METRICS) names.add(name);
   return names;
 }
 
@@ -128,9 +144,10 @@ describe('values.yaml and values.schema.json', () => {
     expect(schemaErrors(coalesce(defaults, example))).toEqual([]);
   });
 
-  it('documents the four set-ups the README refers to', () => {
+  it('documents the set-ups helm/README.md and CLUSTERING.md refer to', () => {
     expect(exampleFiles).toEqual(
       expect.arrayContaining([
+        'clustered.yaml',
         'custom-image.yaml',
         'existing-secret.yaml',
         'handlers-configmap.yaml',
@@ -139,14 +156,14 @@ describe('values.yaml and values.schema.json', () => {
     );
   });
 
-  it('refuses more than one replica in the schema and in the deployment template', () => {
-    expect(schemaErrors(coalesce(defaults, { replicaCount: 2 }))).toEqual(['/replicaCount must be <= 1']);
-    expect(schemaErrors(coalesce(defaults, { replicaCount: 0 }))).toEqual([]);
-    const deployment = templateTexts.get('deployment.yaml')!;
-    expect(deployment).toContain('{{- include "df-worker.validate" . }}');
-    const helpers = templateTexts.get('_helpers.tpl')!;
-    expect(helpers).toMatch(/\{\{- if gt \(int \.Values\.replicaCount\) 1 \}\}\s*\{\{- fail /);
-    expect(helpers).toContain('several workers on one key would each spend the key');
+  it('leaves the replica count to the templates, which know whether Redis is configured', () => {
+    expect(schemaErrors(coalesce(defaults, { replicaCount: 3 }))).toEqual([]);
+    expect(schemaErrors(coalesce(defaults, { replicaCount: -1 }))).toEqual(['/replicaCount must be >= 0']);
+    expect(schemaErrors(coalesce(defaults, { podDisruptionBudget: { enabled: 'yes' } }))).not.toEqual([]);
+    expect(schemaErrors(coalesce(defaults, { podDisruptionBudget: { maxUnavailable: '50%' } }))).toEqual([]);
+    expect(
+      schemaErrors(coalesce(defaults, { redis: { existingSecret: 'r', url: 'redis://x' } })),
+    ).not.toEqual([]);
   });
 
   it('refuses the API key in the config ConfigMap and settings the chart sets itself', () => {
@@ -155,6 +172,7 @@ describe('values.yaml and values.schema.json', () => {
       { api: { keyFile: '/k' } },
       { state: { dir: '/s' } },
       { http: { port: 1 } },
+      { redis: { url: 'redis://:secret@redis:6379' } },
     ]) {
       expect(schemaErrors(coalesce(defaults, { config })), JSON.stringify(config)).not.toEqual([]);
     }
@@ -266,9 +284,8 @@ describe('templates', () => {
     }
   });
 
-  it('deploy with the Recreate strategy, the key as a file, and the probes and securityContext from values', () => {
+  it('pass the key as a file, and the probes and securityContext from values', () => {
     const deployment = templateTexts.get('deployment.yaml')!;
-    expect(deployment).toMatch(/strategy:\s*\n\s*type: Recreate/);
     expect(deployment).toContain('- name: DF_API_KEY_FILE');
     expect(deployment).not.toMatch(/name: DF_API_KEY\n/);
     expect(deployment).toContain('checksum/config:');
@@ -289,6 +306,181 @@ describe('templates', () => {
     expect(dashboard).toContain('.Files.Get "dashboards/df-worker.json"');
     const grafana = defaults.grafana as { dashboard: { enabled: boolean; labels: Record<string, string> } };
     expect(grafana.dashboard).toMatchObject({ enabled: false, labels: { grafana_dashboard: '1' } });
+  });
+});
+
+/** The least a user must set: the service URL and the key. */
+const REQUIRED = {
+  config: { api: { url: 'https://api.example.com' } },
+  apiKey: { existingSecret: 'df-worker-key' },
+};
+const CLUSTERED = {
+  ...REQUIRED,
+  replicaCount: 3,
+  redis: { existingSecret: 'df-worker-redis', existingSecretKey: 'redis-url' },
+};
+
+interface Container {
+  env: { name: string; value?: string; valueFrom?: Values }[];
+  volumeMounts: { name: string; mountPath: string }[];
+}
+
+interface Deployment extends Manifest {
+  spec: {
+    replicas: number;
+    strategy: { type: string; rollingUpdate?: Values };
+    template: { spec: { containers: Container[]; volumes: ({ name: string } & Values)[] } };
+  };
+}
+
+function find<T extends Manifest>(manifests: Manifest[], kind: string): T | undefined {
+  return manifests.find((manifest) => manifest.kind === kind) as T | undefined;
+}
+
+function deploymentOf(values: Values): Deployment {
+  return find<Deployment>(renderManifests(values), 'Deployment')!;
+}
+
+function failureOf(values: Values): string {
+  try {
+    renderChart(values);
+  } catch (error) {
+    if (error instanceof ChartFailure) return error.message;
+    throw error;
+  }
+  throw new Error('the chart rendered without failing');
+}
+
+describe('the chart rendered', () => {
+  it('standalone by default: one replica with Recreate, the state volume, no Redis and no PodDisruptionBudget', () => {
+    const manifests = renderManifests(REQUIRED);
+    expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
+    const deployment = find<Deployment>(manifests, 'Deployment')!;
+    expect(deployment.spec.replicas).toBe(1);
+    expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
+    const [container] = deployment.spec.template.spec.containers;
+    const env = container!.env.map((variable) => variable.name);
+    expect(env).toEqual([
+      'DF_CONFIG',
+      'DF_API_KEY_FILE',
+      'DF_STATE_DIR',
+      'DF_HANDLERS_DIR',
+      'DF_HTTP_PORT',
+      'DF_HTTP_WAKE',
+    ]);
+    expect(container!.volumeMounts).toContainEqual({ name: 'state', mountPath: '/var/lib/df-worker' });
+    expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'state', emptyDir: {} });
+    expect(renderNotes(REQUIRED)).toContain('WARNING: persistence is disabled.');
+  });
+
+  it('standalone with persistence: the state volume is the claim the chart creates', () => {
+    const manifests = renderManifests({ ...REQUIRED, persistence: { enabled: true } });
+    expect(find(manifests, 'PersistentVolumeClaim')?.metadata.name).toBe('df-worker-state');
+    expect(find<Deployment>(manifests, 'Deployment')!.spec.template.spec.volumes).toContainEqual({
+      name: 'state',
+      persistentVolumeClaim: { claimName: 'df-worker-state' },
+    });
+    expect(find<Deployment>(manifests, 'Deployment')!.spec.strategy).toEqual({ type: 'Recreate' });
+  });
+
+  it('refuses replicaCount 2 without Redis, naming the value to set', () => {
+    const message = failureOf({ ...REQUIRED, replicaCount: 2 });
+    expect(message).toMatch(/^replicaCount is 2, but redis\.existingSecret is empty: /);
+    expect(message).toContain('would each spend the key');
+    expect(message).toContain('Set redis.existingSecret to the name of a Secret holding the Redis URL');
+    expect(message).toContain('or set replicaCount to 1 (or 0)');
+    expect(() => renderChart({ ...REQUIRED, replicaCount: 0 })).not.toThrow();
+  });
+
+  it('clustered: RollingUpdate, DF_REDIS_URL from the Secret, DF_REPLICA_ID the pod name, and a PodDisruptionBudget', () => {
+    const manifests = renderManifests(CLUSTERED);
+    const deployment = find<Deployment>(manifests, 'Deployment')!;
+    expect(deployment.spec.replicas).toBe(3);
+    expect(deployment.spec.strategy).toEqual({
+      type: 'RollingUpdate',
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+    });
+    const [container] = deployment.spec.template.spec.containers;
+    expect(container!.env).toContainEqual({
+      name: 'DF_REDIS_URL',
+      valueFrom: { secretKeyRef: { name: 'df-worker-redis', key: 'redis-url' } },
+    });
+    expect(container!.env).toContainEqual({
+      name: 'DF_REPLICA_ID',
+      valueFrom: { fieldRef: { fieldPath: 'metadata.name' } },
+    });
+    // The URL may hold a password: it reaches the pod from the Secret only, never through the ConfigMap.
+    expect(JSON.stringify(find(manifests, 'ConfigMap'))).not.toMatch(/redis/i);
+    expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'state', emptyDir: {} });
+    expect(find(manifests, 'PersistentVolumeClaim')).toBeUndefined();
+    const budget = find<Manifest & { spec: Values }>(manifests, 'PodDisruptionBudget')!;
+    expect(budget.apiVersion).toBe('policy/v1');
+    expect(budget.spec).toEqual({
+      maxUnavailable: 1,
+      selector: {
+        matchLabels: { 'app.kubernetes.io/name': 'df-worker', 'app.kubernetes.io/instance': 'df-worker' },
+      },
+    });
+    const notes = renderNotes(CLUSTERED);
+    expect(notes).toContain('Clustered mode: 3 replicas share');
+    expect(notes).not.toContain('WARNING: persistence');
+  });
+
+  it('clustered with one replica still rolls (no downtime on upgrades), without a PodDisruptionBudget', () => {
+    const manifests = renderManifests({ ...CLUSTERED, replicaCount: 1 });
+    expect(find<Deployment>(manifests, 'Deployment')!.spec.strategy.type).toBe('RollingUpdate');
+    expect(find(manifests, 'PodDisruptionBudget')).toBeUndefined();
+  });
+
+  it('the PodDisruptionBudget can be disabled, set by minAvailable, or forced on for one replica, which it keeps', () => {
+    expect(
+      find(renderManifests({ ...CLUSTERED, podDisruptionBudget: { enabled: false } }), 'PodDisruptionBudget'),
+    ).toBeUndefined();
+    const byMin = find<Manifest & { spec: Values }>(
+      renderManifests({ ...CLUSTERED, podDisruptionBudget: { minAvailable: 2 } }),
+      'PodDisruptionBudget',
+    )!;
+    expect(byMin.spec.minAvailable).toBe(2);
+    expect(byMin.spec).not.toHaveProperty('maxUnavailable');
+    // One replica: the PDB keeps that pod (minAvailable 1), as the chart's PDB always did.
+    const single = find<Manifest & { spec: Values }>(
+      renderManifests({ ...REQUIRED, podDisruptionBudget: { enabled: true } }),
+      'PodDisruptionBudget',
+    )!;
+    expect(single.spec.minAvailable).toBe(1);
+    expect(single.spec).not.toHaveProperty('maxUnavailable');
+    expect(failureOf({ ...REQUIRED, podDisruptionBudget: { enabled: 'sometimes' } })).toContain(
+      'podDisruptionBudget.enabled is sometimes',
+    );
+  });
+
+  it('refuses clustered values that cannot work: persistence, or no entry named in the Redis Secret', () => {
+    expect(failureOf({ ...CLUSTERED, persistence: { enabled: true } })).toMatch(
+      /^persistence\.enabled is true, but redis\.existingSecret is set: .* Set persistence\.enabled to false\.$/,
+    );
+    expect(
+      failureOf({ ...CLUSTERED, redis: { existingSecret: 'df-worker-redis', existingSecretKey: '' } }),
+    ).toMatch(/^redis\.existingSecret is set but redis\.existingSecretKey is empty/);
+  });
+
+  it.each(exampleFiles)(
+    'the example %s renders, and only the clustered one has several replicas',
+    async (name) => {
+      const example = await readYaml(path.join(chartDir, 'examples', name));
+      const deployment = deploymentOf(example);
+      const clustered = name === 'clustered.yaml';
+      expect(deployment.spec.replicas).toBe(clustered ? 3 : 1);
+      expect(deployment.spec.strategy.type).toBe(clustered ? 'RollingUpdate' : 'Recreate');
+    },
+  );
+
+  it('renders the same alert rules as alert-rules.ts, which writes the plain rules file', async () => {
+    const manifests = renderManifests(
+      { ...REQUIRED, prometheusRule: { enabled: true } },
+      { namespace: 'team-a' },
+    );
+    const rule = find<Manifest & { spec: unknown }>(manifests, 'PrometheusRule')!;
+    expect(rule.spec).toEqual(await chartRules('team-a', 'df-worker'));
   });
 });
 
@@ -363,9 +555,15 @@ describe('Grafana dashboard', () => {
       'dfworker_tasks_served',
       'dfworker_handler_task_missing',
       'dfworker_budget_month_end_timestamp_seconds',
+      'dfworker_cluster_coordinator',
+      'dfworker_cluster_queue_jobs',
+      'dfworker_cluster_replicas',
     ]) {
       expect(all, needed).toContain(needed);
     }
+    // Which replica coordinates, one line per replica; queue depths by state.
+    expect(all).toContain('max by (replica) (dfworker_cluster_coordinator{');
+    expect(all).toContain('max by (state) (dfworker_cluster_queue_jobs{');
     expect(all).toContain(
       'histogram_quantile(0.5, sum by (le, task) (rate(dfworker_pickup_latency_seconds_bucket',
     );
@@ -408,6 +606,19 @@ describe('PrometheusRule', () => {
     expect(rules).toMatch(/dfworker_ready\{[^\n]*\} == 0\n\s*for: \{\{ \$rules\.notReadyFor \}\}/);
     expect((defaults.prometheusRule as Values).notReadyFor).toBe('10m');
     expect(rules).toMatch(/delta\(dfworker_journal_pending\{[^\n]*\}\[30m\]\) > 0/);
+  });
+
+  it('alerts when no replica of a clustered deployment holds the coordinator lease, or several do for long', () => {
+    expect(rules).toContain('- alert: DfWorkerNoCoordinator\n');
+    expect(rules).toContain('- alert: DfWorkerSplitCoordinator\n');
+    // A sum over the deployment's replicas: empty, so silent, where no replica exposes the metric (standalone).
+    expect(rules).toMatch(
+      /sum by \(namespace, service, job\) \(dfworker_cluster_coordinator\{[^\n]*\}\) == 0\n\s*for: \{\{ \$rules\.noCoordinatorFor \}\}/,
+    );
+    expect(rules).toMatch(
+      /sum by \(namespace, service, job\) \(dfworker_cluster_coordinator\{[^\n]*\}\) > 1\n\s*for: 5m/,
+    );
+    expect((defaults.prometheusRule as Values).noCoordinatorFor).toBe('5m');
   });
 });
 

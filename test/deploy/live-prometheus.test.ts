@@ -38,6 +38,13 @@ const JUSTIFIED_LINT: Record<string, string> = {
 const EXPECTED_EMPTY: Record<string, string> = {
   'Tasks served and handlers without a task / no task on the service: {{task}}':
     'every handler of a healthy worker has its task: the series exists only for a handler whose task is missing',
+  // The cluster panels: a standalone worker (this one) exposes no dfworker_cluster_* series.
+  'Replicas alive / __auto': 'clustered mode only',
+  'Coordinators / __auto': 'clustered mode only',
+  'Coordinator lease by replica / {{replica}}': 'clustered mode only',
+  'Queue: jobs by state / {{state}}': 'clustered mode only',
+  'Replicas: alive in Redis and scraped / alive (Redis)': 'clustered mode only',
+  'Replicas: alive in Redis and scraped / scraped': 'clustered mode only',
 };
 
 /** Grafana's values of the dashboard's variables for this run: "All" of namespace and job, and the rate window. */

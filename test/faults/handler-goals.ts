@@ -17,7 +17,7 @@ export function expectIssueGoals(
      */
     outputs?: boolean;
     /**
-     * Claims the row may lose in the window no client can close (README, guarantees): a process killed
+     * Claims the row may lose in the window no client can close (helm/README.md, guarantees): a process killed
      * between the service's answer to a poll and the fsync of the claim. Only where a handler takes the
      * whole process down at a moment of its choosing (isolation none); default 0.
      */

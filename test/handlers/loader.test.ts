@@ -91,6 +91,13 @@ describe('loadHandlers', () => {
     await expect(failure).rejects.toThrow('DF_HANDLERS_DIR');
   });
 
+  it('loads the handlers beside a README.md and reports nothing about it (handlers/ holds the handler guide)', async () => {
+    const dir = await handlersDir({ 'a.mjs': plainTask('a'), 'README.md': '# Writing handlers\n' });
+    const { handlers, errors } = await loadHandlers(dir);
+    expect([...handlers.keys()]).toEqual(['a']);
+    expect(errors).toEqual([]);
+  });
+
   it('fails on a directory without handler modules', async () => {
     const dir = await handlersDir({ 'README.md': '# handlers', '_shared.ts': 'export {};' });
     await expect(loadHandlers(dir)).rejects.toThrow(`no handler modules in "${dir}"`);

@@ -96,11 +96,13 @@ export async function poolRig(
     env?: Record<string, string>;
     idleTimeoutMs?: number;
     spawnAfterMs?: number;
+    /** The handler module's source: MISBEHAVING_HANDLER unless given. */
+    source?: string;
   } = {},
 ): Promise<PoolRig> {
   const dir = await mkdtemp(path.join(tmpdir(), 'df-sandbox-'));
   const file = path.join(dir, 'misbehaving.ts');
-  await writeFile(file, MISBEHAVING_HANDLER);
+  await writeFile(file, options.source ?? MISBEHAVING_HANDLER);
   const log = recordingLogger();
   const gone: WorkerGoneReason[] = [];
   const goneWaiters: Array<() => void> = [];

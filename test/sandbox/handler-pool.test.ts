@@ -4,7 +4,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { longestLoopStall, poolRig, SECRET, type PoolRig } from './fixtures.ts';
+import { longestLoopStall, MISBEHAVING_HANDLER, poolRig, SECRET, type PoolRig } from './fixtures.ts';
 
 let rig: PoolRig | undefined;
 afterEach(async () => {
@@ -119,6 +119,19 @@ describe.each(['thread', 'process'] as const)('HandlerPool (%s)', (isolation) =>
     const outcome = await rig.run({ mode: 'honour-signal' }, { timeoutMs: 200 });
     expect(outcome.failure?.kind).toBe('timeout');
     expect(rig.gone).toEqual([]);
+    expect(rig.pool.workers.total).toBe(1);
+  });
+
+  it('does not start a handler whose attempt timed out while its module loaded, and keeps the worker', async () => {
+    // A slow first import (a busy machine, a heavy module) outlasts the attempt: a handler started after the
+    // abort would add its listener too late, never hear the signal, and hold the worker until terminated.
+    const slowToLoad = `await new Promise((resolve) => setTimeout(resolve, 600));\n${MISBEHAVING_HANDLER}`;
+    rig = await poolRig(isolation, { source: slowToLoad });
+    const outcome = await rig.run({ mode: 'honour-signal' }, { timeoutMs: 200 });
+    expect(outcome.failure?.kind).toBe('timeout');
+    expect(rig.gone).toEqual([]);
+    expect(rig.log.lines.filter((l) => l.msg === 'handler started')).toEqual([]);
+    expect((await rig.run({ mode: 'ok', n: 2 })).output).toEqual({ result: 4 });
     expect(rig.pool.workers.total).toBe(1);
   });
 

@@ -95,15 +95,24 @@ describe('a replayed month', () => {
   });
 
   it('with more work than the month carries (1 per 2 min): keeps polling to the last hour, every poll a claim', async () => {
-    const arrivals = poisson(11, 120_000);
+    // bench:pacing's third draw of its overload workload: its first hours are slow, so the rate read from them
+    // crosses the overload verdict's limit back and forth.
+    const arrivals = workload('overload').generate(3 * 7_919);
     const f = figures(await replayMonth({ arrivals }));
     expect(f.requests).toBeLessThanOrEqual(40_000);
     expect(f.rateLimited).toBe(0);
     expect(f.perSecond).toBeLessThanOrEqual(5);
     expect(f.perMinute).toBeLessThanOrEqual(50);
     expect(END - f.lastPollAt).toBeLessThan(HOUR);
-    // Each claim costs a poll and a report: all but a few dozen requests of the month went to claims.
+    // Each claim costs a poll and a report: all but a few dozen requests of the month went to claims, within
+    // 0.3% of the best fixed poller's, which knew the rate from the start (a cold start learns it in an hour
+    // or two: the verdict, once reached, holds while the rate read from random arrivals hovers near it).
     expect(f.claimed).toBeGreaterThan(19_900);
+    const best = summarize(
+      bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, perMonth: 40_000 }),
+    );
+    console.log(`overload: claimed ${f.claimed}, best fixed poller ${best.claimed}`);
+    expect(f.claimed).toBeGreaterThanOrEqual(Math.floor(0.997 * best.claimed));
   });
 
   it('learns business hours within days: p95 pickup well under the even pace, Sundays at the 15-minute floor', async () => {

@@ -59,6 +59,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* "true" in clustered mode (the replicas share budget and work through Redis), "" in standalone mode. */}}
+{{- define "df-worker.clustered" -}}
+{{- if .Values.redis.existingSecret }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the chart creates a PodDisruptionBudget: podDisruptionBudget.enabled, where auto means replicaCount > 1. */}}
+{{- define "df-worker.podDisruptionBudget" -}}
+{{- $enabled := toString .Values.podDisruptionBudget.enabled }}
+{{- if or (eq $enabled "true") (and (eq $enabled "auto") (gt (int .Values.replicaCount) 1)) }}true{{ end }}
+{{- end }}
+
 {{- define "df-worker.stateClaimName" -}}
 {{- default (printf "%s-state" (include "df-worker.fullname" .) | trunc 63 | trimSuffix "-") .Values.persistence.existingClaim }}
 {{- end }}
@@ -68,8 +79,18 @@ Refuses values that would deploy a worker that cannot work, with a message sayin
 deployment.yaml, so `helm install`, `helm template` and `helm lint` all stop on them.
 */}}
 {{- define "df-worker.validate" -}}
-{{- if gt (int .Values.replicaCount) 1 }}
-{{- fail (printf "replicaCount is %d, but df-worker runs at most 1 replica per API key: several workers on one key would each spend the key's whole budget (the service then answers 429) until the scale-out issue lands. Set replicaCount to 1 (or 0), or use another API key in another release." (int .Values.replicaCount)) }}
+{{- $clustered := include "df-worker.clustered" . }}
+{{- if and (gt (int .Values.replicaCount) 1) (not $clustered) }}
+{{- fail (printf "replicaCount is %d, but redis.existingSecret is empty: without Redis, several workers on one key would each spend the key's whole budget (the service then answers 429). Set redis.existingSecret to the name of a Secret holding the Redis URL under redis.existingSecretKey (clustered mode, see CLUSTERING.md), or set replicaCount to 1 (or 0)." (int .Values.replicaCount)) }}
+{{- end }}
+{{- if and $clustered (not .Values.redis.existingSecretKey) }}
+{{- fail "redis.existingSecret is set but redis.existingSecretKey is empty: name the entry of that Secret that holds the Redis URL." }}
+{{- end }}
+{{- if and $clustered .Values.persistence.enabled }}
+{{- fail "persistence.enabled is true, but redis.existingSecret is set: in clustered mode the journal and the month's budget live in Redis and each pod keeps only scratch state in an emptyDir, so no volume is needed (and one ReadWriteOnce claim cannot serve several pods). Set persistence.enabled to false." }}
+{{- end }}
+{{- if not (has (toString .Values.podDisruptionBudget.enabled) (list "auto" "true" "false")) }}
+{{- fail (printf "podDisruptionBudget.enabled is %v: use auto (a PDB with more than one replica), true or false." .Values.podDisruptionBudget.enabled) }}
 {{- end }}
 {{- if and (not .Values.apiKey.existingSecret) (not .Values.apiKey.value) }}
 {{- fail "No API key: set apiKey.existingSecret to the name of a Secret holding the key under apiKey.secretKey (preferred), or apiKey.value to have the chart create one." }}

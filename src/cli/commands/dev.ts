@@ -12,6 +12,7 @@ import type { WorkerConfig } from '../../config/schema.ts';
 import { Emulator, type EmulatedExecution } from '../../emulator/index.ts';
 import type { LoadedHandler } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
+import { isPlainObject } from '../../schema/plain-object.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { enqueueIntoSession } from '../dev/enqueue.ts';
 import { HandlerSet } from '../dev/handler-set.ts';
@@ -106,10 +107,10 @@ async function enqueue(
   let input: JsonObject;
   try {
     const value = JSON.parse(inputText) as unknown;
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    if (!isPlainObject(value)) {
       return usageError('dev', `the input must be a JSON object such as '{"sku":"A"}', got ${inputText}`);
     }
-    input = value as JsonObject;
+    input = value;
   } catch {
     return usageError('dev', `the input is not valid JSON: ${describeJsonError(inputText)}`);
   }

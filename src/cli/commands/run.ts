@@ -13,6 +13,7 @@ import { backoffFromConfig } from '../../daemon/service-wiring.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError, type HandlerLoadError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
+import { isPlainObject } from '../../schema/plain-object.ts';
 import type { ExecutionOutcome } from '../../runner/run-execution.ts';
 import { runTaskLocally } from '../../runner/run-locally.ts';
 import { createLogger } from '../../telemetry/logger.ts';
@@ -51,11 +52,11 @@ export async function readInputArgument(argument: string, cwd: string): Promise<
   } catch {
     throw new InputError(`${source} is not valid JSON: ${describeJsonError(text)}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isPlainObject(value)) {
     const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
     throw new InputError(`${source} must be a JSON object such as {"text": "hello"}, got ${got}`);
   }
-  return value as JsonObject;
+  return value;
 }
 
 /** Where JSON text goes wrong, as "unexpected X at line L, column C (position P)". */

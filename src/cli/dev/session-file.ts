@@ -3,6 +3,7 @@
 // the session ends, and recognised as stale when the process that wrote it is gone.
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import * as v from 'valibot';
 
 /** Name of the session file in the state folder (DF_STATE_DIR, default ./.state). */
 export const SESSION_FILE_NAME = 'dev-session.json';
@@ -89,23 +90,19 @@ export async function readLiveSession(stateDir: string): Promise<DevSession> {
 
 async function readSession(file: string): Promise<DevSession> {
   const value = JSON.parse(await readFile(file, 'utf8')) as unknown;
-  if (!isSession(value)) throw new Error('it does not hold a dev session (pid, url, adminToken)');
+  if (!v.is(SESSION, value)) throw new Error('it does not hold a dev session (pid, url, adminToken)');
   return value;
 }
 
-function isSession(value: unknown): value is DevSession {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return (
-    Number.isInteger(v.pid) &&
-    typeof v.url === 'string' &&
-    typeof v.apiKey === 'string' &&
-    typeof v.adminToken === 'string' &&
-    typeof v.workerUrl === 'string' &&
-    typeof v.handlersDir === 'string' &&
-    typeof v.startedAt === 'string'
-  );
-}
+const SESSION = v.object({
+  pid: v.pipe(v.number(), v.integer()),
+  url: v.string(),
+  apiKey: v.string(),
+  adminToken: v.string(),
+  workerUrl: v.string(),
+  handlersDir: v.string(),
+  startedAt: v.string(),
+});
 
 function isAlive(pid: number): boolean {
   try {

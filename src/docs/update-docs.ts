@@ -1,0 +1,16 @@
+// `npm run docs`: rewrites the generated tables of the guides (configuration in config/README.md, metrics in
+// helm/README.md) from the code.
+import { readFile, writeFile } from 'node:fs/promises';
+import { GENERATED_DOCS } from './reference.ts';
+
+for (const doc of GENERATED_DOCS) {
+  const file = new URL(`../../${doc.path}`, import.meta.url);
+  const before = await readFile(file, 'utf8');
+  const after = doc.render(before);
+  if (after !== before) {
+    await writeFile(file, after);
+    process.stdout.write(`${doc.path}: generated tables updated\n`);
+  } else {
+    process.stdout.write(`${doc.path}: generated tables already up to date\n`);
+  }
+}
