@@ -65,8 +65,8 @@ function emptyFolder(): Promise<string> {
 }
 
 /**
- * The daemon's code at `ref`, in a temp folder beside this checkout's node_modules (undici stays a devDependency
- * for it: the code before imports it, the daemon no longer does).
+ * The daemon's code at `ref`, in a temp folder beside this checkout's node_modules (undici and convict stay
+ * devDependencies for it: the code before imports them, the daemon no longer does).
  */
 async function checkout(ref: string): Promise<string> {
   const folder = await mkdtemp(join(tmpdir(), 'df-worker-baseline-'));

@@ -1,7 +1,7 @@
 // Handler isolation as the daemon wires it from its configuration (DF_HANDLER_ISOLATION, DF_HANDLER_MEMORY_MB).
 import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config/schema.ts';
-import { loadHandlersOrThrow, type LoadedHandler } from '../handlers/loader.ts';
+import type { LoadedHandler } from '../handlers/loader.ts';
 import { inlineHost, type AttemptHost } from '../runner/attempt-host.ts';
 import { redactor, type Redact } from '../runner/redact.ts';
 import { withCompileCache } from './compile-cache.ts';
@@ -46,7 +46,10 @@ export function sandboxFromConfig(
   const redact = redactor(secrets);
   if (config.handlers.isolation === 'none') {
     return {
-      loadHandlers: (dir, logger) => loadHandlersOrThrow(dir, { logger }),
+      // Imported here only: with isolation, handler modules load in a child process and the daemon's own
+      // process never needs the loader (its idle memory, bench:footprint).
+      loadHandlers: async (dir, logger) =>
+        (await import('../handlers/loader.ts')).loadHandlersOrThrow(dir, { logger }),
       host: inlineHost,
       redact,
       retire: () => undefined,
