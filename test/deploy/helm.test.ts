@@ -60,17 +60,6 @@ function actions(template: string): string[] {
   return [...withoutRawStrings.matchAll(/\{\{-?\s*([\s\S]*?)\s*-?\}\}/g)].map((match) => match[1]!);
 }
 
-/**
- * The cluster metrics of issue 13, which the daemon side of clustered mode adds on its own branch while the chart
- * already uses them. They count as exposed only while no file under src/ defines a dfworker_cluster_* metric: once one
- * does, every name the chart uses must be defined for real, so the two sides cannot drift apart unnoticed.
- */
-const AWAITED_CLUSTER_METRICS = [
-  'dfworker_cluster_coordinator',
-  'dfworker_cluster_queue_jobs',
-  'dfworker_cluster_replicas',
-];
-
 /** Every metric name the worker exposes: its own (read from src/) and prom-client's default ones. */
 async function exposedMetricNames(): Promise<Set<string>> {
   const srcDir = path.join(repoRoot, 'src');
@@ -99,8 +88,6 @@ async function exposedMetricNames(): Promise<Set<string>> {
     }
     registry.clear();
   }
-  if (![...names].some((name) => name.startsWith('dfworker_cluster_')))
-    for (const name of AWAITED_CLUSTER_METRICS) names.add(name);
   return names;
 }
 
