@@ -19,7 +19,7 @@ import {
 } from '../daemon/service-wiring.ts';
 import { TaskList } from '../daemon/task-list.ts';
 import { TaskRegistry } from '../daemon/task-registry.ts';
-import type { Readiness, WorkerOptions } from '../daemon/worker.ts';
+import { commonReadinessChecks, type Readiness, type WorkerOptions } from '../daemon/worker.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
@@ -335,13 +335,12 @@ export class ClusteredWorker {
     const redisOk =
       this.#redis?.status === 'ready' && this.#heartbeatOk === true && this.#budget?.redisDown !== true;
     const checks: Readiness['checks'] = {
-      started: this.#state === 'running' ? { ok: true } : { ok: false, reason: `worker is ${this.#state}` },
-      handlers: this.#handlers ? { ok: true } : { ok: false, reason: 'handlers not loaded' },
-      service: this.#taskList?.answered
-        ? this.#coordinator?.authorized === false
-          ? { ok: false, reason: 'the service refuses the API key (401)' }
-          : { ok: true }
-        : { ok: false, reason: 'the service has not answered yet' },
+      ...commonReadinessChecks({
+        state: this.#state,
+        handlersLoaded: this.#handlers !== undefined,
+        serviceAnswered: this.#taskList?.answered === true,
+        authorized: this.#coordinator?.authorized,
+      }),
       redis: redisOk ? { ok: true } : { ok: false, reason: 'Redis does not answer: no new claims' },
     };
     const tasks = {

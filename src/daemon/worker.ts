@@ -49,6 +49,27 @@ export interface Readiness {
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
+/**
+ * The readiness checks both wirings share: started, handlers loaded, and the service answering and taking the
+ * key. `authorized` is undefined until a poll was answered.
+ */
+export function commonReadinessChecks(parts: {
+  state: string;
+  handlersLoaded: boolean;
+  serviceAnswered: boolean;
+  authorized: boolean | undefined;
+}): Readiness['checks'] {
+  return {
+    started: parts.state === 'running' ? { ok: true } : { ok: false, reason: `worker is ${parts.state}` },
+    handlers: parts.handlersLoaded ? { ok: true } : { ok: false, reason: 'handlers not loaded' },
+    service: parts.serviceAnswered
+      ? parts.authorized === false
+        ? { ok: false, reason: 'the service refuses the API key (401)' }
+        : { ok: true }
+      : { ok: false, reason: 'the service has not answered yet' },
+  };
+}
+
 export class Worker {
   readonly metrics: WorkerMetrics;
   readonly #config: WorkerConfig;
@@ -296,13 +317,12 @@ export class Worker {
 
   readiness(): Readiness {
     const checks: Readiness['checks'] = {
-      started: this.#state === 'running' ? { ok: true } : { ok: false, reason: `worker is ${this.#state}` },
-      handlers: this.#handlers ? { ok: true } : { ok: false, reason: 'handlers not loaded' },
-      service: this.#taskList?.answered
-        ? this.#scheduler?.authorized === false
-          ? { ok: false, reason: 'the service refuses the API key (401)' }
-          : { ok: true }
-        : { ok: false, reason: 'the service has not answered yet' },
+      ...commonReadinessChecks({
+        state: this.#state,
+        handlersLoaded: this.#handlers !== undefined,
+        serviceAnswered: this.#taskList?.answered === true,
+        authorized: this.#scheduler?.authorized,
+      }),
       journal:
         this.#journal?.writable === false
           ? { ok: false, reason: this.#journal.lastError?.message ?? 'journal not writable' }
