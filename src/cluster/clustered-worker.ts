@@ -206,7 +206,7 @@ export class ClusteredWorker {
       redact: sandbox.redact,
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
     });
-    // What the planner learns of arrivals stays with the coordinator's term (no state folder is shared).
+    // What the planner learns of arrivals is kept in Redis by the coordinators (see Coordinator: profiles).
     this.#planner = await plannerFromConfig(config, local, { inMemory: true, logger });
     this.#taskList.plan(this.#planner);
     if (this.#pollStop.signal.aborted) return;
@@ -252,6 +252,15 @@ export class ClusteredWorker {
       capacity: () => Math.max(this.#alive.capacity, config.concurrency),
       claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
       exitSignal: this.#reportStop.signal,
+      profiles: {
+        load: async () => {
+          const text = await redis.get(this.#keys.profile);
+          return text === null ? undefined : (JSON.parse(text) as unknown);
+        },
+        save: async (state) => {
+          await redis.set(this.#keys.profile, JSON.stringify(state));
+        },
+      },
     });
     this.#replicas = new Replicas(redis, this.#keys.replicas, this.replicaId);
     this.#state = 'running';

@@ -15,6 +15,14 @@ import type { ExecutionJobData } from './queue-journal.ts';
 const ROOM_CHECK_MS = 200;
 /** Wait before adding a claimed execution to the queue again while Redis does not answer, in ms. */
 const ADD_RETRY_MS = 500;
+/** How often a coordinator saves what it learnt of arrivals, besides at the end of its term, in ms. */
+const PROFILE_SAVE_MS = 10 * 60_000;
+
+/** Where the coordinators keep the poll planner's arrival profile between terms (Redis). */
+export interface ProfileStore {
+  load(): Promise<unknown>;
+  save(state: unknown): Promise<void>;
+}
 
 export interface CoordinatorOptions {
   lease: CoordinatorLease;
@@ -32,6 +40,11 @@ export interface CoordinatorOptions {
   claimBlocker: () => string | undefined;
   /** Aborted when the daemon must exit: a claim Redis still cannot take is then given up, and logged. */
   exitSignal: AbortSignal;
+  /**
+   * What the previous coordinators learnt of arrivals: adopted as a term starts, saved every PROFILE_SAVE_MS
+   * and as it ends, so that a takeover or a rolling restart keeps the pacing learnt (as a state folder does).
+   */
+  profiles?: ProfileStore;
 }
 
 interface Term {
@@ -66,15 +79,49 @@ export class Coordinator {
   /** Tries for the lease, renews it while held, until `signal`; then ends the term and gives the lease back. */
   async run(signal: AbortSignal): Promise<void> {
     const lease = this.#o.lease;
+    let savedAt = 0;
     while (!signal.aborted) {
       const held = await lease.tryHold();
       if (signal.aborted) break;
-      if (held && !this.#term) this.#startTerm();
-      else if (!held && this.#term) await this.#endTerm('lost the coordinator lease');
+      if (held && !this.#term) {
+        await this.#adoptProfile();
+        savedAt = this.#o.clock.now();
+        this.#startTerm();
+      } else if (!held && this.#term) await this.#endTerm('lost the coordinator lease');
+      else if (held && this.#o.clock.now() - savedAt >= PROFILE_SAVE_MS) {
+        savedAt = this.#o.clock.now();
+        await this.#saveProfile();
+      }
       await this.#o.clock.sleep(LEASE_RENEW_MS, signal).catch(() => undefined);
     }
+    // Saved only by a holder that stops: one that lost the lease may be behind the coordinator after it.
+    if (this.#term) await this.#saveProfile();
     await this.#endTerm('stopping');
     await lease.release().catch(() => undefined);
+  }
+
+  async #adoptProfile(): Promise<void> {
+    const { profiles, planner, logger } = this.#o;
+    if (!profiles) return;
+    try {
+      const tasks = planner.profile.adopt(await profiles.load());
+      if (tasks > 0) {
+        planner.replan();
+        logger.info({ tasks }, 'adopted the arrival profile the previous coordinators learnt');
+      }
+    } catch (error) {
+      logger.warn({ err: error as Error }, 'could not read the arrival profile from Redis: learning afresh');
+    }
+  }
+
+  async #saveProfile(): Promise<void> {
+    const { profiles, planner, logger } = this.#o;
+    if (!profiles) return;
+    try {
+      await profiles.save(planner.profile.toState());
+    } catch (error) {
+      logger.warn({ err: error as Error }, 'could not save the arrival profile to Redis');
+    }
   }
 
   #startTerm(): void {

@@ -29,6 +29,8 @@ export interface ClusterKeys {
   replicas: string;
   /** Held while a replica reads the task list with DF_TASK_SYNC (and may create tasks). */
   taskSync: string;
+  /** What the coordinators learnt of arrivals (the poll planner's profile), as JSON. */
+  profile: string;
 }
 
 export function clusterKeys(apiKey: string): ClusterKeys {
@@ -43,6 +45,7 @@ export function clusterKeys(apiKey: string): ClusterKeys {
     lease: `${base}:coordinator`,
     replicas: `${base}:replicas`,
     taskSync: `${base}:task-sync`,
+    profile: `${base}:arrival-profile`,
   };
 }
 

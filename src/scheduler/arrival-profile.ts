@@ -65,6 +65,18 @@ export class ArrivalProfile {
     return profile;
   }
 
+  /**
+   * Takes over what another process learnt (clustered mode: the previous coordinator's profile): its state
+   * replaces this one's when it holds one; returns the tasks it knew, 0 when `state` is not a profile.
+   */
+  adopt(state: unknown): number {
+    const other = ArrivalProfile.fromState(state);
+    if (other.#tasks.size === 0) return 0;
+    this.#tasks = other.#tasks;
+    this.#observedUntil = other.#observedUntil;
+    return other.#tasks.size;
+  }
+
   toState(): ArrivalProfileState {
     return { version: 1, observedUntil: this.#observedUntil, tasks: Object.fromEntries(this.#tasks) };
   }

@@ -187,6 +187,11 @@ export class PollPlanner {
     this.#plan = undefined;
   }
 
+  /** The profile changed other than by arrivals (adopted from elsewhere): the pace is planned anew. */
+  replan(): void {
+    this.#plan = undefined;
+  }
+
   get tasks(): readonly PlannedTask[] {
     return [...this.#tasks.values()];
   }
