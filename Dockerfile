@@ -36,7 +36,9 @@ WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 # --ignore-scripts: production dependencies need no install scripts; root owns /app so the worker cannot change it.
+# valibot declares TypeScript as an optional peer, which npm keeps (24 MB) though nothing imports it at run time.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && rm -rf node_modules/typescript \
  && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
