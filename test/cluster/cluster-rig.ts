@@ -5,11 +5,12 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { clusterKeys } from '../../src/cluster/redis.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { runCli, type CliProcess } from '../cli/process.ts';
 import { waitFor } from '../daemon/harness.ts';
-import type { RedisServer } from './redis-server.ts';
+import { RedisServer } from './redis-server.ts';
 
 export const TASKS = ['alpha', 'beta', 'gamma'] as const;
 
@@ -230,4 +231,27 @@ export class ClusterRig {
     await this.emulator.close();
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * For a describe block whose test makes one rig: a redis-server started before it, and the rig and the server
+ * disposed after it.
+ */
+export function clusterFixture(): {
+  redis: () => RedisServer;
+  create: (options: Omit<RigOptions, 'redis'>) => Promise<ClusterRig>;
+} {
+  let redis: RedisServer | undefined;
+  let rig: ClusterRig | undefined;
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await rig?.dispose();
+    await redis?.dispose();
+  });
+  return {
+    redis: () => redis!,
+    create: async (options) => (rig = await ClusterRig.create({ ...options, redis: redis! })),
+  };
 }

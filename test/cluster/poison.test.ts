@@ -1,39 +1,29 @@
 // The poison-execution limit holds across replicas: an execution whose replica died with it
 // DF_MAX_CRASHES_PER_EXECUTION times is reported FAILED by the next replica without being run again.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../daemon/harness.ts';
-import { ClusterRig } from './cluster-rig.ts';
-import { clusteredTestsRun, RedisServer } from './redis-server.ts';
+import { clusterFixture } from './cluster-rig.ts';
+import { clusteredTestsRun } from './redis-server.ts';
 
 describe.runIf(clusteredTestsRun)('poison executions in clustered mode', () => {
-  let redis: RedisServer;
-  let rig: ClusterRig | undefined;
-
-  beforeAll(async () => {
-    redis = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await rig?.dispose();
-    await redis?.dispose();
-  });
+  const cluster = clusterFixture();
 
   it('an execution whose replica was killed under it, at DF_MAX_CRASHES_PER_EXECUTION=1, is reported FAILED by another without running', async () => {
-    rig = await ClusterRig.create({
-      redis,
+    const rig = await cluster.create({
       perSecond: 20,
       perMinute: 1_200,
       env: { DF_MAX_CRASHES_PER_EXECUTION: '1' },
     });
-    await Promise.all(['a', 'b'].map((name) => rig!.start(name)));
+    await Promise.all(['a', 'b'].map((name) => rig.start(name)));
     rig.enqueue(1, () => ({ n: 1, ms: 60_000 }));
     let runner: string | undefined;
     await waitFor(() => {
-      runner = ['a', 'b'].find((name) => rig!.logsOf(name).some((l) => l.msg === 'execution claimed'));
+      runner = ['a', 'b'].find((name) => rig.logsOf(name).some((l) => l.msg === 'execution claimed'));
       return runner !== undefined;
     }, 'the handler to start');
     const other = runner === 'a' ? 'b' : 'a';
     await rig.kill(runner!);
-    await waitFor(() => rig!.done(), 'the execution reported', 20_000);
+    await waitFor(() => rig.done(), 'the execution reported', 20_000);
     const execution = rig.emulator.executions()[0]!;
     expect(execution.reports).toHaveLength(1);
     expect(execution.reports[0]).toMatchObject({

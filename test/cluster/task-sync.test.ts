@@ -1,9 +1,9 @@
 // DF_TASK_SYNC in clustered mode: replicas started together create a task missing from the service once.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClusterRig } from './cluster-rig.ts';
-import { clusteredTestsRun, RedisServer } from './redis-server.ts';
+import { describe, expect, it } from 'vitest';
+import { clusterFixture } from './cluster-rig.ts';
+import { clusteredTestsRun } from './redis-server.ts';
 
 const HANDLER = `import { defineTask } from 'df-worker';
 export default defineTask({
@@ -16,23 +16,14 @@ export default defineTask({
 `;
 
 describe.runIf(clusteredTestsRun)('task sync in clustered mode', () => {
-  let redis: RedisServer;
-  let rig: ClusterRig | undefined;
-
-  beforeAll(async () => {
-    redis = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await rig?.dispose();
-    await redis?.dispose();
-  });
+  const cluster = clusterFixture();
 
   it('three replicas started at once create a missing task once', async () => {
-    rig = await ClusterRig.create({ redis, perSecond: 20, perMinute: 1_200, env: { DF_TASK_SYNC: 'true' } });
+    const rig = await cluster.create({ perSecond: 20, perMinute: 1_200, env: { DF_TASK_SYNC: 'true' } });
     await writeFile(path.join(rig.dir, 'handlers', 'delta.ts'), HANDLER);
     // Slow task lists: the replicas' first reads overlap, as they would on a slow service.
     rig.emulator.setFaults([{ operation: 'tasks.list', kind: 'latency', ms: 1_500 }]);
-    await Promise.all(['a', 'b', 'c'].map((name) => rig!.start(name)));
+    await Promise.all(['a', 'b', 'c'].map((name) => rig.start(name)));
     expect(rig.emulator.tasks().filter((t) => t.key === 'delta')).toHaveLength(1);
   }, 40_000);
 });
