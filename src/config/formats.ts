@@ -149,21 +149,9 @@ export function formatSchema(format: string, bounds: FormatBounds): v.GenericSch
       return v.picklist(values, `must be one of ${values.join(', ')}`);
     }
     case FORMAT.httpUrl:
-      return v.pipe(
-        v.string('must be a string'),
-        v.rawCheck(({ dataset, addIssue }) => {
-          const problem = dataset.typed ? httpUrlProblem(dataset.value) : undefined;
-          if (problem !== undefined) addIssue({ message: problem });
-        }),
-      );
+      return urlSchema(httpUrlProblem);
     case FORMAT.redisUrl:
-      return v.pipe(
-        v.string('must be a string'),
-        v.rawCheck(({ dataset, addIssue }) => {
-          const problem = dataset.typed ? redisUrlProblem(dataset.value) : undefined;
-          if (problem !== undefined) addIssue({ message: problem });
-        }),
-      );
+      return urlSchema(redisUrlProblem);
     case FORMAT.timeZone:
       return v.custom(
         (value) => typeof value === 'string' && isValidTimeZone(value),
@@ -185,4 +173,15 @@ const COERCE: Partial<Record<string, (text: string) => unknown>> = {
 export function coerce(format: string, value: unknown): unknown {
   const coerceText = COERCE[format];
   return typeof value === 'string' && coerceText !== undefined ? coerceText(value) : value;
+}
+
+/** A URL setting: a string, and `problemOf` its message when the URL is not one the setting takes. */
+function urlSchema(problemOf: (url: string) => string | undefined) {
+  return v.pipe(
+    v.string('must be a string'),
+    v.rawCheck<string>(({ dataset, addIssue }) => {
+      const problem = dataset.typed ? problemOf(dataset.value) : undefined;
+      if (problem !== undefined) addIssue({ message: problem });
+    }),
+  );
 }
