@@ -117,19 +117,20 @@ export class ArrivalProfile {
   /**
    * Expected arrivals per hour of `key` in the hour that holds `atMs`: the hour of the week's own figures,
    * leaning on the hour of the day's, that on the task's overall rate, and that on `priorPerHour` (the
-   * average task's) while each is thin.
+   * average task's) while each is thin. With `deviations`, the hour's own figures are taken that many standard
+   * deviations (of their Poisson count) higher: how busy the hour may well be, not only likely is.
    */
-  ratePerHour(key: string, atMs: number, priorPerHour = 0): number {
+  ratePerHour(key: string, atMs: number, priorPerHour = 0, deviations = 0): number {
     const task = this.#tasks.get(key);
     if (!task) return priorPerHour;
     // Work that comes in batches varies by the batch, not by the arrival: an empty hour says less.
     const spread = this.batchSize(key);
     const overall = rate(task.all, priorPerHour, spread);
-    const day = rate(task.day[hourOfDay(atMs)]!, overall, spread);
+    const day = rate(task.day[hourOfDay(atMs)]!, overall, spread, deviations);
     // The hour of the week has one pass a week; the hour of the day (weekdays apart from weekends) one a
     // day: when work moves to other hours, the latter sees it within a day. The higher of the two is taken,
     // so that an hour is never thought quiet while either says work comes in it.
-    return Math.max(rate(task.week[hourOfWeek(atMs)]!, day, spread), day);
+    return Math.max(rate(task.week[hourOfWeek(atMs)]!, day, spread, deviations), day);
   }
 
   /** Mean arrivals per group (1 for work that arrives one at a time; a batch's size for batches). */
@@ -153,10 +154,16 @@ export class ArrivalProfile {
     return this.#tasks.get(key)?.groups.count ?? 0;
   }
 
-  /** The task's arrivals per hour over all hours (fading by half a week), leaning on `priorPerHour`. */
-  overallRatePerHour(key: string, priorPerHour = 0): number {
+  /**
+   * The task's arrivals per hour over all hours (fading by half a week), leaning on `priorPerHour`; with
+   * `deviations`, that many standard deviations (of the Poisson count seen) higher.
+   */
+  overallRatePerHour(key: string, priorPerHour = 0, deviations = 0): number {
     const task = this.#tasks.get(key);
-    return task ? rate(task.all, priorPerHour, 1) : priorPerHour;
+    if (!task) return priorPerHour;
+    const hours = task.all.exposureMs / HOUR_MS;
+    const doubt = hours > 0 ? (deviations * Math.sqrt(Math.max(1, task.all.count))) / hours : 0;
+    return rate(task.all, priorPerHour, 1) + doubt;
   }
 
   /** How long the task has been watched (faded as its figures are). */
@@ -199,10 +206,12 @@ export class ArrivalProfile {
  * gets one an hour, both read as one an hour, while an hour that stays empty where 15 were expected, or busy
  * where none were, reads as it is within a pass or two.
  */
-function rate(b: Bucket, prior: number, spread: number): number {
+function rate(b: Bucket, prior: number, spread: number, deviations = 0): number {
   const hours = b.exposureMs / HOUR_MS;
   // The bucket's own figure, with one pseudo-arrival's worth of the prior.
-  const own = prior > 0 ? (b.count + PSEUDO) / (hours + PSEUDO / prior) : b.count / (hours + 1);
+  const own =
+    (prior > 0 ? (b.count + PSEUDO) / (hours + PSEUDO / prior) : b.count / (hours + 1)) +
+    (deviations * Math.sqrt(spread * (b.count + 1))) / Math.max(hours, 1e-9);
   const expected = prior * hours;
   // A Poisson count of batches of `spread` arrivals has `spread` times the variance of single arrivals.
   const surprise = (b.count - expected) ** 2 / (SIGNIFICANCE ** 2 * spread * Math.max(expected, 1));

@@ -7,6 +7,8 @@ import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { plannerFromConfig } from '../../src/daemon/service-wiring.ts';
 import { ArrivalProfile } from '../../src/scheduler/arrival-profile.ts';
+import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
+import { DEFAULT_BACKOFF } from '../../src/clock/backoff.ts';
 import { loadProfile, saveProfile } from '../../src/scheduler/profile-store.ts';
 import { mulberry32 } from '../../src/replay/workloads.ts';
 
@@ -128,6 +130,64 @@ describe('ArrivalProfile', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('does not take an hour that stayed empty by chance for a quiet one: steady work is polled alike in every hour', () => {
+    // Steady work at 1 an hour, of which the weekends' 03:00 hours happened to get none in four weeks (as, at
+    // that rate, a few of the week's 168 hours do by chance): read at face value they are quiet, and would wait
+    // the 15-minute floor; allowing for the doubt of so few arrivals, they are not.
+    const profile = new ArrivalProfile();
+    const weekendThree = (t: number) =>
+      [0, 6].includes(new Date(t).getUTCDay()) && new Date(t).getUTCHours() === 3;
+    const now = feed(profile, 'work', START, 14 * 24, (t) => (weekendThree(t) ? 0 : 1), 7);
+    const saturday3 = now + 5 * 24 * HOUR + 3 * HOUR;
+    const mean = Array.from({ length: 168 }, (_, h) => profile.ratePerHour('work', now + h * HOUR)).reduce(
+      (a, b) => a + b / 168,
+      0,
+    );
+    expect(profile.ratePerHour('work', saturday3)).toBeLessThan(0.25 * mean);
+    expect(profile.ratePerHour('work', saturday3, 0, 1)).toBeGreaterThan(0.25 * mean);
+    const budget = new Budget({
+      limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 },
+      clock: new ManualClock(now),
+    });
+    const planner = new PollPlanner({
+      budget,
+      profile,
+      maxPollIntervalMs: 900_000,
+      errorBackoff: DEFAULT_BACKOFF,
+    });
+    planner.setTasks([{ id: 't', key: 'work' }], now);
+    const saturday4 = saturday3 + HOUR;
+    const ratio = planner.idleIntervalMs(saturday3, 'work') / planner.idleIntervalMs(saturday4, 'work');
+    expect(ratio).toBeGreaterThan(0.95);
+    expect(ratio).toBeLessThan(1.05);
+    expect(planner.idleIntervalMs(saturday3, 'work')).toBeLessThan(120_000);
+
+    // Where no work comes for real (business hours' nights and weekends), the doubt changes nothing.
+    const business = new ArrivalProfile();
+    const later = feed(business, 'work', START, 7 * 24, businessHours);
+    const busy = business.ratePerHour('work', later + 10 * HOUR);
+    expect(business.ratePerHour('work', later + 3 * HOUR, 0, 1)).toBeLessThan(0.25 * busy);
+    expect(business.ratePerHour('work', later + 6 * 24 * HOUR + 10 * HOUR, 0, 1)).toBeLessThan(0.25 * busy);
+  });
+
+  it('concludes overload within a quarter of an hour from a cold start, though the first minutes read a low rate', () => {
+    // Work at 30 an hour is more than 40,000 requests a month carry (a poll and a report each), but its first
+    // quarter of an hour brought 5 (20 an hour, which the month would carry). Until overload is concluded each
+    // hit is re-polled, and under overload that re-poll comes back empty: a request that claims nothing. The
+    // doubt of a count of 5 is what tells, from the 10th minute on.
+    const clock = new ManualClock(START);
+    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
+    const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000, errorBackoff: DEFAULT_BACKOFF });
+    planner.setTasks([{ id: 't', key: 'work' }], START);
+    for (let minute = 0; minute <= 15; minute++) {
+      const t = START + minute * 60_000;
+      if (minute % 3 === 1) planner.onHit('t', t, t - 30_000);
+      else planner.onEmpty('t', t);
+    }
+    expect(planner.profile.overallRatePerHour('work')).toBeLessThan(40_000 / 2 / (30 * 24));
+    expect(planner.overloaded(START + 15 * 60_000)).toBe(true);
   });
 
   it('starts afresh from a damaged file, saying so', async () => {
