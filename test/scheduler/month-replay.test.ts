@@ -136,7 +136,7 @@ describe('a replayed month', () => {
     expect(pollsIn(30, 8, 18) / 10).toBeGreaterThan(1.5 * evenPerHour);
   });
 
-  it('on a weekly pattern (peaks, quiet nights and weekends): p95 pickup under 0.8x the best fixed poller with re-poll', async () => {
+  it('on a weekly pattern (peaks, quiet nights and weekends): p95 pickup under 0.75x the best fixed poller with re-poll', async () => {
     const arrivals = workload('weekly-pattern').generate(101);
     const df = summarize(await replayMonth({ arrivals }));
     const best = summarize(
@@ -144,9 +144,10 @@ describe('a replayed month', () => {
     );
     const ratio = df.pickup.p95 / best.pickup.p95;
     console.log(`weekly-pattern seed 101: p95 ratio ${ratio.toFixed(3)}`);
-    // Measured 0.77 on this seed (0.85 before quiet hours took 6% of the work and hour-of-day figures faded
-    // by pass); 0.72 on bench:pacing's seeds.
-    expect(ratio).toBeLessThan(0.8);
+    // Measured 0.70 on this seed (0.77 before re-polls of forecast work were let run ahead of the even spend,
+    // 0.85 before quiet hours took 6% of the work and hour-of-day figures faded by pass); 0.63–0.67 on
+    // bench:pacing's seeds.
+    expect(ratio).toBeLessThan(0.75);
     expect(df.neverClaimed).toBe(0);
     expect(df.rateLimited).toBe(0);
   });

@@ -204,6 +204,17 @@ describe('PollPlanner re-polls after a hit', () => {
     expect(callingMs / plainMs).toBeLessThan(1.8);
   });
 
+  it("re-polls work the plan forecasts even while the month's use runs ahead of an even spend: busy hours are meant to", () => {
+    // Three days of 12 an hour: the plan pays for each execution's re-poll. A week's busy days run the month
+    // ahead of its even spend by more than the allowance, which shrinks as the month ends.
+    const { planner, budget, start, intervalMs } = learnt(12);
+    for (let i = 0; i < 6_000; i++) budget.recordSent(start + i);
+    const now = start + 600_000;
+    expect(budget.aheadOfPace(now)).toBe(true);
+    planner.onHit('t0', now, now - 0.9 * intervalMs);
+    expect(planner.next()!.nextDueAt).toBe(now);
+  });
+
   it('always re-polls work that arrives in batches: a hit means the rest of its batch is waiting', () => {
     const { planner, start } = learnt(12, 20);
     planner.onHit('t0', start, start - 2_000);
