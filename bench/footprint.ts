@@ -331,14 +331,14 @@ if (values.built) {
     built: true,
   };
 }
+// With --built, a trial runs the build too, with the image's NODE_OPTIONS unless it sets its own.
 for (const [i, assignments] of (values.try ?? []).entries()) {
-  CONFIGURATIONS[`try ${i + 1}`] = {
-    root,
-    compileCache: await emptyFolder(),
-    env: Object.fromEntries(
-      assignments.split(/\s+/).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]),
-    ),
-  };
+  const env = Object.fromEntries(
+    assignments.split(/\s+/).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]),
+  );
+  CONFIGURATIONS[`try ${i + 1}`] = values.built
+    ? { root, compileCache: await emptyFolder(), env: { ...CONFIGURATIONS.built!.env, ...env }, built: true }
+    : { root, compileCache: await emptyFolder(), env };
 }
 const results: Record<string, Figures> = {};
 for (const [name, configuration] of Object.entries(CONFIGURATIONS)) {
