@@ -154,16 +154,17 @@ export class ArrivalProfile {
     return this.#tasks.get(key)?.groups.count ?? 0;
   }
 
-  /**
-   * The task's arrivals per hour over all hours (fading by half a week), leaning on `priorPerHour`; with
-   * `deviations`, that many standard deviations (of the Poisson count seen) higher.
-   */
-  overallRatePerHour(key: string, priorPerHour = 0, deviations = 0): number {
+  /** The task's arrivals per hour over all hours (fading by half a week), leaning on `priorPerHour`. */
+  overallRatePerHour(key: string, priorPerHour = 0): number {
     const task = this.#tasks.get(key);
-    if (!task) return priorPerHour;
-    const hours = task.all.exposureMs / HOUR_MS;
-    const doubt = hours > 0 ? (deviations * Math.sqrt(Math.max(1, task.all.count))) / hours : 0;
-    return rate(task.all, priorPerHour, 1) + doubt;
+    return task ? rate(task.all, priorPerHour, 1) : priorPerHour;
+  }
+
+  /** The variance of that rate as read from a Poisson count (per hour, squared): count / hours². */
+  overallRateVariance(key: string): number {
+    const task = this.#tasks.get(key);
+    const hours = (task?.all.exposureMs ?? 0) / HOUR_MS;
+    return task && hours > 0 ? task.all.count / hours ** 2 : 0;
   }
 
   /** How long the task has been watched (faded as its figures are). */

@@ -419,13 +419,20 @@ export class PollPlanner {
     // overall rate (fading by half a week), as if it held to the month's end.
     // Work that comes in batches is left out: one batch is no rate, and a re-poll after a hit is what drains
     // a batch at the service's pace (the run-ahead allowance still keeps that to the month's).
-    const sustained = keys
-      .filter((key) => this.profile.batchSize(key) < BATCHED)
-      .reduce(
-        (sum, key) =>
-          sum + this.profile.overallRatePerHour(key, meanPerHour, OVERLOAD_DOUBT) * (leftMs / HOUR_MS),
-        0,
-      );
+    // Their sum is taken OVERLOAD_DOUBT standard deviations higher: the tasks' counts are independent, so their
+    // variances add (a doubt per task would add up to a false overload on many quiet tasks), and at least one
+    // arrival is counted over the time watched, so that a quiet start is not read as a certain zero.
+    const steadyKeys = keys.filter((key) => this.profile.batchSize(key) < BATCHED);
+    const sumRate = steadyKeys.reduce(
+      (sum, key) => sum + this.profile.overallRatePerHour(key, meanPerHour),
+      0,
+    );
+    const watchedMs = Math.max(0, ...keys.map((k) => this.profile.watchedMs(k)));
+    const variance = Math.max(
+      steadyKeys.reduce((sum, key) => sum + this.profile.overallRateVariance(key), 0),
+      watchedMs > 0 ? (HOUR_MS / watchedMs) ** 2 : 0,
+    );
+    const sustained = (sumRate + OVERLOAD_DOUBT * Math.sqrt(variance)) * (leftMs / HOUR_MS);
     const buckets: PaceBucket[] = [];
     for (const key of keys.length > 0 ? keys : ['']) {
       // A rate watched for minutes is no month's forecast: it is projected FORECAST_REACH times as far ahead
@@ -468,8 +475,7 @@ export class PollPlanner {
     const margin = FORECAST_MARGIN * month.limit * (leftMs / monthMs);
     // Handlers' own service calls (ctx.service) are work too: as many per execution as they have made so far.
     const callsPerExecution = this.#claims >= RATE_GROUPS ? this.#budget.sent('handler') / this.#claims : 0;
-    // A start is not a rate: overload is only concluded after watching the work for a while.
-    const watchedMs = Math.max(0, ...keys.map((k) => this.profile.watchedMs(k)));
+    // A start is not a rate: overload is only concluded after watching the work for a while (watchedMs).
     const overloadShare = this.#wasOverloaded ? OVERLOAD_EXIT_SHARE : OVERLOAD_SHARE;
     const overloaded =
       left - (REQUESTS_PER_EXECUTION + callsPerExecution) * sustained - margin < overloadShare * left &&

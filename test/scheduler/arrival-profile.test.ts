@@ -190,6 +190,25 @@ describe('ArrivalProfile', () => {
     expect(planner.overloaded(START + 15 * 60_000)).toBe(true);
   });
 
+  it('does not conclude overload on many quiet tasks from their first minutes: their doubts are not added up', () => {
+    // 20 tasks, 6 executions an hour in all, which the month carries many times over. Each task's rate, read
+    // from a minute or two, is uncertain; the sum of 20 such rates is much less so.
+    const clock = new ManualClock(START);
+    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
+    const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000, errorBackoff: DEFAULT_BACKOFF });
+    const tasks = Array.from({ length: 20 }, (_, i) => ({ id: `t${i}`, key: `k${i}` }));
+    planner.setTasks(tasks, START);
+    const random = mulberry32(11);
+    for (let minute = 0; minute <= 30; minute++) {
+      const t = START + minute * 60_000;
+      for (const task of tasks) {
+        if (random() < 6 / 60 / 20) planner.onHit(task.id, t, t - 10_000);
+        else planner.onEmpty(task.id, t);
+      }
+      if (minute >= 10) expect(planner.overloaded(t)).toBe(false);
+    }
+  });
+
   it('starts afresh from a damaged file, saying so', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'df-worker-profile-'));
     try {
