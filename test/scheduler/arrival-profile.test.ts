@@ -33,6 +33,22 @@ function feed(
   return end;
 }
 
+/** A planner at `now` with the production defaults, serving `tasks` (default one, 'work'). */
+function plannerAt(now: number, profile?: ArrivalProfile, tasks = [{ id: 't', key: 'work' }]): PollPlanner {
+  const budget = new Budget({
+    limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 },
+    clock: new ManualClock(now),
+  });
+  const planner = new PollPlanner({
+    budget,
+    profile,
+    maxPollIntervalMs: 900_000,
+    errorBackoff: DEFAULT_BACKOFF,
+  });
+  planner.setTasks(tasks, now);
+  return planner;
+}
+
 const businessHours = (t: number) => {
   const d = new Date(t);
   return d.getUTCDay() >= 1 && d.getUTCDay() <= 5 && d.getUTCHours() >= 8 && d.getUTCHours() < 18 ? 15 : 0;
@@ -147,17 +163,7 @@ describe('ArrivalProfile', () => {
     );
     expect(profile.ratePerHour('work', saturday3)).toBeLessThan(0.25 * mean);
     expect(profile.ratePerHour('work', saturday3, 0, 1)).toBeGreaterThan(0.25 * mean);
-    const budget = new Budget({
-      limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 },
-      clock: new ManualClock(now),
-    });
-    const planner = new PollPlanner({
-      budget,
-      profile,
-      maxPollIntervalMs: 900_000,
-      errorBackoff: DEFAULT_BACKOFF,
-    });
-    planner.setTasks([{ id: 't', key: 'work' }], now);
+    const planner = plannerAt(now, profile);
     const saturday4 = saturday3 + HOUR;
     const ratio = planner.idleIntervalMs(saturday3, 'work') / planner.idleIntervalMs(saturday4, 'work');
     expect(ratio).toBeGreaterThan(0.95);
@@ -177,10 +183,7 @@ describe('ArrivalProfile', () => {
     // quarter of an hour brought 5 (20 an hour, which the month would carry). Until overload is concluded each
     // hit is re-polled, and under overload that re-poll comes back empty: a request that claims nothing. The
     // doubt of a count of 5 is what tells, from the 10th minute on.
-    const clock = new ManualClock(START);
-    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
-    const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000, errorBackoff: DEFAULT_BACKOFF });
-    planner.setTasks([{ id: 't', key: 'work' }], START);
+    const planner = plannerAt(START);
     for (let minute = 0; minute <= 15; minute++) {
       const t = START + minute * 60_000;
       if (minute % 3 === 1) planner.onHit('t', t, t - 30_000);
@@ -193,11 +196,8 @@ describe('ArrivalProfile', () => {
   it('does not conclude overload on many quiet tasks from their first minutes: their doubts are not added up', () => {
     // 20 tasks, 6 executions an hour in all, which the month carries many times over. Each task's rate, read
     // from a minute or two, is uncertain; the sum of 20 such rates is much less so.
-    const clock = new ManualClock(START);
-    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
-    const planner = new PollPlanner({ budget, maxPollIntervalMs: 900_000, errorBackoff: DEFAULT_BACKOFF });
     const tasks = Array.from({ length: 20 }, (_, i) => ({ id: `t${i}`, key: `k${i}` }));
-    planner.setTasks(tasks, START);
+    const planner = plannerAt(START, undefined, tasks);
     const random = mulberry32(11);
     for (let minute = 0; minute <= 30; minute++) {
       const t = START + minute * 60_000;
