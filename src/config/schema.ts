@@ -251,7 +251,7 @@ export const schema = {
       default: 0.1,
       min: 0,
       max: 0.9,
-      doc: "How far re-polls after a hit may run ahead of an even spend of the month, as a fraction of the month's budget; the allowance shrinks as the month passes. Past it, a task that found work waits for its idle pace.",
+      doc: "How far re-polls after a hit may run ahead of an even spend of the month, as a fraction of the month's budget; the allowance shrinks as the month passes. Past it, a task that found work waits for its idle pace, unless its work is steady at a rate already learnt: the pace then plans for its re-polls.",
     }),
     safetyMarginMs: milliseconds({
       env: 'DF_BUDGET_SAFETY_MARGIN_MS',
