@@ -60,11 +60,13 @@ const QUIET_RATE = 0.25;
 const QUIET_DOUBT = 1;
 /**
  * ... taken from the quietest up until they hold this share of the arrivals expected: SLOW_SHARE and half as
- * much again, so that quiet hours wait 3 times the common interval rather than the longest one. Work in them
- * then waits a little longer than elsewhere, not 15 minutes, when their share was underestimated. Measured by
- * bench:pacing, the weekly pattern's p95 ratio: 0.72 at 6%; 0.79–0.81 at 12% (quiet hours polled so often that
- * the busy ones wait longer); 0.96–0.98 at 4% (with hour-of-day figures faded by time), as quiet hours whose
- * share read low put p95 in their 15-minute tail.
+ * much again, so that quiet hours wait a few times the common interval rather than the longest one. Work in
+ * them then waits a little longer than elsewhere, not 15 minutes, when their share was underestimated.
+ * Measured by bench:pacing, the weekly pattern's p95 ratio: 0.72 at 6%; 0.79–0.81 at 12% (quiet hours polled so
+ * often that the busy ones wait longer); 0.96–0.98 at 4% (with hour-of-day figures faded by time), as quiet
+ * hours whose share read low put p95 in their 15-minute tail. With quiet hours by a square-root rule: 5% gave
+ * 0.50–0.53 warm but 0.75–0.77 on pattern change cold, 8% 0.55–0.57 warm and 0.68–0.72; 6% 0.52–0.55 and
+ * 0.69–0.74.
  */
 const QUIET_SHARE = 0.06;
 /**
