@@ -15,14 +15,14 @@ export interface JournalReplayOptions {
   mode: 'rerun' | 'fail';
   /** DF_HANDLER_ISOLATION=none: a handler may kill the daemon, so no claim is made while a suspect runs. */
   quarantine: boolean;
-  /** Called once the last replayed execution has ended (its report reserve may be given back). */
-  ended: () => void;
 }
 
 export class JournalReplay {
   readonly #o: JournalReplayOptions;
   /** Replayed executions running alone while no claim is made. */
   #quarantined = 0;
+  /** Suspects not yet handed to the scheduler (see start). */
+  #suspects: JournalEntry[] = [];
 
   constructor(options: JournalReplayOptions) {
     this.#o = options;
@@ -33,12 +33,16 @@ export class JournalReplay {
     return this.#quarantined > 0;
   }
 
+  /** Records not yet handed to the scheduler: they are owed a report as much as the ones it holds. */
+  get waiting(): number {
+    return this.#suspects.length;
+  }
+
   /** Hands every record to the scheduler, in the slots beside polling (never ahead of all of it). */
   start(pending: JournalEntry[]): void {
     const { scheduler, logger, metrics, mode, quarantine } = this.#o;
     if (pending.length === 0) return;
     logger.warn({ count: pending.length, mode }, 'replaying the journal beside polling');
-    let left = pending.length;
     const replay = async (entry: JournalEntry) => {
       metrics.replayed.inc({ phase: entry.phase });
       try {
@@ -51,7 +55,6 @@ export class JournalReplay {
           'could not replay a journal record; it stays in the journal',
         );
       }
-      if (--left === 0) this.#o.ended();
     };
     // A run still claimed after two or more starts has died with the daemon more than once: a suspect.
     // Suspects rerun one at a time, so that the one that kills the daemon does not take the others' counts
@@ -61,10 +64,11 @@ export class JournalReplay {
     const suspects = pending.filter(
       (e) => e.phase === 'claimed' && mode === 'rerun' && (quarantine || (e.starts ?? 1) >= 2),
     );
+    this.#suspects = [...suspects];
     for (const entry of pending) if (!suspects.includes(entry)) scheduler.enqueue(() => replay(entry));
     if (quarantine && suspects.length > 0) this.#quarantined++;
     const next = () => {
-      const entry = suspects.shift();
+      const entry = this.#suspects.shift();
       if (entry) scheduler.enqueue(() => replay(entry).finally(next));
       else if (quarantine && this.#quarantined > 0) {
         this.#quarantined--;

@@ -30,6 +30,17 @@ export function budgetFromConfig(
   });
 }
 
+/**
+ * The report reserve (requests polls and other calls leave to reports) while `owed` executions await their
+ * report: room for each one's report and a retry, and for those of the execution the next poll may claim
+ * (the scheduler polls one task at a time, only with a slot free). A claim is then always reported within
+ * the month, and at its end no more than that is left unspent, where holding 2 × DF_CONCURRENCY whatever ran
+ * left 8 requests (4 claims under overload) by default.
+ */
+export function reportReserveFor(owed: number): number {
+  return 2 * (owed + 1);
+}
+
 /** The back-off of every retry (handler attempts, reports, polls, the task list at start). */
 export function backoffFromConfig(config: WorkerConfig): BackoffOptions {
   return { baseMs: config.scheduler.retryBaseMs, maxMs: config.scheduler.errorBackoffMaxMs };

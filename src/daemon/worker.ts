@@ -19,6 +19,7 @@ import { pipelineMetrics } from './pipeline-metrics.ts';
 import {
   backoffFromConfig,
   budgetFromConfig,
+  reportReserveFor,
   clientFromConfig,
   plannerFromConfig,
 } from './service-wiring.ts';
@@ -158,8 +159,8 @@ export class Worker {
     this.#journal = await Journal.open(config.state.dir, { logger, clock: this.#clock });
     const pending = await this.#journal.pending();
 
-    // Every claimed execution needs at least one report, plus room for a retry.
-    this.#budget = budgetFromConfig(config, this.#clock, 2 * (config.concurrency + pending.length));
+    // Every claimed execution needs at least one report, plus room for a retry: the journal's records first.
+    this.#budget = budgetFromConfig(config, this.#clock, reportReserveFor(pending.length));
     const restored = await this.#budget.load();
     const month = this.#budget.snapshot().month;
     if (restored === 'estimated') {
@@ -250,6 +251,10 @@ export class Worker {
         this.#pipeline!.failUnreadable(task, executionId, problem),
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
       onPollAnswerLost: (task) => this.metrics.pollAnswersLost.inc({ task: task.key }),
+      // The journal's records are owed their reports too, until the replay has handed them all over.
+      onReportsOwed: (owed) => {
+        if (this.#budget) this.#budget.reportReserve = reportReserveFor(owed + (this.#replay?.waiting ?? 0));
+      },
     });
     // The replay takes slots beside polling, never ahead of all of it: a poison execution left by a crash
     // must not keep other tasks from being polled.
@@ -260,10 +265,6 @@ export class Worker {
       metrics: this.metrics,
       mode: config.journal.replay,
       quarantine: config.handlers.isolation === 'none',
-      // The report reserve held room for the replayed executions' reports until the last one ended.
-      ended: () => {
-        if (this.#budget) this.#budget.reportReserve = 2 * config.concurrency;
-      },
     });
     this.#replay.start(pending);
     this.#state = 'running';

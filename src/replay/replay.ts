@@ -14,6 +14,7 @@ import { loadConfig } from '../config/index.ts';
 import {
   backoffFromConfig,
   budgetFromConfig,
+  reportReserveFor,
   plannerFromConfig,
   taskRefreshIntervalMs,
 } from '../daemon/service-wiring.ts';
@@ -70,7 +71,7 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
   const taskIdByKey = new Map(keys.map((key) => [key, emulator.createTask({ key }).id]));
   const keyByTaskId = new Map([...taskIdByKey].map(([key, id]) => [id, key]));
 
-  const budget = budgetFromConfig(config, clock, 2 * config.concurrency, memoryBudgetStore());
+  const budget = budgetFromConfig(config, clock, reportReserveFor(0), memoryBudgetStore());
   await budget.load();
   const client = new ServiceClient({
     baseUrl: config.api.url,
@@ -88,6 +89,9 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
     logger,
     concurrency: config.concurrency,
     unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
+    onReportsOwed: (owed) => {
+      budget.reportReserve = reportReserveFor(owed);
+    },
     dispatch: async (_task, execution) => {
       if (handlerMs > 0) await clock.sleep(handlerMs);
       await reporter.report(execution.id, { status: 'COMPLETED', output: {} });

@@ -41,6 +41,11 @@ export interface SchedulerOptions {
    */
   onPollAnswerLost?: (task: PolledTask) => void;
   onAuthorizationChange?: (authorized: boolean) => void;
+  /**
+   * Called whenever the count of executions owed a report changes: those running (or being reported) and
+   * those waiting for a slot. The budget's report reserve follows it (see reportReserveFor).
+   */
+  onReportsOwed?: (owed: number) => void;
 }
 
 export class Scheduler {
@@ -58,6 +63,11 @@ export class Scheduler {
 
   get inFlight(): number {
     return this.#running.size;
+  }
+
+  /** Executions owed a report: running (or being reported), or waiting for a slot. */
+  get reportsOwed(): number {
+    return this.#running.size + this.#backlog.length;
   }
 
   get authorized(): boolean {
@@ -78,6 +88,7 @@ export class Scheduler {
    */
   enqueue(work: () => Promise<void>): void {
     this.#backlog.push(work);
+    this.#o.onReportsOwed?.(this.reportsOwed);
     this.#nudge.abort();
   }
 
@@ -207,9 +218,11 @@ export class Scheduler {
   #track(work: Promise<void>): void {
     const running = work.finally(() => {
       this.#running.delete(running);
+      this.#o.onReportsOwed?.(this.reportsOwed);
       this.#nudge.abort();
     });
     this.#running.add(running);
+    this.#o.onReportsOwed?.(this.reportsOwed);
   }
 
   #setAuthorized(authorized: boolean, error?: unknown): void {

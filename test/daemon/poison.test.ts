@@ -121,6 +121,7 @@ describe('replay after a crash without isolation', () => {
   it('reruns the executions that were running one at a time, and claims nothing until they ended', async () => {
     let running = 0;
     let most = 0;
+    const reserves: number[] = [];
     harness = await startHarness({
       settings: { 'handlers.isolation': 'none', concurrency: 4, 'scheduler.minPollIntervalMs': 20 },
       handlers: [
@@ -128,6 +129,7 @@ describe('replay after a crash without isolation', () => {
           key: 'suspect',
           handle: async () => {
             most = Math.max(most, ++running);
+            reserves.push(harness!.worker.budget!.reportReserve);
             await sleep(150);
             running--;
             return {};
@@ -156,5 +158,10 @@ describe('replay after a crash without isolation', () => {
         .every((r) => r.at >= lastReplayReport),
     ).toBe(true);
     await waitFor(() => reportsOf(harness!, fresh.id).length > 0, 'the fresh execution');
+    // The budget's report reserve (2 per execution owed a report, and 2 for the next claim) counts the
+    // suspects still waiting their turn as much as the one that runs, then only what runs: a poll never takes
+    // the room a replayed execution's report needs, and an idle worker holds back 2 requests, not 2 per slot.
+    expect(reserves).toEqual([8, 6, 4, 4]);
+    await waitFor(() => harness!.worker.budget!.reportReserve === 2, 'the reserve of an idle worker');
   });
 });
