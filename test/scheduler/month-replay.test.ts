@@ -139,21 +139,25 @@ describe('a replayed month', () => {
     expect(pollsIn(30, 8, 18) / 10).toBeGreaterThan(1.5 * evenPerHour);
   });
 
-  it('on a weekly pattern (peaks, quiet nights and weekends): p95 pickup under 0.75x the best fixed poller with re-poll', async () => {
-    const arrivals = workload('weekly-pattern').generate(101);
-    const df = summarize(await replayMonth({ arrivals }));
-    const best = summarize(
-      bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, repollAfterHit: true }),
-    );
-    const ratio = df.pickup.p95 / best.pickup.p95;
-    console.log(`weekly-pattern seed 101: p95 ratio ${ratio.toFixed(3)}`);
-    // Measured 0.70 on this seed (0.77 before re-polls of forecast work were let run ahead of the even spend,
-    // 0.85 before quiet hours took 6% of the work and hour-of-day figures faded by pass); 0.63–0.67 on
-    // bench:pacing's seeds.
-    expect(ratio).toBeLessThan(0.75);
-    expect(df.neverClaimed).toBe(0);
-    expect(df.rateLimited).toBe(0);
-  });
+  // From a cold start, the first days spent learning included. Measured on this seed: 0.56 on both (0.67 and
+  // 0.71 with an hour of the day leaning on the overall rate rather than its neighbours; 0.70 on the weekly
+  // pattern before that, 0.77 before re-polls of forecast work were let run ahead of the even spend, 0.85
+  // before quiet hours took 6% of the work and hour-of-day figures faded by pass).
+  it.each(['weekly-pattern', 'pattern-change'])(
+    'on %s (peaks, quiet nights and weekends): p95 pickup under 0.62x the best fixed poller with re-poll',
+    async (name) => {
+      const arrivals = workload(name).generate(101);
+      const df = summarize(await replayMonth({ arrivals }));
+      const best = summarize(
+        bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, repollAfterHit: true }),
+      );
+      const ratio = df.pickup.p95 / best.pickup.p95;
+      console.log(`${name} seed 101: p95 ratio ${ratio.toFixed(3)}`);
+      expect(ratio).toBeLessThan(0.62);
+      expect(df.neverClaimed).toBe(0);
+      expect(df.rateLimited).toBe(0);
+    },
+  );
 
   it('on work that comes in pairs (a second execution 1-5 s after each): p95 within 1.05x of the best fixed poller with re-poll', async () => {
     // Pairs break the Poisson odds behind skipping a re-poll (a hit means the other one is most likely
