@@ -3,8 +3,7 @@
 // that is the scheduler's decision.
 // node:http rather than undici: its parser is native, where undici's is WebAssembly whose optimising compile
 // leaves some 10 MB in the process for good, and undici's code is 4 MB of heap more (bench:footprint).
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { AnswerReader } from './answer-reader.ts';
 import { LimitExpired } from './answer-watch.ts';
 import { NetworkError, TimeoutError } from './errors.ts';
@@ -59,8 +58,12 @@ export class Transport {
       timeout: KEEP_ALIVE_MS,
       maxSockets: options.connections ?? Infinity,
     };
-    this.#agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-    this.#request = secure ? https.request : http.request;
+    // Taken with process.getBuiltinModule, not an ESM import: the import's namespace reads every export of
+    // node:http, and its lazy WebSocket, CloseEvent and MessageEvent load node's own undici (about 5 MB of the
+    // daemon's resident memory at idle, bench:footprint). node:https (TLS, about 9 MB more) only for https.
+    const stack = process.getBuiltinModule(secure ? 'node:https' : 'node:http');
+    this.#agent = new stack.Agent(agentOptions);
+    this.#request = stack.request;
   }
 
   /**

@@ -1,6 +1,6 @@
 // Clustered mode's metrics, read at each scrape: which replica coordinates, the queue's depth by state, and
 // the replicas alive. The Helm chart's alerts and dashboard use exactly these names.
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '../telemetry/prometheus.ts';
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 export type QueueCounts = Record<(typeof QUEUE_STATES)[number], number>;

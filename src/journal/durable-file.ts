@@ -1,8 +1,10 @@
 // Crash-safe file primitives: a reader after kill -9 at any instant sees either the previous content or
 // the new one, never a mix. Used by the journal and by any module that keeps state across restarts.
-import { randomBytes } from 'node:crypto';
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+
+// Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export interface WriteDurablyOptions {
   /** Permission bits of a newly written file (before umask). Default 0o600: state may hold task inputs. */

@@ -1,6 +1,8 @@
 // Maps an execution id (any string the service chooses) to a safe file name inside one folder, so an id
 // such as "../x" or "a/b" can never escape the journal folder or collide with another id.
-import { createHash } from 'node:crypto';
+
+// Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
+const { createHash } = process.getBuiltinModule('node:crypto');
 
 const READABLE_ID = /^[A-Za-z0-9_-]+$/;
 /** Stays well under the 255-byte limit of common file systems once ".json" and temp suffixes are added. */

@@ -1,6 +1,5 @@
 // The durable execution journal: one file per claimed execution, written before the handler starts and
 // before each report, so a daemon killed at any instant replays every execution it owes the service.
-import { randomBytes } from 'node:crypto';
 import { mkdir, rename, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { systemClock } from '../clock/clock.ts';
@@ -19,6 +18,9 @@ import {
 import type { CorruptFile } from './journal-folder.ts';
 import { ReadWriteGate } from './read-write-gate.ts';
 import type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
+
+// Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
 export { JournalEntryNotFoundError, JournalUnavailableError, JournalWriteError } from './errors.ts';

@@ -2,13 +2,15 @@
 // and each would count the month's budget alone. The lock is a file holding its owner and a heartbeat;
 // a lock left by a killed process is taken over once its owner is known dead or its heartbeat is stale.
 // Workers that start together on a stale lock race for it: exactly one takes it over, the others refuse.
-import { createHash } from 'node:crypto';
 import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as v from 'valibot';
 import { errorCode, syncDirectory, temporaryFileName, writeFileDurably } from './durable-file.ts';
 import { JournalUnavailableError } from './errors.ts';
+
+// Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
+const { createHash } = process.getBuiltinModule('node:crypto');
 
 export interface LockHolder {
   pid: number;

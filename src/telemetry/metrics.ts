@@ -1,6 +1,6 @@
 // Prometheus metrics of one worker, in a registry of its own (tests and embedded workers do not collide).
 // Names follow Prometheus conventions: `dfworker_` prefix, base units (seconds), `_total` on counters.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prometheus.ts';
 import { OPERATIONS, type Operation } from '../api/types.ts';
 import type { BudgetSnapshot } from '../budget/budget.ts';
 
