@@ -59,8 +59,8 @@ export class Transport {
       maxSockets: options.connections ?? Infinity,
     };
     // Taken with process.getBuiltinModule, not an ESM import: the import's namespace reads every export of
-    // node:http, and its lazy WebSocket, CloseEvent and MessageEvent load node's own undici (about 5 MB of the
-    // daemon's resident memory at idle, bench:footprint). node:https (TLS, about 9 MB more) only for https.
+    // node:http, and its lazy WebSocket, CloseEvent and MessageEvent load node's own undici (5 MB more resident
+    // memory, measured in a bare node). node:https (TLS, about 9 MB more) only for https.
     const stack = process.getBuiltinModule(secure ? 'node:https' : 'node:http');
     this.#agent = new stack.Agent(agentOptions);
     this.#request = stack.request;
