@@ -128,8 +128,9 @@ export class ArrivalProfile {
   /**
    * Expected arrivals per hour of `key` in the hour that holds `atMs`: the hour of the week's own figures,
    * leaning on the hour of the day's, that on its neighbouring hours' (see NEIGHBOURS), that on the task's
-   * overall rate, and that on `priorPerHour` (the average task's) while each is thin. With `deviations`, the hour's own figures are taken that many standard
-   * deviations (of their Poisson count) higher: how busy the hour may well be, not only likely is.
+   * overall rate, and that on `priorPerHour` (the average task's) while each is thin. With `deviations`, the
+   * hour's own figures (and its neighbours') are taken that many standard deviations (of their Poisson count)
+   * higher: how busy the hour may well be, not only likely is.
    */
   ratePerHour(key: string, atMs: number, priorPerHour = 0, deviations = 0): number {
     const task = this.#tasks.get(key);
