@@ -4,12 +4,13 @@
 // October keeps it in its state folder (October's arrivals drawn from the same workload with another seed).
 // Prints per workload the pollers side by side and df-worker's ratios to the best fixed poller with re-poll
 // after a hit (chosen in hindsight), and writes an SVG chart per workload (first draw): cumulative requests
-// against the even spend, and p95 pickup by day.
+// against the even spend, and p95 pickup by day. On time-varying work it also prints a poller that knows each
+// hour's rate in advance, with its busy and quiet intervals chosen in hindsight: how low p95 can go at all.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
+import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
 import { replayMonth } from '../src/replay/replay.ts';
 import { pickupByDay, summarize } from '../src/replay/summary.ts';
 import { lineChart } from '../src/replay/svg-chart.ts';
@@ -33,8 +34,8 @@ const s = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
 const range = (xs: number[]) =>
   xs.length === 0 ? '-' : `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
 const readme: string[] = [
-  '| workload | p95 / best fixed + re-poll | mean / best fixed + re-poll | warm: p95 / mean | never claimed (df-worker / best) | month ran out | 429s |',
-  '|---|---|---|---|---|---|---|',
+  '| workload | p95 / best fixed + re-poll | mean / best fixed + re-poll | warm: p95 / mean | never claimed (df-worker / best) | month ran out | 429s | knows the hours: p95 |',
+  '|---|---|---|---|---|---|---|---|',
 ];
 
 for (const name of chosen) {
@@ -48,6 +49,7 @@ for (const name of chosen) {
   const meanRatios: number[] = [];
   const warmP95Ratios: number[] = [];
   const warmMeanRatios: number[] = [];
+  const byHourRatios: number[] = [];
   const never: string[] = [];
   const ranOut: string[] = [];
   let rateLimited = 0;
@@ -80,7 +82,14 @@ for (const name of chosen) {
     const bestRepoll = bestFixedInHindsight(arrivals, { ...base, repollAfterHit: true });
     pollers.push({ ...best, name: `best ${best.name}` }, { ...bestRepoll, name: `best ${bestRepoll.name}` });
     const summaries = pollers.map((p) => summarize(p, PER_MONTH));
-    for (const sm of summaries) {
+    const { ratePerHour } = w;
+    const byHour = ratePerHour
+      ? summarize(
+          bestByHourInHindsight(arrivals, (t) => ratePerHour(t), base),
+          PER_MONTH,
+        )
+      : undefined;
+    for (const sm of byHour ? [...summaries, byHour] : summaries) {
       console.log(
         `${String(draw).padEnd(4)} | ${sm.name.padEnd(26)} | ${String(sm.claimed).padStart(7)} | ${String(sm.neverClaimed).padStart(5)} | ` +
           `${s(sm.pickup.p50).padStart(6)} | ${s(sm.pickup.p95).padStart(7)} | ${s(sm.pickup.mean).padStart(7)} | ` +
@@ -89,6 +98,7 @@ for (const name of chosen) {
     }
     const dfs = summaries[0]!;
     const ref = summaries.at(-1)!;
+    if (byHour) byHourRatios.push(byHour.pickup.p95 / ref.pickup.p95);
     const strict = summaries.at(-2)!;
     console.log(`     df-worker replayed in ${(dfMs / 1000).toFixed(1)} s`);
     p95Ratios.push(dfs.pickup.p95 / ref.pickup.p95);
@@ -111,10 +121,11 @@ for (const name of chosen) {
       await writeFile(join(values.out, `${w.name}.svg`), chart(w.name, pollers[0]!, best, bestRepoll));
   }
   console.log(
-    `ratios over ${draws} draws: p95 ${range(p95Ratios)}, mean ${range(meanRatios)}; warm: p95 ${range(warmP95Ratios)}, mean ${range(warmMeanRatios)}`,
+    `ratios over ${draws} draws: p95 ${range(p95Ratios)}, mean ${range(meanRatios)}; warm: p95 ${range(warmP95Ratios)}, mean ${range(warmMeanRatios)}` +
+      (byHourRatios.length > 0 ? `; knowing the hours in hindsight: p95 ${range(byHourRatios)}` : ''),
   );
   readme.push(
-    `| ${w.name} | ${range(p95Ratios)} | ${range(meanRatios)} | ${range(warmP95Ratios)} / ${range(warmMeanRatios)} | ${never.join(', ')} | ${[...new Set(ranOut)].join(', ')} | ${rateLimited} |`,
+    `| ${w.name} | ${range(p95Ratios)} | ${range(meanRatios)} | ${range(warmP95Ratios)} / ${range(warmMeanRatios)} | ${never.join(', ')} | ${[...new Set(ranOut)].join(', ')} | ${rateLimited} | ${range(byHourRatios)} |`,
   );
 }
 console.log(`\n${readme.join('\n')}`);

@@ -62,6 +62,26 @@ export interface Workload {
   /** True when the rate varies in time (the goal is then p95 at most half the best fixed poller's). */
   timeVarying?: boolean;
   generate: (seed: number, month?: string) => Arrival[];
+  /**
+   * Expected arrivals per hour at an instant of `month`, where the rate varies in time: what a poller that knew
+   * the hours in advance would go by (see bestByHourInHindsight).
+   */
+  ratePerHour?: (t: number, month?: string) => number;
+}
+
+const businessHours = (t: number) => (weekday(t) && hourOf(t) >= 8 && hourOf(t) < 18 ? 15 : 0);
+function weeklyPattern(t: number): number {
+  const h = hourOf(t);
+  if (!weekday(t)) return h >= 10 && h < 16 ? 0.5 : 0;
+  if ((h >= 9 && h < 12) || (h >= 14 && h < 17)) return 20;
+  return h >= 7 && h < 20 ? 2 : 0.5;
+}
+function patternChange(t: number, month = '2026-11'): number {
+  const change = monthBounds(month).startsAt + 14 * 24 * HOUR;
+  const h = hourOf(t);
+  if (!weekday(t)) return h >= 10 && h < 16 ? 0.5 : 0;
+  const peak = t < change ? (h >= 9 && h < 12) || (h >= 14 && h < 17) : h >= 18 && h < 23;
+  return peak ? 20 : 0.5;
 }
 
 export const WORKLOADS: readonly Workload[] = [
@@ -91,36 +111,23 @@ export const WORKLOADS: readonly Workload[] = [
     name: 'business-hours',
     description: '1 task, Mon-Fri 08-18 UTC only, Poisson 1 per 4 min inside',
     timeVarying: true,
-    generate: (seed, month = '2026-11') =>
-      thinned(seed, month, 15, (t) => (weekday(t) && hourOf(t) >= 8 && hourOf(t) < 18 ? 15 : 0)),
+    generate: (seed, month = '2026-11') => thinned(seed, month, 15, businessHours),
+    ratePerHour: businessHours,
   },
   {
     name: 'weekly-pattern',
     description:
       '1 task, weekday peaks 09-12 and 14-17 (20/h), 2/h other daytime, 0.5/h nights, quiet weekends',
     timeVarying: true,
-    generate: (seed, month = '2026-11') =>
-      thinned(seed, month, 20, (t) => {
-        const h = hourOf(t);
-        if (!weekday(t)) return h >= 10 && h < 16 ? 0.5 : 0;
-        if ((h >= 9 && h < 12) || (h >= 14 && h < 17)) return 20;
-        return h >= 7 && h < 20 ? 2 : 0.5;
-      }),
+    generate: (seed, month = '2026-11') => thinned(seed, month, 20, weeklyPattern),
+    ratePerHour: weeklyPattern,
   },
   {
     name: 'pattern-change',
     description: 'as weekly-pattern, but from the 15th the peaks move to 18-23',
     timeVarying: true,
-    generate: (seed, month = '2026-11') => {
-      const { startsAt } = monthBounds(month);
-      const change = startsAt + 14 * 24 * HOUR;
-      return thinned(seed, month, 20, (t) => {
-        const h = hourOf(t);
-        if (!weekday(t)) return h >= 10 && h < 16 ? 0.5 : 0;
-        const peak = t < change ? (h >= 9 && h < 12) || (h >= 14 && h < 17) : h >= 18 && h < 23;
-        return peak ? 20 : 0.5;
-      });
-    },
+    generate: (seed, month = '2026-11') => thinned(seed, month, 20, (t) => patternChange(t, month)),
+    ratePerHour: patternChange,
   },
   {
     name: 'overload',
