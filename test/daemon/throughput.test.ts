@@ -1,5 +1,7 @@
 // Acceptance: 3 tasks, 60 executions, the emulator enforcing 5 requests/second (per-minute raised so the
-// test stays under 30 s), the daemon's budget set to match. Everything is reported, nothing is refused.
+// test stays under 40 s), the daemon's budget set to match, with its default safety margin (200 ms): cut to
+// 50 ms to save 4 s, it left a loaded CI machine's jitter room to put a sixth request in the emulator's second.
+// Everything is reported, nothing is refused.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/api/types.ts';
 import { maxInWindow, startHarness, waitFor, type Harness } from './harness.ts';
@@ -21,7 +23,6 @@ describe('daemon throughput within the per-second budget', () => {
       settings: {
         'budget.perSecond': 5,
         'budget.perMinute': 1_000,
-        'budget.safetyMarginMs': 50,
         concurrency: 4,
       },
       handlers: [
@@ -47,7 +48,7 @@ describe('daemon throughput within the per-second budget', () => {
     }
     worker.wake();
     const started = Date.now();
-    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 29_000);
+    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 40_000);
     const elapsedMs = Date.now() - started;
 
     const executions = emulator.executions();
@@ -67,5 +68,5 @@ describe('daemon throughput within the per-second budget', () => {
       `throughput: 60 executions in ${(elapsedMs / 1000).toFixed(1)} s, ${requests.length} requests, ` +
         `busiest second ${busiestSecond}, 429s 0`,
     );
-  }, 40_000);
+  }, 50_000);
 });
