@@ -138,6 +138,8 @@ export function bestByHourInHindsight(
   arrivals: readonly Arrival[],
   ratePerHour: (t: number) => number,
   o: Omit<FixedPollerOptions, 'intervalMs' | 'intervalAt' | 'repollAfterHit'>,
+  /** The quiet hours' intervals tried, as multiples of the busy hours'. */
+  quietFactors: readonly number[] = QUIET_FACTORS,
 ): ReplayResult {
   const perMonth = o.perMonth ?? 40_000;
   const rates: number[] = [];
@@ -145,7 +147,7 @@ export function bestByHourInHindsight(
   const levels = [...new Set(rates.filter((r) => r > 0))].sort((a, b) => b - a);
   let best: { result: ReplayResult; p95: number } | undefined;
   for (const busyFrom of levels) {
-    for (const k of levels.some((r) => r < busyFrom) ? QUIET_FACTORS : [1]) {
+    for (const k of levels.some((r) => r < busyFrom) ? quietFactors : [1]) {
       const intervalAt = (busyMs: number) => (t: number) => {
         const rate = rates[Math.floor((t - o.startsAt) / HOUR_MS)] ?? 0;
         if (rate >= busyFrom) return busyMs;

@@ -94,6 +94,12 @@ describe('the poller that knows the hours (the reference for time-varying work)'
     const fixed = summarize(bestFixedInHindsight(arrivals, { startsAt, endsAt, repollAfterHit: true }));
     // Measured on this draw: 0.42.
     expect(s.pickup.p95 / fixed.pickup.p95).toBeLessThan(0.5);
+    // Quiet hours polled as often as busy ones: the same as a fixed poller except for the empty hours.
+    const flat = summarize(
+      bestByHourInHindsight(arrivals, (t) => w.ratePerHour!(t), { startsAt, endsAt }, [1]),
+    );
+    expect(flat.pickup.p95).toBeGreaterThan(1.2 * s.pickup.p95);
+    expect(flat.pickup.p95).toBeLessThan(fixed.pickup.p95);
   });
 
   it('on a steady rate is the best fixed poller with re-poll', () => {
