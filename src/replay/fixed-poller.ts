@@ -110,14 +110,23 @@ export function bestFixedInHindsight(
     }
     return best;
   }
+  return run(shortestWithin(run, perMonth, 86_400_000));
+}
+
+/** The shortest interval (to 0.1 s, at most `longestMs`) whose month does not run out with `run`. */
+function shortestWithin(
+  run: (intervalMs: number) => ReplayResult,
+  perMonth: number,
+  longestMs: number,
+): number {
   let low = 100;
-  let high = 86_400_000;
+  let high = longestMs;
   while (high - low > 100) {
     const mid = (low + high) / 2;
-    if (runsOut(run(mid))) low = mid;
+    if (run(mid).requests.length >= perMonth) low = mid;
     else high = mid;
   }
-  return run(high);
+  return high;
 }
 
 /** The quiet hours' interval as multiples of the busy hours' (see bestByHourInHindsight). */
@@ -160,15 +169,8 @@ export function bestByHourInHindsight(
           intervalAt: intervalAt(busyMs),
           repollAfterHit: true,
         });
-      // The smallest busy interval (to 0.1 s) whose month does not run out.
-      let low = 100;
-      let high = EMPTY_HOUR_MS;
-      if (run(high).requests.length >= perMonth) continue;
-      while (high - low > 100) {
-        const mid = (low + high) / 2;
-        if (run(mid).requests.length >= perMonth) low = mid;
-        else high = mid;
-      }
+      if (run(EMPTY_HOUR_MS).requests.length >= perMonth) continue;
+      const high = shortestWithin(run, perMonth, EMPTY_HOUR_MS);
       const result = run(high);
       const p95 = summarize(result, perMonth).pickup.p95;
       if (!best || p95 < best.p95) {
