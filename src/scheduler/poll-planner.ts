@@ -59,16 +59,20 @@ const QUIET_RATE = 0.25;
  */
 const QUIET_DOUBT = 1;
 /**
- * ... taken from the quietest up until they hold this share of the arrivals expected: SLOW_SHARE and half as
- * much again, so that quiet hours wait a few times the common interval rather than the longest one. Work in
- * them then waits a little longer than elsewhere, not 15 minutes, when their share was underestimated.
+ * ... taken from the quietest up until they hold this share of the arrivals expected: SLOW_SHARE and a quarter
+ * as much again, so that quiet hours wait a few times the common interval rather than the longest one. Work in
+ * them then waits a little longer than elsewhere, not 15 minutes, when their share was underestimated. With
+ * hours of the day read from their own passes (see DAY_PRIOR_HOURS in arrival-profile.ts): the weekly pattern's
+ * p95 ratio 0.52–0.58 cold and 0.48–0.53 warm at 5%, 0.54–0.58 and 0.51–0.53 at 6% (the nights shared the slow
+ * share with day hours four times as busy, and waited 3 times the common interval rather than 5 or 6); pattern
+ * change alike at both. Before that change, 5% put pattern change's p95 up to 0.61 warm and 0.65 cold.
  * Measured by bench:pacing, the weekly pattern's p95 ratio: 0.72 at 6%; 0.79–0.81 at 12% (quiet hours polled so
  * often that the busy ones wait longer); 0.96–0.98 at 4% (with hour-of-day figures faded by time), as quiet
  * hours whose share read low put p95 in their 15-minute tail. With quiet hours by a square-root rule: 5% gave
  * 0.50–0.53 warm but 0.75–0.77 on pattern change cold, 8% 0.55–0.57 warm and 0.68–0.72; 6% 0.52–0.55 and
  * 0.69–0.74.
  */
-const QUIET_SHARE = 0.06;
+const QUIET_SHARE = 0.05;
 /**
  * The quietest of them, while together they hold no more than this share, wait the longest interval: hours
  * in which next to nothing comes (a weekend night) then cost next to no polls, where 3 times the common

@@ -139,13 +139,18 @@ describe('a replayed month', () => {
     expect(pollsIn(30, 8, 18) / 10).toBeGreaterThan(1.5 * evenPerHour);
   });
 
-  // From a cold start, the first days spent learning included. Measured on this seed: 0.56 on both (0.67 and
-  // 0.71 with an hour of the day leaning on the overall rate rather than its neighbours; 0.70 on the weekly
-  // pattern before that, 0.77 before re-polls of forecast work were let run ahead of the even spend, 0.85
-  // before quiet hours took 6% of the work and hour-of-day figures faded by pass).
-  it.each(['weekly-pattern', 'pattern-change'])(
-    'on %s (peaks, quiet nights and weekends): p95 pickup under 0.62x the best fixed poller with re-poll',
-    async (name) => {
+  // From a cold start, the first days spent learning included. Measured on this seed: 0.52 on the weekly
+  // pattern and 0.56 on its move (0.56 and 0.56 with an hour of the day lifted towards its neighbours until it
+  // differed by two standard deviations, and quiet hours 6% of the work; 0.67 and 0.71 with an hour of the day
+  // leaning on the overall rate rather than its neighbours; 0.70 on the weekly pattern before that, 0.77 before
+  // re-polls of forecast work were let run ahead of the even spend, 0.85 before quiet hours took 6% of the work
+  // and hour-of-day figures faded by pass).
+  it.each([
+    ['weekly-pattern', 0.55],
+    ['pattern-change', 0.62],
+  ])(
+    'on %s (peaks, quiet nights and weekends): p95 pickup under %sx the best fixed poller with re-poll',
+    async (name, bound) => {
       const arrivals = workload(name).generate(101);
       const df = summarize(await replayMonth({ arrivals }));
       const best = summarize(
@@ -153,7 +158,7 @@ describe('a replayed month', () => {
       );
       const ratio = df.pickup.p95 / best.pickup.p95;
       console.log(`${name} seed 101: p95 ratio ${ratio.toFixed(3)}`);
-      expect(ratio).toBeLessThan(0.62);
+      expect(ratio).toBeLessThan(bound);
       expect(df.neverClaimed).toBe(0);
       expect(df.rateLimited).toBe(0);
     },
