@@ -82,12 +82,8 @@ for (const name of chosen) {
     const bestRepoll = bestFixedInHindsight(arrivals, { ...base, repollAfterHit: true });
     pollers.push({ ...best, name: `best ${best.name}` }, { ...bestRepoll, name: `best ${bestRepoll.name}` });
     const summaries = pollers.map((p) => summarize(p, PER_MONTH));
-    const { ratePerHour } = w;
-    const byHour = ratePerHour
-      ? summarize(
-          bestByHourInHindsight(arrivals, (t) => ratePerHour(t), base),
-          PER_MONTH,
-        )
+    const byHour = w.ratePerHour
+      ? summarize(bestByHourInHindsight(arrivals, w.ratePerHour, base), PER_MONTH)
       : undefined;
     for (const sm of byHour ? [...summaries, byHour] : summaries) {
       console.log(

@@ -76,12 +76,15 @@ function weeklyPattern(t: number): number {
   if ((h >= 9 && h < 12) || (h >= 14 && h < 17)) return 20;
   return h >= 7 && h < 20 ? 2 : 0.5;
 }
-function patternChange(t: number, month = '2026-11'): number {
+/** The weekly pattern whose peaks move to 18-23 from the 15th of `month` (the instant worked out once). */
+function patternChange(month: string): (t: number) => number {
   const change = monthBounds(month).startsAt + 14 * 24 * HOUR;
-  const h = hourOf(t);
-  if (!weekday(t)) return h >= 10 && h < 16 ? 0.5 : 0;
-  const peak = t < change ? (h >= 9 && h < 12) || (h >= 14 && h < 17) : h >= 18 && h < 23;
-  return peak ? 20 : 0.5;
+  return (t) => {
+    const h = hourOf(t);
+    if (!weekday(t)) return h >= 10 && h < 16 ? 0.5 : 0;
+    const peak = t < change ? (h >= 9 && h < 12) || (h >= 14 && h < 17) : h >= 18 && h < 23;
+    return peak ? 20 : 0.5;
+  };
 }
 
 export const WORKLOADS: readonly Workload[] = [
@@ -126,8 +129,8 @@ export const WORKLOADS: readonly Workload[] = [
     name: 'pattern-change',
     description: 'as weekly-pattern, but from the 15th the peaks move to 18-23',
     timeVarying: true,
-    generate: (seed, month = '2026-11') => thinned(seed, month, 20, (t) => patternChange(t, month)),
-    ratePerHour: patternChange,
+    generate: (seed, month = '2026-11') => thinned(seed, month, 20, patternChange(month)),
+    ratePerHour: (t, month = '2026-11') => patternChange(month)(t),
   },
   {
     name: 'overload',
