@@ -3,7 +3,9 @@
 // figures fade by half every week; per-hour-of-day figures (weekdays apart from weekends) fade by half every
 // four passes of their hour and are trusted too, so a new or changed pattern is followed within a day or two;
 // an hour of the day leans on its neighbours, so a stretch of quiet hours reads quiet from its first pass. Pure
-// and serializable: the daemon keeps it in the state folder, so a restart does not forget it.
+// and serializable: the daemon keeps it in the state folder, so a restart does not forget it, nor how long the
+// month's pickups waited (see PickupTally), which the pace's slow share is planned against.
+import { PickupTally } from './pickup-tally.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -73,17 +75,22 @@ export interface ArrivalProfileState {
   /** Up to when time has been counted as observed. */
   observedUntil: number | null;
   tasks: Record<string, TaskProfile>;
+  /** How long the month's pickups waited (absent from files written before it was kept). */
+  pickups?: unknown;
 }
 
 export class ArrivalProfile {
   #tasks = new Map<string, TaskProfile>();
   #observedUntil: number | null = null;
+  /** How long the month's claimed executions waited. */
+  pickups = new PickupTally();
 
   static fromState(state: unknown): ArrivalProfile {
     const profile = new ArrivalProfile();
     if (!isState(state)) return profile;
     profile.#observedUntil = state.observedUntil;
     for (const [key, task] of Object.entries(state.tasks)) profile.#tasks.set(key, task);
+    profile.pickups = PickupTally.fromState(state.pickups);
     return profile;
   }
 
@@ -96,11 +103,18 @@ export class ArrivalProfile {
     if (other.#tasks.size === 0) return 0;
     this.#tasks = other.#tasks;
     this.#observedUntil = other.#observedUntil;
+    this.pickups = other.pickups;
     return other.#tasks.size;
   }
 
   toState(): ArrivalProfileState {
-    return { version: 1, observedUntil: this.#observedUntil, tasks: Object.fromEntries(this.#tasks) };
+    const pickups = this.pickups.toState();
+    return {
+      version: 1,
+      observedUntil: this.#observedUntil,
+      tasks: Object.fromEntries(this.#tasks),
+      ...(pickups ? { pickups } : {}),
+    };
   }
 
   /**

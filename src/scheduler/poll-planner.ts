@@ -3,10 +3,11 @@
 // pace spends the month's budget evenly over what is left of it, after what the expected work will cost (a
 // report per execution, and the re-polls after hits), and places polls where work arrives, as learnt in an
 // ArrivalProfile. Every hour of the week gets one common interval, which minimises the 95th percentile of
-// pickup for the polls the month has, except where a small share of the work (4%, the slow share) may wait
-// longer for a large saving: the quietest hours (polled every `maxPollIntervalMs` when next to nothing comes
-// in them, otherwise by a square-root rule), and, on steady work, the re-polls after hits that would most
-// likely come back empty.
+// pickup for the polls the month has, except where a small share of the work (the slow share: what keeps the
+// month's pickups slower than the common interval, so far and to come, within 5%) may wait longer for a large
+// saving: the quietest hours (polled every `maxPollIntervalMs` when next to nothing comes in them, otherwise by
+// a square-root rule; at the common interval while more work comes in them than planned), and, on steady work,
+// the re-polls after hits that would most likely come back empty.
 // Pure and synchronous: the daemon's loop and the month replay drive the very same decisions.
 import type { Budget } from '../budget/budget.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
@@ -59,20 +60,20 @@ const QUIET_RATE = 0.25;
  */
 const QUIET_DOUBT = 1;
 /**
- * ... taken from the quietest up until they hold this share of the arrivals expected: SLOW_SHARE and a quarter
- * as much again, so that quiet hours wait a few times the common interval rather than the longest one. Work in
+ * ... taken from the quietest up until they hold this many times the slow share of the arrivals expected (see
+ * #slowShare), so that quiet hours wait a few times the common interval rather than the longest one. Work in
  * them then waits a little longer than elsewhere, not 15 minutes, when their share was underestimated. With
- * hours of the day read from their own passes (see DAY_PRIOR_HOURS in arrival-profile.ts): the weekly pattern's
- * p95 ratio 0.52–0.58 cold and 0.48–0.53 warm at 5%, 0.54–0.58 and 0.51–0.53 at 6% (the nights shared the slow
- * share with day hours four times as busy, and waited 3 times the common interval rather than 5 or 6); pattern
- * change alike at both. Before that change, 5% put pattern change's p95 up to 0.61 warm and 0.65 cold.
- * Measured by bench:pacing, the weekly pattern's p95 ratio: 0.72 at 6%; 0.79–0.81 at 12% (quiet hours polled so
- * often that the busy ones wait longer); 0.96–0.98 at 4% (with hour-of-day figures faded by time), as quiet
- * hours whose share read low put p95 in their 15-minute tail. With quiet hours by a square-root rule: 5% gave
- * 0.50–0.53 warm but 0.75–0.77 on pattern change cold, 8% 0.55–0.57 warm and 0.68–0.72; 6% 0.52–0.55 and
- * 0.69–0.74.
+ * hours of the day read from their own passes (see DAY_PRIOR_HOURS in arrival-profile.ts) and a slow share of
+ * 4%: the weekly pattern's p95 ratio 0.52–0.58 cold and 0.48–0.53 warm at 1.25 (5%), 0.54–0.58 and 0.51–0.53 at
+ * 1.5 (the nights shared the slow share with day hours four times as busy, and waited 3 times the common
+ * interval rather than 5 or 6). With the slow share planned against the month's pickups, 2 (up to 10%) put the
+ * weekly pattern at 0.52–0.54 warm where 0.47–0.49. Before, measured by bench:pacing, the weekly pattern's p95
+ * ratio: 0.72 at 6%; 0.79–0.81 at 12% (quiet hours polled so often that the busy ones wait longer); 0.96–0.98 at
+ * 4% (with hour-of-day figures faded by time), as quiet hours whose share read low put p95 in their 15-minute
+ * tail. With quiet hours by a square-root rule: 5% gave 0.50–0.53 warm but 0.75–0.77 on pattern change cold, 8%
+ * 0.55–0.57 warm and 0.68–0.72; 6% 0.52–0.55 and 0.69–0.74.
  */
-const QUIET_SHARE = 0.05;
+const QUIET_SHARE = 1.25;
 /**
  * The quietest of them, while together they hold no more than this share, wait the longest interval: hours
  * in which next to nothing comes (a weekend night) then cost next to no polls, where 3 times the common
@@ -87,13 +88,52 @@ const FLOOR_SHARE = 0.005;
  */
 const FLOOR_RATE = 0.01;
 /**
- * The share of the work that may wait longer than the common interval: under the 5% that p95 may leave slow,
- * with a margin for rates that are only estimates. Quiet hours take it first (see quietHours); what they
- * leave, up to MAX_SKIP_SHARE, goes to skipping the re-polls least likely to find work (see repollThresholdMs).
+ * The share of the month's pickups that may wait longer than the common interval: the 5% that p95 leaves slow.
+ * Quiet hours take the slow share first (see quietHours); what they leave, up to MAX_SKIP_SHARE, goes to
+ * skipping the re-polls least likely to find work (see repollThresholdMs). The share of the work to come that
+ * may be slow is planned against it (see #slowShare): what the month's pickups so far used of it, by how long
+ * they waited (PickupTally), is left out, so quiet hours wait longer when the month went as planned and less
+ * when more work came in them than forecast, or when the pattern moved. Measured by bench:pacing (5 draws),
+ * p95 ratio cold and warm: the weekly pattern 0.51–0.57 and 0.47–0.49, where 0.52–0.58 and 0.48–0.53 with 4% of
+ * the work to come held slow whatever the month did; pattern change 0.53–0.58 and 0.49–0.53, where 0.57–0.61 and
+ * 0.52–0.55 (with SURGE_ODDS). A fixed share of 4.2% gave the weekly pattern 0.47–0.51 warm, but pattern change
+ * up to 0.64 cold.
  */
-const SLOW_SHARE = 0.04;
+const SLOW_GOAL = 0.05;
 /**
- * At most this share of the work is left slow by skipped re-polls: the rest of SLOW_SHARE is a margin for the
+ * The margin for chance: how many standard deviations of the Poisson count of the slow pickups to come are
+ * kept from the slow share. Measured, the weekly pattern's warm p95 ratio: 0.47–0.49 with 0.5, 0.47–0.50 with 1.
+ */
+const SLOW_DOUBT = 0.5;
+/**
+ * ... and the share of the work to come kept for what is slow outside the quiet hours and skipped re-polls (a
+ * poll held back by the per-second or per-minute limit, a busy hour read quiet). What was slow so far is counted
+ * as it was. Measured: 0.1% and 0.3% alike within draws (the weekly pattern's warm p95 0.47–0.49, 0.48–0.50).
+ */
+const SLOW_TAIL = 0.001;
+/**
+ * The slow share is never planned below this: when the month's pickups were already slower than the goal, a
+ * common interval long enough to put them back under it would be paid for by every hour of the month left.
+ */
+const MIN_SLOW_SHARE = 0.02;
+/** Bisection steps for the slow share: (SLOW_GOAL − MIN_SLOW_SHARE) / 2⁷, a quarter of a thousandth. */
+const SLOW_SHARE_STEPS = 7;
+/** The slow share where it is not planned against the month's pickups (under overload, every pickup is late). */
+const SLOW_SHARE = 0.04;
+/** Arrivals within this long are counted to tell whether a quiet hour turned busy (see #surging)... */
+const SURGE_WINDOW_MS = 30 * 60_000;
+/**
+ * ... when the hour's planned rate would bring as many this rarely: the hour is then polled at the common
+ * interval. Measured by bench:pacing, pattern change's p95 ratio cold: 0.53–0.58 where 0.53–0.62 without
+ * (the evening peak, planned quiet, is seen within minutes of its first day, not in a day or two); other
+ * workloads alike. Only for tasks whose work is forecast (see PacePlan.forecast): a cold start's first hours
+ * under overload drained a backlog and then polled empty at the common interval (8 claims fewer on a draw).
+ */
+const SURGE_ODDS = 1e-3;
+/** Arrivals kept per task for that. */
+const SURGE_MEMORY = 16;
+/**
+ * At most this share of the work is left slow by skipped re-polls: the rest of the slow share is a margin for the
  * slow work no estimate counts (the first arrivals after a quiet hour, a rate misread). Measured by
  * bench:pacing, 2% keeps business hours' p95 within 10% of never skipping, where 4% cost 15%.
  */
@@ -151,6 +191,8 @@ interface PacePlan {
    * follow the weights the scale was solved for until the next plan.
    */
   roots: Map<string, Float64Array>;
+  /** Each task's expected arrivals per hour, by hour of the week, as planned. */
+  rates: Map<string, Float64Array>;
   /**
    * Each task's re-poll threshold by hour of the week (ms): after a hit on an execution that waited less than
    * this, the next is unlikely to be pending and the task waits for its idle pace (0: always re-poll).
@@ -192,6 +234,8 @@ export class PollPlanner {
   #claims = 0;
   /** The last plan's overload verdict (see OVERLOAD_EXIT_SHARE). */
   #wasOverloaded = false;
+  /** Each task's latest arrivals (createdAt, ms), oldest first: a quiet hour that turns busy (see #surging). */
+  readonly #recent = new Map<string, number[]>();
 
   constructor(options: PollPlannerOptions) {
     this.#budget = options.budget;
@@ -272,6 +316,11 @@ export class PollPlanner {
     this.#claims++;
     if (arrivedAt !== undefined && Number.isFinite(arrivedAt)) {
       this.profile.arrival(t.key, Math.min(arrivedAt, nowMs), nowMs);
+      this.profile.pickups.add(this.#budget.month(nowMs).startsAt, nowMs - arrivedAt);
+      let recent = this.#recent.get(t.key);
+      if (!recent) this.#recent.set(t.key, (recent = []));
+      recent.push(arrivedAt);
+      if (recent.length > SURGE_MEMORY) recent.shift();
       this.#learnt++;
     }
     t.errorStreak = 0;
@@ -381,9 +430,24 @@ export class PollPlanner {
 
   #intervalOf(plan: PacePlan, key: string, nowMs: number): number {
     if (!Number.isFinite(plan.scaleMs)) return plan.longestMs;
-    const root = plan.roots.get(key)?.[hourOfWeek(nowMs)] ?? 1;
+    let root = plan.roots.get(key)?.[hourOfWeek(nowMs)] ?? 1;
+    if (root < 1 && plan.forecast.has(key) && this.#surging(plan, key, nowMs)) root = 1;
     const minimumMs = this.#budget.minimumIntervalMs * plan.taskCount;
     return Math.min(plan.longestMs, Math.max(minimumMs, plan.scaleMs / root));
+  }
+
+  /**
+   * True when the task's arrivals of the last SURGE_WINDOW_MS are more than the hour's planned rate would
+   * bring but once in a thousand times: the hour was planned quiet and is not (work moved to it, or a rate
+   * was misread), and waiting its quiet interval would leave every arrival of it slow until the profile
+   * learns, a day or two later.
+   */
+  #surging(plan: PacePlan, key: string, nowMs: number): boolean {
+    const recent = this.#recent.get(key);
+    if (!recent) return false;
+    const count = recent.filter((at) => at > nowMs - SURGE_WINDOW_MS).length;
+    const rate = plan.rates.get(key)?.[hourOfWeek(nowMs)] ?? 0;
+    return poissonTail(count, (rate * SURGE_WINDOW_MS) / HOUR_MS) < SURGE_ODDS;
   }
 
   #planAt(nowMs: number): PacePlan {
@@ -475,8 +539,6 @@ export class PollPlanner {
     // Batches come when they come: an hour no batch came in yet is no quieter than the others; and a batch
     // is drained by re-polls, none of which is skipped.
     const steady = buckets.filter((b) => !b.batched);
-    const quietShare = quietHours(steady);
-    const skipShare = Math.min(MAX_SKIP_SHARE, Math.max(0, SLOW_SHARE - quietShare));
     const left = month.remaining - this.#budget.reportReserve;
     const margin = FORECAST_MARGIN * month.limit * (leftMs / monthMs);
     // Handlers' own service calls (ctx.service) are work too: as many per execution as they have made so far.
@@ -488,6 +550,28 @@ export class PollPlanner {
       watchedMs >= OVERLOAD_WATCH_MS;
     this.#wasOverloaded = overloaded;
     const floorPolls = (leftMs / this.#maxPollIntervalMs) * taskCount;
+    // The common interval a slow share would give, before skipped re-polls (see #slowShare).
+    const unskipped = buckets.reduce(
+      (sum, b) => sum + b.rate * b.hours * b.trust * (REQUESTS_PER_EXECUTION + callsPerExecution),
+      0,
+    );
+    const firstSpend = Math.max(left - unskipped - margin, OVERLOAD_SHARE * left);
+    // Where no hour holds a share of the work among the quiet ones (steady work), every share gives the same.
+    let sameForAll: number | undefined;
+    const intervalAt = (share: number) => {
+      if (sameForAll !== undefined) return sameForAll;
+      for (const b of steady) b.root = 1;
+      const used = quietHours(steady, share);
+      const weights = buckets.filter((b) => b.hours > 0).map((b) => ({ weight: b.hours, root: b.root }));
+      const intervalMs = solveScale(weights, firstSpend, this.#maxPollIntervalMs);
+      if (used === 0) sameForAll = intervalMs;
+      return intervalMs;
+    };
+    const paced = !overloaded && firstSpend > floorPolls && leftMs > 0;
+    const slowShare = paced ? this.#slowShare(month.startsAt, buckets, intervalAt) : SLOW_SHARE;
+    for (const b of steady) b.root = 1;
+    const quietShare = quietHours(steady, slowShare);
+    const skipShare = Math.min(MAX_SKIP_SHARE, Math.max(0, slowShare - quietShare));
     const roots = buckets.filter((b) => b.hours > 0).map((b) => ({ weight: b.hours, root: b.root }));
     const forecast = new Set(buckets.filter((b) => b.random && !b.batched && b.trust >= 1).map((b) => b.key));
     const base = { at: nowMs, taskCount, overloaded, learning: meanPerHour === 0, forecast };
@@ -529,6 +613,40 @@ export class PollPlanner {
     }
     return plan!;
   }
+
+  /**
+   * The share of the work left in the month that may wait longer than the common interval: what keeps the
+   * month's slow pickups (those that waited longer than it, so far and to come) within SLOW_GOAL, less a margin
+   * for the chance in how many come in quiet hours (SLOW_DOUBT standard deviations of their Poisson count)
+   * and for the others' tail (SLOW_TAIL). A longer common interval leaves fewer of the past pickups slow, a
+   * larger slow share makes it shorter: the largest share that holds is found by bisection, between
+   * MIN_SLOW_SHARE and SLOW_GOAL. `intervalAt` gives the common interval planned with a share.
+   */
+  #slowShare(
+    monthStartsAt: number,
+    buckets: readonly PaceBucket[],
+    intervalAt: (share: number) => number,
+  ): number {
+    const expected = buckets.reduce((sum, b) => sum + b.rate * b.hours, 0);
+    if (expected <= 0) return MIN_SLOW_SHARE;
+    const pickups = this.profile.pickups;
+    const allowed = SLOW_GOAL * (pickups.count(monthStartsAt) + expected) - SLOW_TAIL * expected;
+    const holds = (share: number) => {
+      const slowSoFar = pickups.countAbove(monthStartsAt, intervalAt(share));
+      const toCome = share * expected;
+      return slowSoFar + toCome + SLOW_DOUBT * Math.sqrt(toCome) <= allowed;
+    };
+    if (holds(SLOW_GOAL)) return SLOW_GOAL;
+    let low = MIN_SLOW_SHARE;
+    if (!holds(low)) return low;
+    let high = SLOW_GOAL;
+    for (let i = 0; i < SLOW_SHARE_STEPS; i++) {
+      const mid = (low + high) / 2;
+      if (holds(mid)) low = mid;
+      else high = mid;
+    }
+    return low;
+  }
 }
 
 /** One task's hour of the week, as planned. */
@@ -552,18 +670,33 @@ interface PaceBucket {
   repollAfterMs: number;
 }
 
-function byKey(buckets: readonly PaceBucket[]): Pick<PacePlan, 'roots' | 'repollAfterMs'> {
+function byKey(buckets: readonly PaceBucket[]): Pick<PacePlan, 'roots' | 'repollAfterMs' | 'rates'> {
   const roots = new Map<string, Float64Array>();
   const repollAfterMs = new Map<string, Float64Array>();
+  const rates = new Map<string, Float64Array>();
   for (const b of buckets) {
     let r = roots.get(b.key);
     let s = repollAfterMs.get(b.key);
+    let q = rates.get(b.key);
     if (!r) roots.set(b.key, (r = new Float64Array(168)));
     if (!s) repollAfterMs.set(b.key, (s = new Float64Array(168)));
+    if (!q) rates.set(b.key, (q = new Float64Array(168)));
     r[b.hour] = b.root;
     s[b.hour] = b.repollAfterMs;
+    q[b.hour] = b.rate;
   }
-  return { roots, repollAfterMs };
+  return { roots, repollAfterMs, rates };
+}
+
+/** P(N ≥ k) for N Poisson with mean `mean`. */
+function poissonTail(k: number, mean: number): number {
+  let term = Math.exp(-mean);
+  let below = 0;
+  for (let i = 0; i < k; i++) {
+    below += term;
+    term *= mean / (i + 1);
+  }
+  return Math.max(0, 1 - below);
 }
 
 /**
@@ -592,20 +725,21 @@ function repollThresholdMs(ratePerHour: number, intervalMs: number, slowShare: n
 /**
  * Marks the quiet hours of the week (per task) and returns the slow share they use: the quietest, each expected
  * to get less than a quarter of the typical arrival's hour (even with some doubt, see QUIET_DOUBT), until they
- * hold QUIET_SHARE of the work expected. Every other hour gets the same interval. For the 95th percentile of
+ * hold QUIET_SHARE times `slowShare` of the work expected. Every other hour gets the same interval. For the 95th percentile of
  * pickup the best use of a number of polls is all-or-nothing by hour: an arrival in a quiet hour may be among
  * the slowest 5%, one in any other waits at most the common interval (a square-root rule over all hours would
  * minimise the mean instead, and leave the busier off-peak hours, where p95 is decided, long intervals). Quiet
- * hours holding up to SLOW_SHARE of the work wait the longest interval; holding more, the quietest up to
+ * hours holding up to `slowShare` of the work wait the longest interval; holding more, the quietest up to
  * FLOOR_SHARE (of next to no work, see FLOOR_RATE) still do, and the others get intervals by a square-root
- * rule, root = min(1, c × √rate), with c such that SLOW_SHARE of the work waits longer than the common
+ * rule, root = min(1, c × √rate), with c such that `slowShare` of the work waits longer than the common
  * interval: a pickup 1 / root times as long leaves share × (1 − root) of it slower. Among quiet hours the rates
  * are too uncertain to rank for all-or-nothing, and the square root spends the slow share where it saves the
  * most polls for the least mean. Measured by bench:pacing, the weekly pattern's warm p95 ratio: 0.54–0.58,
  * where one interval for all quiet hours gave 0.55–0.65. Rates from a short or even history are all alike:
  * then nothing is quiet.
  */
-function quietHours(buckets: PaceBucket[]): number {
+function quietHours(buckets: PaceBucket[], slowShare: number): number {
+  const quietShare = slowShare * QUIET_SHARE;
   // Shares of a week's work (each hour of the week once), not of the hours left in the month: the slow 5% is
   // the month's, and in its last days the hours left are no week's mix (a weekend and a Monday make the
   // weekend's hours a larger share, and polled more often, at the cost of the Friday before). Measured by
@@ -619,7 +753,7 @@ function quietHours(buckets: PaceBucket[]): number {
   let share = 0;
   let floorShare = 0;
   for (const b of buckets.filter((x) => x.quietRate < QUIET_RATE * typical).sort((x, y) => x.rate - y.rate)) {
-    if (share >= QUIET_SHARE) break;
+    if (share >= quietShare) break;
     const m = mass(b) / total;
     if (share + m <= FLOOR_SHARE && b.rate < FLOOR_RATE * typical) {
       floorShare += m;
@@ -627,12 +761,12 @@ function quietHours(buckets: PaceBucket[]): number {
     } else quiet.push(b);
     share += m;
   }
-  if (share <= SLOW_SHARE) {
+  if (share <= slowShare) {
     for (const b of quiet) b.root = QUIET_ROOT;
     return share;
   }
   // The slow share of roots min(1, c × √rate) only falls as c grows: bisection.
-  const target = SLOW_SHARE - floorShare;
+  const target = slowShare - floorShare;
   const rootOf = (b: PaceBucket, c: number) => Math.max(QUIET_ROOT, Math.min(1, c * Math.sqrt(b.rate)));
   const slowAt = (c: number) => quiet.reduce((sum, b) => sum + (mass(b) / total) * (1 - rootOf(b, c)), 0);
   let low = 0;
@@ -644,7 +778,7 @@ function quietHours(buckets: PaceBucket[]): number {
     else high = mid;
   }
   for (const b of quiet) b.root = rootOf(b, high);
-  return SLOW_SHARE;
+  return slowShare;
 }
 
 /**

@@ -54,6 +54,16 @@ const businessHours = (t: number) => {
   return d.getUTCDay() >= 1 && d.getUTCDay() <= 5 && d.getUTCHours() >= 8 && d.getUTCHours() < 18 ? 15 : 0;
 };
 
+/** bench:pacing's weekly pattern (arrivals an hour). */
+const weekly = (t: number) => {
+  const d = new Date(t);
+  const h = d.getUTCHours();
+  if (d.getUTCDay() === 0 || d.getUTCDay() === 6) return h >= 10 && h < 16 ? 0.5 : 0;
+  if ((h >= 9 && h < 12) || (h >= 14 && h < 17)) return 20;
+  return h >= 7 && h < 20 ? 2 : 0.5;
+};
+const NOVEMBER = Date.UTC(2026, 10, 1);
+
 describe('ArrivalProfile', () => {
   it('learns business hours in a week: busy weekday hours read busy, nights and Sundays quiet', () => {
     const profile = new ArrivalProfile();
@@ -106,13 +116,6 @@ describe('ArrivalProfile', () => {
     // hour at night, quiet weekends. After a Sunday and a Monday, each night hour has seen one pass with no
     // arrival or one: against the task's overall rate (about 3 an hour) that is no surprise, and it read 2.5 an
     // hour; as part of a stretch of night hours with a handful of arrivals in all, it is.
-    const weekly = (t: number) => {
-      const d = new Date(t);
-      const h = d.getUTCHours();
-      if (d.getUTCDay() === 0 || d.getUTCDay() === 6) return h >= 10 && h < 16 ? 0.5 : 0;
-      if ((h >= 9 && h < 12) || (h >= 14 && h < 17)) return 20;
-      return h >= 7 && h < 20 ? 2 : 0.5;
-    };
     const profile = new ArrivalProfile();
     const tuesday = feed(profile, 'work', START - 24 * HOUR, 48, weekly, 11);
     const nights = [0, 1, 2, 3, 4, 5, 21, 22, 23].map((h) => profile.ratePerHour('work', tuesday + h * HOUR));
@@ -126,6 +129,67 @@ describe('ArrivalProfile', () => {
     for (const h of [1, 3, 21, 23]) {
       expect(planner.idleIntervalMs(tuesday + h * HOUR, 'work')).toBeGreaterThan(2 * peakMs);
     }
+  });
+
+  it("plans quiet hours against the month's pickups: when they already used the slow 5%, nights wait less and the peaks' interval grows", () => {
+    // Two weeks of the weekly pattern learnt, in November: how long the month's pickups waited so far decides
+    // how much of the work to come may wait longer than the common interval.
+    const learnt = () => {
+      const profile = new ArrivalProfile();
+      return { profile, now: feed(profile, 'work', START, 14 * 24, weekly, 21) };
+    };
+    // The peaks' interval, and the polls a week of night hours (0.5 an hour) gets.
+    const intervals = (profile: ArrivalProfile, now: number) => {
+      const planner = plannerAt(now, profile);
+      let nightPolls = 0;
+      for (let h = 0; h < 168; h++) {
+        const at = now + h * HOUR;
+        if (weekly(at) === 0.5) nightPolls += HOUR / planner.idleIntervalMs(at, 'work');
+      }
+      return { peakMs: planner.idleIntervalMs(now + 10 * HOUR, 'work'), nightPolls };
+    };
+    const asPlanned = learnt();
+    for (let i = 0; i < 1_000; i++) asPlanned.profile.pickups.add(NOVEMBER, (i % 10) * 1_000);
+    const slowMonth = learnt();
+    for (let i = 0; i < 1_000; i++)
+      slowMonth.profile.pickups.add(NOVEMBER, i < 60 ? 600_000 : (i % 10) * 1_000);
+    const lastMonth = learnt();
+    for (let i = 0; i < 1_000; i++)
+      lastMonth.profile.pickups.add(Date.UTC(2026, 9, 1), i < 60 ? 600_000 : 1_000);
+    const a = intervals(asPlanned.profile, asPlanned.now);
+    const b = intervals(slowMonth.profile, slowMonth.now);
+    const c = intervals(lastMonth.profile, lastMonth.now);
+    const fresh = learnt();
+    // Measured: with the month's pickups on plan (none slow), the peaks every 15.2 s and 3,888 polls a week of
+    // nights, where 15.7 s with no pickup yet (no room earned); once 6% of them waited 10 minutes, 16.2 s and
+    // 4,713 polls. October's pickups count for nothing in November.
+    expect(a.peakMs).toBeLessThan(c.peakMs);
+    expect(b.nightPolls).toBeGreaterThan(1.15 * a.nightPolls);
+    expect(b.peakMs).toBeGreaterThan(1.04 * a.peakMs);
+    expect(c).toEqual(intervals(fresh.profile, fresh.now));
+  });
+
+  it('polls a quiet hour at the common interval while more work comes than planned, from the hour before, until it stops', () => {
+    const profile = new ArrivalProfile();
+    const monday = feed(profile, 'work', START, 14 * 24, weekly, 22);
+    const night = monday + 2 * HOUR;
+    const planner = plannerAt(night, profile);
+    const peakMs = planner.idleIntervalMs(monday + 10 * HOUR, 'work');
+    const threeMs = planner.idleIntervalMs(night + HOUR, 'work');
+    expect(threeMs).toBeGreaterThan(2 * peakMs);
+    // Work moved to the night: one every 2 minutes from 02:00 to 03:00, where 0.5 an hour came, each claimed
+    // 30 s after it came. The hour learns from what came in it; 03:00, next to it, would still read quiet.
+    let now = night;
+    for (let i = 1; i <= 30; i++) {
+      now = night + i * 120_000;
+      planner.onHit('t', now, now - 30_000);
+    }
+    // Measured: 03:00 polled every 19 s (the common interval, grown with the work), where 69 s as planned: in
+    // the half hour before it, 15 arrivals came where its planned rate brings one at most.
+    expect(planner.idleIntervalMs(now + 1_000, 'work')).toBeLessThan(1.25 * peakMs);
+    expect(planner.idleIntervalMs(now + 10 * 60_000, 'work')).toBeLessThan(1.25 * peakMs);
+    // Half an hour after the last of them, the night is as quiet as planned.
+    expect(planner.idleIntervalMs(now + 31 * 60_000, 'work')).toBeGreaterThan(2 * peakMs);
   });
 
   it('tells work that comes in pairs or batches from random work that happens to come close together', () => {

@@ -139,15 +139,16 @@ describe('a replayed month', () => {
     expect(pollsIn(30, 8, 18) / 10).toBeGreaterThan(1.5 * evenPerHour);
   });
 
-  // From a cold start, the first days spent learning included. Measured on this seed: 0.52 on the weekly
-  // pattern and 0.56 on its move (0.56 and 0.56 with an hour of the day lifted towards its neighbours until it
+  // From a cold start, the first days spent learning included. Measured on this seed: 0.518 on the weekly
+  // pattern and 0.537 on its move (0.515 and 0.556 with 4% of the work to come slow whatever the month's pickups
+  // did, and no quiet hour polled at the common interval when work came in it; 0.56 and 0.56 with an hour of the day lifted towards its neighbours until it
   // differed by two standard deviations, and quiet hours 6% of the work; 0.67 and 0.71 with an hour of the day
   // leaning on the overall rate rather than its neighbours; 0.70 on the weekly pattern before that, 0.77 before
   // re-polls of forecast work were let run ahead of the even spend, 0.85 before quiet hours took 6% of the work
   // and hour-of-day figures faded by pass).
   it.each([
     ['weekly-pattern', 0.55],
-    ['pattern-change', 0.62],
+    ['pattern-change', 0.55],
   ])(
     'on %s (peaks, quiet nights and weekends): p95 pickup under %sx the best fixed poller with re-poll',
     async (name, bound) => {
@@ -181,9 +182,9 @@ describe('a replayed month', () => {
     expect(df.rateLimited).toBe(0);
   });
 
-  // Warm: what October taught it, kept in the state folder as a restart keeps it. Measured on this seed: 0.490
-  // (0.522 when an hour of the day was lifted towards its neighbours and nights were polled 3 times slower than
-  // busy hours, not 4-5); pattern change measures 0.535 and is not held to the half (see CONTRIBUTING.md).
+  // Warm: what October taught it, kept in the state folder as a restart keeps it. Measured on this seed: 0.473
+  // (0.490 with 4% of the work to come slow whatever the month's pickups did; 0.522 when an hour of the day was lifted towards its neighbours and nights were polled 3 times slower than
+  // busy hours, not 4-5); pattern change is not held to the half (see .github/CONTRIBUTING.md).
   it('on the weekly pattern, from what it learnt in October: p95 pickup at most half the best fixed poller with re-poll', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'df-worker-replay-'));
     try {
