@@ -82,15 +82,14 @@ export interface ArrivalProfileState {
 export class ArrivalProfile {
   #tasks = new Map<string, TaskProfile>();
   #observedUntil: number | null = null;
-  /** How long the month's claimed executions waited. */
-  pickups = new PickupTally();
+  #pickups = new PickupTally();
 
   static fromState(state: unknown): ArrivalProfile {
     const profile = new ArrivalProfile();
     if (!isState(state)) return profile;
     profile.#observedUntil = state.observedUntil;
     for (const [key, task] of Object.entries(state.tasks)) profile.#tasks.set(key, task);
-    profile.pickups = PickupTally.fromState(state.pickups);
+    profile.#pickups = PickupTally.fromState(state.pickups);
     return profile;
   }
 
@@ -103,12 +102,17 @@ export class ArrivalProfile {
     if (other.#tasks.size === 0) return 0;
     this.#tasks = other.#tasks;
     this.#observedUntil = other.#observedUntil;
-    this.pickups = other.pickups;
+    this.#pickups = other.#pickups;
     return other.#tasks.size;
   }
 
+  /** How long the month's claimed executions waited. */
+  get pickups(): PickupTally {
+    return this.#pickups;
+  }
+
   toState(): ArrivalProfileState {
-    const pickups = this.pickups.toState();
+    const pickups = this.#pickups.toState();
     return {
       version: 1,
       observedUntil: this.#observedUntil,

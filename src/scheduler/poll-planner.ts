@@ -249,6 +249,8 @@ export class PollPlanner {
   setTasks(tasks: { id: string; key: string }[], nowMs: number): void {
     const ids = new Set(tasks.map((t) => t.id));
     for (const id of this.#tasks.keys()) if (!ids.has(id)) this.#tasks.delete(id);
+    const keys = new Set(tasks.map((t) => t.key));
+    for (const key of this.#recent.keys()) if (!keys.has(key)) this.#recent.delete(key);
     for (const t of tasks) {
       if (!this.#tasks.has(t.id)) {
         this.#tasks.set(t.id, {
