@@ -3,6 +3,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ArrivalProfile } from '../../src/scheduler/arrival-profile.ts';
 import { describe, expect, it } from 'vitest';
 import { bestFixedInHindsight } from '../../src/replay/fixed-poller.ts';
 import { replayMonth } from '../../src/replay/replay.ts';
@@ -209,11 +210,18 @@ describe('a replayed month', () => {
   it('keeps what it learnt across a restart, in the state folder', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'df-worker-replay-'));
     try {
-      await replayMonth({ arrivals: poisson(3, 600_000), stateDir: dir });
+      const month = await replayMonth({ arrivals: poisson(3, 600_000), stateDir: dir });
       const saved = JSON.parse(await readFile(join(dir, 'arrival-profile.json'), 'utf8')) as {
         tasks: Record<string, { all: { count: number } }>;
       };
       expect(saved.tasks.work?.all.count).toBeGreaterThan(100);
+      // ... and how long the month's pickups waited, which the rest of a month restarted in its middle is
+      // paced against: every claim, and those slower than a minute as they were.
+      const pickups = ArrivalProfile.fromState(saved).pickups;
+      const claimed = month.claims.filter((c) => c.claimedAt !== null);
+      expect(pickups.count(START)).toBe(claimed.length);
+      const slow = claimed.filter((c) => c.claimedAt! - c.arrivedAt >= 61_000).length;
+      expect(pickups.countAbove(START, 61_000)).toBe(slow);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
