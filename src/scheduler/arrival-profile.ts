@@ -67,6 +67,13 @@ interface TaskProfile {
   groups: Bucket;
   /** The latest arrival seen, in ms. */
   lastArrivalAt: number;
+  /**
+   * Up to when every arrival of the task is known (ms), which its watched time is counted to: under a backlog,
+   * hours behind the latest poll. Absent from files written before it was kept (then `observedUntil`).
+   */
+  seenUntil?: number;
+  /** When the task was last polled (ms); absent from files written before it was kept. */
+  polledAt?: number;
 }
 
 /** The saved form (`arrival-profile.json`). */
@@ -122,17 +129,36 @@ export class ArrivalProfile {
   }
 
   /**
-   * Counts [observedUntil, nowMs] as time every given task was watched (polled), bucket by bucket. A gap
-   * longer than an hour (the daemon was not running) is not counted: nothing could be seen in it.
+   * Time has come to `nowMs`, and each given task's arrivals are all known up to `throughMs`: the time from
+   * where its arrivals were known before up to there is counted as watched, bucket by bucket. A poll that comes
+   * back empty knows them up to the poll; one that claims an execution only up to its createdAt, as the
+   * service hands out the oldest pending one first: time after it may hold arrivals still waiting, and
+   * counting it as watched would read a backlog as quiet hours (see TaskProfile.seenUntil). A gap longer than
+   * an hour between two calls (the daemon was not running) is not counted for any task.
    */
-  observe(keys: readonly string[], nowMs: number): void {
+  observe(keys: readonly string[], nowMs: number, throughMs = nowMs): void {
     const from = this.#observedUntil;
-    this.#observedUntil = nowMs;
-    if (from === null || nowMs <= from || nowMs - from > HOUR_MS) return;
+    // A task first seen now (or kept in a file written before seenUntil was) is known from the last call.
+    let start = from ?? nowMs;
+    if (from === null || nowMs - from > HOUR_MS) {
+      start = nowMs;
+      for (const task of this.#tasks.values()) task.seenUntil = nowMs;
+    }
+    this.#observedUntil = Math.max(start, nowMs);
     for (const key of keys) {
       const task = this.#task(key);
-      for (let t = from; t < nowMs;) {
-        const end = Math.min(nowMs, (Math.floor(t / HOUR_MS) + 1) * HOUR_MS);
+      let since = (task.seenUntil ??= start);
+      const until = Math.min(nowMs, throughMs);
+      const polledAt = task.polledAt ?? start;
+      task.polledAt = Math.max(polledAt, nowMs);
+      // An answer newer than the task's last poll says that what was waiting then is gone: claimed since, or,
+      // where more than an hour of it was unknown, more likely gone elsewhere (cancelled, claimed by another
+      // client, a month's backlog in the replay) than empty. That hour is not counted.
+      if (until > polledAt && polledAt - since > HOUR_MS) since = polledAt;
+      if (until <= since) continue;
+      task.seenUntil = until;
+      for (let t = since; t < until;) {
+        const end = Math.min(until, (Math.floor(t / HOUR_MS) + 1) * HOUR_MS);
         const span = end - t;
         add(task.week[hourOfWeek(t)]!, 0, span, nowMs, WEEK_HALF_LIFE_MS);
         watch(task.day[hourOfDay(t)]!, span, nowMs);
@@ -340,6 +366,8 @@ function isState(value: unknown): value is ArrivalProfileState {
       t.day.every(isBucket) &&
       isBucket(t.all) &&
       isBucket(t.groups) &&
-      typeof t.lastArrivalAt === 'number',
+      typeof t.lastArrivalAt === 'number' &&
+      (t.seenUntil === undefined || Number.isFinite(t.seenUntil)) &&
+      (t.polledAt === undefined || Number.isFinite(t.polledAt)),
   );
 }

@@ -313,10 +313,11 @@ export class PollPlanner {
 
   /** A poll found work: `arrivedAt` is the execution's createdAt (what the profile learns from). */
   onHit(taskId: string, nowMs: number, arrivedAt?: number): void {
-    const t = this.#polled(taskId, nowMs);
+    const known = arrivedAt !== undefined && Number.isFinite(arrivedAt);
+    const t = this.#polled(taskId, nowMs, known ? arrivedAt : nowMs);
     if (!t) return;
     this.#claims++;
-    if (arrivedAt !== undefined && Number.isFinite(arrivedAt)) {
+    if (known) {
       this.profile.arrival(t.key, Math.min(arrivedAt, nowMs), nowMs);
       this.profile.pickups.add(this.#budget.month(nowMs).startsAt, nowMs - arrivedAt);
       let recent = this.#recent.get(t.key);
@@ -346,7 +347,7 @@ export class PollPlanner {
   }
 
   onEmpty(taskId: string, nowMs: number): void {
-    const t = this.#polled(taskId, nowMs);
+    const t = this.#polled(taskId, nowMs, nowMs);
     if (!t) return;
     t.errorStreak = 0;
     t.idleDue = true;
@@ -373,7 +374,7 @@ export class PollPlanner {
 
   /** After a 5xx or network error: the exponential back-off with jitter of every retry, capped. */
   onError(taskId: string, nowMs: number): void {
-    const t = this.#polled(taskId, nowMs);
+    const t = this.#polled(taskId, nowMs, -Infinity);
     if (!t) return;
     t.idleDue = true;
     t.errorStreak++;
@@ -420,12 +421,16 @@ export class PollPlanner {
     }
   }
 
-  #polled(taskId: string, nowMs: number): PlannedTask | undefined {
+  /**
+   * A poll of the task was answered at `nowMs`, which tells its arrivals up to `seenThroughMs` (see
+   * ArrivalProfile.observe): up to the poll when it came back empty, up to the claimed execution's createdAt
+   * after a hit, none after an error.
+   */
+  #polled(taskId: string, nowMs: number, seenThroughMs: number): PlannedTask | undefined {
     const t = this.#tasks.get(taskId);
     if (t) {
       t.lastPolledAt = nowMs;
-      // Every served task was watched until now: time in which its arrivals would have been seen.
-      this.profile.observe(this.#keys, nowMs);
+      this.profile.observe([t.key], nowMs, seenThroughMs);
     }
     return t;
   }

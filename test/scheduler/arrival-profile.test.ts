@@ -287,19 +287,78 @@ describe('ArrivalProfile', () => {
     expect(planner.overloaded(START + 15 * 60_000)).toBe(true);
   });
 
+  it('counts time as watched only as far as the arrivals are known: to the claimed createdAt, to an empty poll', () => {
+    const profile = new ArrivalProfile();
+    profile.observe(['work'], START);
+    // A claim at 00:50 of an execution created at 00:20: what came after 00:20 may still be waiting.
+    profile.observe(['work'], START + 50 * 60_000, START + 20 * 60_000);
+    expect(profile.watchedMs('work')).toBeCloseTo(20 * 60_000, -3);
+    // An error answers nothing; an empty poll at 01:00 tells every arrival up to it.
+    profile.observe(['work'], START + 55 * 60_000, -Infinity);
+    expect(profile.watchedMs('work')).toBeCloseTo(20 * 60_000, -3);
+    profile.observe(['work'], START + HOUR);
+    const watched = profile.watchedMs('work');
+    expect(watched).toBeCloseTo(HOUR, -4);
+    // Two hours without a poll (the daemon was not running) count for no task: one minute after it, only that.
+    profile.observe(['work'], START + 3 * HOUR + 1);
+    profile.observe(['work'], START + 3 * HOUR + 60_001);
+    expect(profile.watchedMs('work') - watched).toBeLessThan(60_000);
+    expect(profile.watchedMs('work') - watched).toBeGreaterThan(0);
+    // A backlog: for two hours, each poll (every 10 minutes) claims an execution created 3 h + 1 min in. An
+    // answer newer than the last poll then shows the rest gone (claimed by another client, or cancelled): that
+    // was no quiet time, and of the two hours unknown only the 2 minutes since the last poll are counted.
+    const backlogFrom = START + 3 * HOUR + 60_001;
+    for (let k = 1; k <= 12; k++)
+      profile.observe(['work'], backlogFrom + k * 600_000, backlogFrom + k * 1_000);
+    const before = profile.watchedMs('work');
+    profile.observe(['work'], backlogFrom + 2 * HOUR + 120_000);
+    expect(profile.watchedMs('work') - before).toBeGreaterThan(100_000);
+    expect(profile.watchedMs('work') - before).toBeLessThan(130_000);
+  });
+
+  it('reads a backlog as work still waiting, not as quiet hours: under overload the rate and the verdict hold', () => {
+    // 30 an hour at random, more than the month carries: the planner polls as it plans (no re-poll, a young
+    // hit put off), the service hands out the oldest pending execution, and a backlog builds. A claim tells the
+    // arrivals only up to its createdAt: counting the time after it as watched read 19 an hour within five
+    // hours, ended the overload, and the re-polls that followed drained the backlog and came back empty.
+    const planner = plannerAt(START);
+    const random = mulberry32(5);
+    const arrivals: number[] = [];
+    for (let t = START; t < START + 12 * HOUR;) {
+      t += (-Math.log(1 - random()) / 30) * HOUR;
+      arrivals.push(t);
+    }
+    let claimed = 0;
+    let empty = 0;
+    let t = START;
+    while (t < START + 12 * HOUR) {
+      if (claimed < arrivals.length && arrivals[claimed]! <= t) planner.onHit('t', t, arrivals[claimed++]);
+      else {
+        planner.onEmpty('t', t);
+        empty++;
+      }
+      if (t > START + HOUR) expect(planner.overloaded(t)).toBe(true);
+      if (t > START + 6 * HOUR) expect(planner.profile.overallRatePerHour('work')).toBeGreaterThan(25);
+      t = Math.max(t + 1, planner.next()!.nextDueAt);
+    }
+    expect(arrivals.length - claimed).toBeGreaterThan(10);
+    expect(empty).toBeLessThan(20);
+  });
+
   it('does not conclude overload on many quiet tasks from their first minutes: their doubts are not added up', () => {
     // 20 tasks, 6 executions an hour in all, which the month carries many times over. Each task's rate, read
-    // from a minute or two, is uncertain; the sum of 20 such rates is much less so.
+    // from a minute or two, is uncertain; the sum of 20 such rates is much less so. Each task is polled every
+    // minute, one after the other (3 s apart), as the daemon sends them.
     const tasks = Array.from({ length: 20 }, (_, i) => ({ id: `t${i}`, key: `k${i}` }));
     const planner = plannerAt(START, undefined, tasks);
     const random = mulberry32(11);
     for (let minute = 0; minute <= 30; minute++) {
-      const t = START + minute * 60_000;
-      for (const task of tasks) {
+      tasks.forEach((task, i) => {
+        const t = START + minute * 60_000 + i * 3_000;
         if (random() < 6 / 60 / 20) planner.onHit(task.id, t, t - 10_000);
         else planner.onEmpty(task.id, t);
-      }
-      if (minute >= 10) expect(planner.overloaded(t)).toBe(false);
+        if (minute >= 10) expect(planner.overloaded(t)).toBe(false);
+      });
     }
   });
 

@@ -108,15 +108,38 @@ describe('a replayed month', () => {
     expect(f.perSecond).toBeLessThanOrEqual(5);
     expect(f.perMinute).toBeLessThanOrEqual(50);
     expect(END - f.lastPollAt).toBeLessThan(HOUR);
-    // Each claim costs a poll and a report: all but a few dozen requests of the month went to claims, within
-    // 0.3% of the best fixed poller's, which knew the rate from the start (a cold start learns it in an hour
-    // or two: the verdict, once reached, holds while the rate read from random arrivals hovers near it).
+    // Each claim costs a poll and a report: all but a few dozen requests of the month went to claims, as many
+    // as the best fixed poller's, which knew the rate from the start (a cold start learns it in a quarter of an
+    // hour, and the verdict holds while the rate read from random arrivals hovers near it).
     expect(f.claimed).toBeGreaterThan(19_900);
     const best = summarize(
       bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, perMonth: 40_000 }),
     );
     console.log(`overload: claimed ${f.claimed}, best fixed poller ${best.claimed}`);
-    expect(f.claimed).toBeGreaterThanOrEqual(Math.floor(0.997 * best.claimed));
+    expect(f.claimed).toBeGreaterThanOrEqual(best.claimed);
+  });
+
+  it('with more work than the month carries, from an October that ended with a backlog: claims as many as the best fixed poller', async () => {
+    // October's backlog (about 1,400 executions, two days of work) is not November's: the profile knew the
+    // task's arrivals only up to two days before October ended, and the first answer of November showed the
+    // rest gone. Counting those two days as watched read the rate a third low, ended the overload verdict, and
+    // the re-polls after it came back empty all week (186 claims fewer than the best fixed poller).
+    const dir = await mkdtemp(join(tmpdir(), 'df-worker-replay-'));
+    try {
+      const w = workload('overload');
+      await replayMonth({ arrivals: w.generate(7_920, '2026-10'), month: '2026-10', stateDir: dir });
+      const arrivals = w.generate(7_919);
+      const f = figures(await replayMonth({ arrivals, stateDir: dir }));
+      const best = summarize(
+        bestFixedInHindsight(arrivals, { startsAt: START, endsAt: END, perMonth: 40_000 }),
+      );
+      console.log(`overload from October: claimed ${f.claimed}, best fixed poller ${best.claimed}`);
+      expect(f.claimed).toBeGreaterThanOrEqual(best.claimed);
+      expect(f.polls.filter((p) => p.status === 404).length).toBeLessThan(10);
+      expect(END - f.lastPollAt).toBeLessThan(HOUR);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('learns business hours within days: p95 pickup well under the even pace, Sundays at the 15-minute floor', async () => {
