@@ -74,6 +74,12 @@ interface TaskProfile {
   seenUntil?: number;
   /** When the task was last polled (ms); absent from files written before it was kept. */
   polledAt?: number;
+  /**
+   * Since when the task has been watched without a break (ms): an execution created before it was waiting
+   * when the watch began (a backlog found at start, or left by a stop), in time not counted as watched, and
+   * is no arrival to learn a rate from.
+   */
+  watchedFrom?: number;
 }
 
 /** The saved form (`arrival-profile.json`). */
@@ -142,11 +148,15 @@ export class ArrivalProfile {
     let start = from ?? nowMs;
     if (from === null || nowMs - from > HOUR_MS) {
       start = nowMs;
-      for (const task of this.#tasks.values()) task.seenUntil = nowMs;
+      for (const task of this.#tasks.values()) {
+        task.seenUntil = nowMs;
+        task.watchedFrom = nowMs;
+      }
     }
     this.#observedUntil = Math.max(start, nowMs);
     for (const key of keys) {
       const task = this.#task(key);
+      task.watchedFrom ??= start;
       let since = (task.seenUntil ??= start);
       const until = Math.min(nowMs, throughMs);
       const polledAt = task.polledAt ?? start;
@@ -168,9 +178,13 @@ export class ArrivalProfile {
     }
   }
 
-  /** One execution of `key` became pending at `arrivedAt` (its createdAt), seen at `nowMs`. */
+  /**
+   * One execution of `key` became pending at `arrivedAt` (its createdAt), seen at `nowMs`. One created before
+   * the task's watch began (see TaskProfile.watchedFrom) is not counted.
+   */
   arrival(key: string, arrivedAt: number, nowMs: number): void {
     const task = this.#task(key);
+    if (arrivedAt < (task.watchedFrom ?? -Infinity)) return;
     add(task.week[hourOfWeek(arrivedAt)]!, 1, 0, nowMs, WEEK_HALF_LIFE_MS);
     task.day[hourOfDay(arrivedAt)]!.count += 1;
     add(task.all, 1, 0, nowMs, WEEK_HALF_LIFE_MS);
@@ -368,6 +382,7 @@ function isState(value: unknown): value is ArrivalProfileState {
       isBucket(t.groups) &&
       typeof t.lastArrivalAt === 'number' &&
       (t.seenUntil === undefined || Number.isFinite(t.seenUntil)) &&
-      (t.polledAt === undefined || Number.isFinite(t.polledAt)),
+      (t.polledAt === undefined || Number.isFinite(t.polledAt)) &&
+      (t.watchedFrom === undefined || Number.isFinite(t.watchedFrom)),
   );
 }

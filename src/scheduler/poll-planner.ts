@@ -140,14 +140,17 @@ const SURGE_MEMORY = 16;
 const MAX_SKIP_SHARE = 0.02;
 /** Small enough that a quiet hour's interval is always the maximum. */
 const QUIET_ROOT = 1e-9;
-/** How long the work must have been watched before overload is concluded... */
-const OVERLOAD_WATCH_MS = 10 * 60_000;
 /**
- * ... from its rate taken this many standard deviations (of the Poisson count seen) higher: until overload
- * is concluded each hit is re-polled, and under overload that re-poll comes back empty, a request that claims
- * nothing. Measured by bench:pacing, overload's cold start over 5 draws: 2–12 claims fewer than the best
- * fixed poller in hindsight, where 13–46 from the rate as read after 20 minutes (a first hour of 20 arrivals
- * at 30 an hour kept it under the line for two hours).
+ * Overload is concluded from the work's rate taken this many standard deviations (of the Poisson count seen)
+ * higher: until it is, each hit is re-polled, and under overload that re-poll comes back empty, a request
+ * that claims nothing. Measured by bench:pacing, overload's cold start over 5 draws: 2–12 claims fewer than
+ * the best fixed poller in hindsight, where 13–46 from the rate as read after 20 minutes (a first hour of 20
+ * arrivals at 30 an hour kept it under the line for two hours). It is concluded from the first arrivals on:
+ * 0 to 6 claims more than the best fixed poller, where 5 fewer to 4 more after a 10-minute watch first (13
+ * empty polls in a cold start's first quarter of an hour). Steady work that the month carries may read as
+ * overload from its first arrival, until the next plan (see PacePlan.doubtful): bench:pacing measured no
+ * workload's p95 or mean change by it. What was waiting when the watch began is no rate (see
+ * ArrivalProfile.arrival): a backlog found at start is drained by re-polls, and read no overload.
  */
 const OVERLOAD_DOUBT = 2;
 /** Batches seen before a batched task's rate is projected over the rest of the month in full. */
@@ -203,6 +206,11 @@ interface PacePlan {
    * after a hit would only drain the backlog and come back empty, a request that claims nothing.
    */
   overloaded: boolean;
+  /**
+   * Overload concluded from a few arrivals' doubt: time without arrivals tells too, and the plan is made
+   * again as often as an arrival would make it (an hour's false overload halved the pace of 20 quiet tasks).
+   */
+  doubtful: boolean;
   /** Planned before any arrival was seen: the first ones make a new plan at once. */
   learning: boolean;
   /**
@@ -462,7 +470,8 @@ export class PollPlanner {
     if (
       plan &&
       nowMs >= plan.at &&
-      nowMs - plan.at < (this.#learnt === 0 ? REPLAN_MS : plan.learning ? 0 : RELEARN_MS) &&
+      nowMs - plan.at <
+        (this.#learnt > 0 ? (plan.learning ? 0 : RELEARN_MS) : plan.doubtful ? RELEARN_MS : REPLAN_MS) &&
       plan.taskCount === this.#tasks.size
     ) {
       return plan;
@@ -550,11 +559,12 @@ export class PollPlanner {
     const margin = FORECAST_MARGIN * month.limit * (leftMs / monthMs);
     // Handlers' own service calls (ctx.service) are work too: as many per execution as they have made so far.
     const callsPerExecution = this.#claims >= RATE_GROUPS ? this.#budget.sent('handler') / this.#claims : 0;
-    // A start is not a rate: overload is only concluded after watching the work for a while (watchedMs).
-    const overloadShare = this.#wasOverloaded ? OVERLOAD_EXIT_SHARE : OVERLOAD_SHARE;
+    // The verdict holds until the month has room by OVERLOAD_EXIT_SHARE once it rests on a rate (RATE_GROUPS
+    // arrivals seen): the first minutes' doubt alone can read overload, and must not keep it.
+    const seen = steadyKeys.reduce((sum, key) => sum + this.profile.groups(key), 0);
+    const overloadShare = this.#wasOverloaded && seen >= RATE_GROUPS ? OVERLOAD_EXIT_SHARE : OVERLOAD_SHARE;
     const overloaded =
-      left - (REQUESTS_PER_EXECUTION + callsPerExecution) * sustained - margin < overloadShare * left &&
-      watchedMs >= OVERLOAD_WATCH_MS;
+      left - (REQUESTS_PER_EXECUTION + callsPerExecution) * sustained - margin < overloadShare * left;
     this.#wasOverloaded = overloaded;
     const floorPolls = (leftMs / this.#maxPollIntervalMs) * taskCount;
     // The common interval a slow share would give, before skipped re-polls (see #slowShare).
@@ -581,7 +591,8 @@ export class PollPlanner {
     const skipShare = Math.min(MAX_SKIP_SHARE, Math.max(0, slowShare - quietShare));
     const roots = buckets.filter((b) => b.hours > 0).map((b) => ({ weight: b.hours, root: b.root }));
     const forecast = new Set(buckets.filter((b) => b.random && !b.batched && b.trust >= 1).map((b) => b.key));
-    const base = { at: nowMs, taskCount, overloaded, learning: meanPerHour === 0, forecast };
+    const doubtful = overloaded && seen < RATE_GROUPS;
+    const base = { at: nowMs, taskCount, overloaded, doubtful, learning: meanPerHour === 0, forecast };
     // The re-polls skipped depend on the interval, and the interval on what the skipped re-polls leave to
     // spend: a few rounds settle it (each changes the spend by a fraction of the one before).
     let plan: PacePlan | undefined;
