@@ -145,14 +145,20 @@ const QUIET_ROOT = 1e-9;
  * higher: until it is, each hit is re-polled, and under overload that re-poll comes back empty, a request
  * that claims nothing. Measured by bench:pacing, overload's cold start over 5 draws: 2–12 claims fewer than
  * the best fixed poller in hindsight, where 13–46 from the rate as read after 20 minutes (a first hour of 20
- * arrivals at 30 an hour kept it under the line for two hours). It is concluded from the first arrivals on:
- * 0 to 6 claims more than the best fixed poller, where 5 fewer to 4 more after a 10-minute watch first (13
- * empty polls in a cold start's first quarter of an hour). Steady work that the month carries may read as
- * overload from its first arrival, until the next plan (see PacePlan.doubtful): bench:pacing measured no
- * workload's p95 or mean change by it. What was waiting when the watch began is no rate (see
- * ArrivalProfile.arrival): a backlog found at start is drained by re-polls, and read no overload.
+ * arrivals at 30 an hour kept it under the line for two hours).
  */
 const OVERLOAD_DOUBT = 2;
+/**
+ * ... once the work has been watched this long: the seconds after a start say nothing of a month (a handler's
+ * first executions, queued together by someone trying it, are no overload). Measured by bench:pacing,
+ * overload's cold start over 5 draws: 0 to 6 claims more than the best fixed poller with 30 s, where 2 fewer
+ * on one draw with a minute and 5 fewer to 4 more with 10 minutes (13 empty polls in its first quarter of an
+ * hour). Steady work that the month carries may read as overload from its first arrival, until the next plan
+ * (see PacePlan.doubtful): bench:pacing measured no workload's p95 or mean change by it. What was waiting
+ * when the watch began is no rate (see ArrivalProfile.arrival): a backlog found at start is drained by
+ * re-polls, and read no overload.
+ */
+const OVERLOAD_WATCH_MS = 30_000;
 /** Batches seen before a batched task's rate is projected over the rest of the month in full. */
 const FORECAST_GROUPS = 30;
 /**
@@ -564,7 +570,8 @@ export class PollPlanner {
     const seen = steadyKeys.reduce((sum, key) => sum + this.profile.groups(key), 0);
     const overloadShare = this.#wasOverloaded && seen >= RATE_GROUPS ? OVERLOAD_EXIT_SHARE : OVERLOAD_SHARE;
     const overloaded =
-      left - (REQUESTS_PER_EXECUTION + callsPerExecution) * sustained - margin < overloadShare * left;
+      left - (REQUESTS_PER_EXECUTION + callsPerExecution) * sustained - margin < overloadShare * left &&
+      watchedMs >= OVERLOAD_WATCH_MS;
     this.#wasOverloaded = overloaded;
     const floorPolls = (leftMs / this.#maxPollIntervalMs) * taskCount;
     // The common interval a slow share would give, before skipped re-polls (see #slowShare).

@@ -345,6 +345,20 @@ describe('ArrivalProfile', () => {
     expect(empty).toBeLessThan(20);
   });
 
+  it('reads no overload in the seconds after a start: executions queued one after another are each re-polled', () => {
+    // Someone trying a handler queues three executions 12 s apart (each its own group) within 30 s of the
+    // start: three arrivals in half a minute, at two standard deviations, is a rate no month carries.
+    const planner = plannerAt(START);
+    planner.onEmpty('t', START);
+    for (const s of [12, 24]) {
+      const t = START + s * 1_000;
+      planner.onHit('t', t, t - 500);
+      expect(planner.overloaded(t)).toBe(false);
+      expect(planner.next()!.nextDueAt).toBe(t);
+      planner.onEmpty('t', t + 100);
+    }
+  });
+
   it('revisits an overload read from a first arrival within 5 minutes: time without more tells too', () => {
     // One arrival in the first 3 minutes could be 20 an hour or more (overload, at two standard deviations);
     // none in the half hour after it is not.
