@@ -49,6 +49,39 @@ function plannerAt(now: number, profile?: ArrivalProfile, tasks = [{ id: 't', ke
   return planner;
 }
 
+/** Poisson arrival instants at `perHour` from `from` for `hours` (seeded). */
+function poissonFrom(seed: number, perHour: number, from: number, hours: number): number[] {
+  const random = mulberry32(seed);
+  const arrivals: number[] = [];
+  for (let t = from + (-Math.log(1 - random()) / perHour) * HOUR; t < from + hours * HOUR;) {
+    arrivals.push(t);
+    t += (-Math.log(1 - random()) / perHour) * HOUR;
+  }
+  return arrivals;
+}
+
+/**
+ * Polls task 't' when `planner` says, until `untilMs`, against a service that hands out the oldest pending of
+ * `arrivals` (sorted) per poll; `answered` sees each answer. Returns how many were claimed and polls sent.
+ */
+function serveOldestFirst(
+  planner: PollPlanner,
+  arrivals: readonly number[],
+  untilMs: number,
+  answered: (t: number, claimed: number, hit: boolean) => void,
+): { claimed: number; polls: number } {
+  let claimed = 0;
+  let polls = 0;
+  for (let t = planner.next()!.nextDueAt; t < untilMs; t = Math.max(t + 1, planner.next()!.nextDueAt)) {
+    polls++;
+    const hit = claimed < arrivals.length && arrivals[claimed]! <= t;
+    if (hit) planner.onHit('t', t, arrivals[claimed++]);
+    else planner.onEmpty('t', t);
+    answered(t, claimed, hit);
+  }
+  return { claimed, polls };
+}
+
 const businessHours = (t: number) => {
   const d = new Date(t);
   return d.getUTCDay() >= 1 && d.getUTCDay() <= 5 && d.getUTCHours() >= 8 && d.getUTCHours() < 18 ? 15 : 0;
@@ -322,27 +355,13 @@ describe('ArrivalProfile', () => {
     // arrivals only up to its createdAt: counting the time after it as watched read 19 an hour within five
     // hours, ended the overload, and the re-polls that followed drained the backlog and came back empty.
     const planner = plannerAt(START);
-    const random = mulberry32(5);
-    const arrivals: number[] = [];
-    for (let t = START; t < START + 12 * HOUR;) {
-      t += (-Math.log(1 - random()) / 30) * HOUR;
-      arrivals.push(t);
-    }
-    let claimed = 0;
-    let empty = 0;
-    let t = START;
-    while (t < START + 12 * HOUR) {
-      if (claimed < arrivals.length && arrivals[claimed]! <= t) planner.onHit('t', t, arrivals[claimed++]);
-      else {
-        planner.onEmpty('t', t);
-        empty++;
-      }
+    const arrivals = poissonFrom(5, 30, START, 12);
+    const { claimed, polls } = serveOldestFirst(planner, arrivals, START + 12 * HOUR, (t) => {
       if (t > START + HOUR) expect(planner.overloaded(t)).toBe(true);
       if (t > START + 6 * HOUR) expect(planner.profile.overallRatePerHour('work')).toBeGreaterThan(25);
-      t = Math.max(t + 1, planner.next()!.nextDueAt);
-    }
+    });
     expect(arrivals.length - claimed).toBeGreaterThan(10);
-    expect(empty).toBeLessThan(20);
+    expect(polls - claimed).toBeLessThan(20);
   });
 
   it('reads no overload in the seconds after a start: executions queued one after another are each re-polled', () => {
@@ -379,26 +398,14 @@ describe('ArrivalProfile', () => {
     // What waited is no arrival in time watched: counted, it read 60 an hour two hours in, concluded overload
     // (each hit then waits for the idle pace) and polled a quarter as often as the month affords.
     const planner = plannerAt(START);
-    const random = mulberry32(3);
-    const arrivals = Array.from({ length: 100 }, (_, i) => START - 3 * HOUR + i * 100_000);
-    for (let t = START; t < START + 3 * HOUR;) {
-      t += (-Math.log(1 - random()) / 12) * HOUR;
-      arrivals.push(t);
-    }
-    let claimed = 0;
-    let polls = 0;
-    let t = START;
-    while (t < START + 3 * HOUR) {
-      polls++;
-      if (claimed < arrivals.length && arrivals[claimed]! <= t) {
-        planner.onHit('t', t, arrivals[claimed++]);
-        // The backlog is drained at once, a re-poll after each hit.
-        if (claimed === 100) expect(t).toBeLessThan(START + 1_000);
-      } else planner.onEmpty('t', t);
+    const waiting = Array.from({ length: 100 }, (_, i) => START - 3 * HOUR + i * 100_000);
+    const arrivals = [...waiting, ...poissonFrom(3, 12, START, 3)];
+    const { claimed, polls } = serveOldestFirst(planner, arrivals, START + 3 * HOUR, (t, claimed, hit) => {
+      // The backlog is drained at once, a re-poll after each hit.
+      if (hit && claimed === 100) expect(t).toBeLessThan(START + 1_000);
       // A first arrival minutes into the watch may read as overload; the doubt has faded within the hour.
       if (t > START + HOUR) expect(planner.overloaded(t)).toBe(false);
-      t = Math.max(t + 1, planner.next()!.nextDueAt);
-    }
+    });
     expect(planner.profile.overallRatePerHour('work')).toBeLessThan(20);
     expect(polls - claimed).toBeGreaterThan(100);
   });
