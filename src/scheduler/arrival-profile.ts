@@ -381,8 +381,6 @@ function isState(value: unknown): value is ArrivalProfileState {
       isBucket(t.all) &&
       isBucket(t.groups) &&
       typeof t.lastArrivalAt === 'number' &&
-      (t.seenUntil === undefined || Number.isFinite(t.seenUntil)) &&
-      (t.polledAt === undefined || Number.isFinite(t.polledAt)) &&
-      (t.watchedFrom === undefined || Number.isFinite(t.watchedFrom)),
+      [t.seenUntil, t.polledAt, t.watchedFrom].every((ms) => ms === undefined || Number.isFinite(ms)),
   );
 }
