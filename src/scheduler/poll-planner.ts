@@ -5,8 +5,8 @@
 // ArrivalProfile. Every hour of the week gets one common interval, which minimises the 95th percentile of
 // pickup for the polls the month has, except where a small share of the work (the slow share: what keeps the
 // month's pickups slower than the common interval, so far and to come, within 5%) may wait longer for a large
-// saving: the quietest hours (polled every `maxPollIntervalMs` when next to nothing comes in them, otherwise by
-// a square-root rule; at the common interval while more work comes in them than planned), and, on steady work,
+// saving: the quietest hours (polled every `maxPollIntervalMs` when next to nothing comes in them, otherwise less
+// often the quieter they are; at the common interval while more work comes in them than planned), and, on steady work,
 // the re-polls after hits that would most likely come back empty.
 // Pure and synchronous: the daemon's loop and the month replay drive the very same decisions.
 import type { Budget } from '../budget/budget.ts';
@@ -755,13 +755,17 @@ function repollThresholdMs(ratePerHour: number, intervalMs: number, slowShare: n
  * the slowest 5%, one in any other waits at most the common interval (a square-root rule over all hours would
  * minimise the mean instead, and leave the busier off-peak hours, where p95 is decided, long intervals). Quiet
  * hours holding up to `slowShare` of the work wait the longest interval; holding more, the quietest up to
- * FLOOR_SHARE (of next to no work, see FLOOR_RATE) still do, and the others get intervals by a square-root
- * rule, root = min(1, c × √rate), with c such that `slowShare` of the work waits longer than the common
+ * FLOOR_SHARE (of next to no work, see FLOOR_RATE) still do, and the others get intervals in proportion to
+ * their rates, root = min(1, c × rate), with c such that `slowShare` of the work waits longer than the common
  * interval: a pickup 1 / root times as long leaves share × (1 − root) of it slower. Among quiet hours the rates
- * are too uncertain to rank for all-or-nothing, and the square root spends the slow share where it saves the
- * most polls for the least mean. Measured by bench:pacing, the weekly pattern's warm p95 ratio: 0.54–0.58,
- * where one interval for all quiet hours gave 0.55–0.65. Rates from a short or even history are all alike:
- * then nothing is quiet.
+ * are too uncertain to rank for all-or-nothing; in proportion leans towards it, as each poll saved in an hour
+ * costs pickups slowed in proportion to its rate (a night at 0.5 an hour gives up a quarter as many for a poll
+ * as an evening at 2). Measured by bench:pacing over 10 draws, p95 ratio: the weekly pattern 0.45–0.49 warm
+ * and 0.49–0.55 cold where by a square-root rule 0.46–0.50 and 0.50–0.57, pattern change alike (0.49–0.55
+ * warm, 0.52–0.62 cold), other workloads unchanged; the time-varying workloads' mean ratios rise by 0.03 to
+ * about 0.6. A power of 1.5 gained no more p95 and put the means 0.08 up. One interval for all quiet hours
+ * gave 0.55–0.65 warm where the square-root rule 0.54–0.58, in an earlier design. Rates from a short or even
+ * history are all alike: then nothing is quiet.
  */
 function quietHours(buckets: PaceBucket[], slowShare: number): number {
   const quietShare = slowShare * QUIET_SHARE;
@@ -790,9 +794,9 @@ function quietHours(buckets: PaceBucket[], slowShare: number): number {
     for (const b of quiet) b.root = QUIET_ROOT;
     return share;
   }
-  // The slow share of roots min(1, c × √rate) only falls as c grows: bisection.
+  // The slow share of roots min(1, c × rate) only falls as c grows: bisection.
   const target = slowShare - floorShare;
-  const rootOf = (b: PaceBucket, c: number) => Math.max(QUIET_ROOT, Math.min(1, c * Math.sqrt(b.rate)));
+  const rootOf = (b: PaceBucket, c: number) => Math.max(QUIET_ROOT, Math.min(1, c * b.rate));
   const slowAt = (c: number) => quiet.reduce((sum, b) => sum + (mass(b) / total) * (1 - rootOf(b, c)), 0);
   let low = 0;
   let high = 1;
