@@ -777,12 +777,12 @@ function repollThresholdMs(ratePerHour: number, intervalMs: number, slowShare: n
  * root times as long leaves share × (1 − root) of it slower. Among quiet hours the rates are too uncertain to
  * rank for all-or-nothing; in proportion leans towards it, as each poll saved in an hour costs pickups slowed
  * in proportion to its rate (a poll saved in a night at 0.5 an hour slows a quarter as many pickups as one
- * saved in an evening at 2). Measured by bench:pacing over 10 draws, p95 ratio: the weekly pattern 0.45–0.49 warm and 0.49–0.55 cold
- * where by a square-root rule 0.46–0.50 and 0.50–0.57, pattern change alike (0.49–0.55 warm, 0.52–0.62 cold),
- * other workloads unchanged; the time-varying workloads' mean ratios rise by 0.03 to about 0.6. A power of
- * 1.5 gained no more p95 and put the means 0.08 up. One interval for all quiet hours gave 0.55–0.65 warm
- * where the square-root rule 0.54–0.58, in an earlier design. Rates from a short or even history are all
- * alike: then nothing is quiet.
+ * saved in an evening at 2). Measured by bench:pacing over 10 draws, p95 ratio: the weekly pattern 0.45–0.49
+ * warm and 0.49–0.55 cold where by a square-root rule 0.46–0.50 and 0.50–0.57, pattern change alike
+ * (0.49–0.55 warm, 0.52–0.62 cold), other workloads unchanged; the time-varying workloads' mean ratios rise
+ * by 0.03 to about 0.6. A power of 1.5 gained no more p95 and put the means 0.08 up. One interval for all
+ * quiet hours gave 0.55–0.65 warm where the square-root rule 0.54–0.58, in an earlier design. Rates from a
+ * short or even history are all alike: then nothing is quiet.
  */
 function quietHours(buckets: PaceBucket[], slowShare: number): number {
   const quietShare = slowShare * QUIET_SHARE;
