@@ -1,18 +1,20 @@
 // df-worker's pacing against fixed-interval pollers, on the standard workloads over seeded draws.
-//   npm run bench:pacing [-- --draws 5 --workloads poisson-5min,overload --out bench/out/pacing]
+//   npm run bench:pacing [-- --draws 5 --workloads poisson-5min,overload --out bench/out/pacing --breakdown]
 // Each draw replays November twice: from a cold start (nothing learnt), and warm, as a daemon that ran through
 // October keeps it in its state folder (October's arrivals drawn from the same workload with another seed).
 // Prints per workload the pollers side by side and df-worker's ratios to the best fixed poller with re-poll
 // after a hit (chosen in hindsight), and writes an SVG chart per workload (first draw): cumulative requests
 // against the even spend, and p95 pickup by day. On time-varying work it also prints a poller that knows each
 // hour's rate in advance, with its busy and quiet intervals chosen in hindsight: how low p95 can go at all.
+// With --breakdown, on time-varying work, each draw also shows where the three spent their polls and where
+// their pickups over p95 fell, by the hour's rate (a pickup over p95 in a peak buys few polls, in a night many).
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
 import { replayMonth } from '../src/replay/replay.ts';
-import { pickupByDay, summarize } from '../src/replay/summary.ts';
+import { byRate, pickupByDay, summarize } from '../src/replay/summary.ts';
 import { lineChart } from '../src/replay/svg-chart.ts';
 import type { ReplayResult } from '../src/replay/types.ts';
 import { monthBounds, WORKLOADS } from '../src/replay/workloads.ts';
@@ -22,6 +24,7 @@ const { values } = parseArgs({
     draws: { type: 'string', default: '5' },
     workloads: { type: 'string' },
     out: { type: 'string', default: 'bench/out/pacing' },
+    breakdown: { type: 'boolean', default: false },
   },
 });
 const draws = Number(values.draws);
@@ -91,6 +94,22 @@ for (const name of chosen) {
           `${s(sm.pickup.p50).padStart(6)} | ${s(sm.pickup.p95).padStart(7)} | ${s(sm.pickup.mean).padStart(7)} | ` +
           `${String(sm.requests).padStart(8)} | ${String(sm.rateLimited).padStart(3)} | ${sm.exhaustedOnDay ?? '-'}`,
       );
+    }
+    if (values.breakdown && w.ratePerHour && byHour) {
+      const runs = [
+        [summaries[0]!, pollers[0]!],
+        [summaries[1]!, pollers[1]!],
+        [byHour, bestByHourInHindsight(arrivals, w.ratePerHour, base)],
+      ] as const;
+      const rows = runs.map(([sm, run]) => byRate(run, w.ratePerHour!, sm.pickup.p95));
+      const polls = 'polls: df-worker / warm / knows the hours';
+      console.log(`     by rate (/h) | hours | arrivals | ${polls} | over p95, in the same order`);
+      rows[0]!.forEach((row, i) => {
+        const of = (k: 'polls' | 'slow') => rows.map((r) => String(r[i]![k]).padStart(6)).join(' / ');
+        console.log(
+          `     ${String(row.ratePerHour).padStart(12)} | ${row.hours.toFixed(0).padStart(5)} | ${String(row.arrivals).padStart(8)} | ${of('polls').padStart(polls.length)} | ${of('slow')}`,
+        );
+      });
     }
     const dfs = summaries[0]!;
     const ref = summaries.at(-1)!;

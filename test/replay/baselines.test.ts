@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../../src/replay/fixed-poller.ts';
-import { busiestWindow, percentile, summarize } from '../../src/replay/summary.ts';
+import { busiestWindow, byRate, percentile, summarize } from '../../src/replay/summary.ts';
 import type { Arrival } from '../../src/replay/types.ts';
 import { monthBounds, readArrivals, workload, WORKLOADS, writeArrivals } from '../../src/replay/workloads.ts';
 
@@ -128,6 +128,31 @@ describe('the replay summary', () => {
     const s = summarize({ name: 'x', startsAt, endsAt, claims: [], requests }, 10);
     expect(s.exhaustedOnDay).toBe(3);
     expect(s.requests).toBe(10);
+  });
+
+  it("splits a month's polls, arrivals and slow pickups by the workload's rate in their hour", () => {
+    // Busy 09:00-17:00 every day (10 an hour), quiet otherwise (1 an hour). A poller every 60 s in busy
+    // hours and every 600 s in quiet ones, by the fixed poller's own schedule.
+    const busy = (t: number) => new Date(t).getUTCHours() >= 9 && new Date(t).getUTCHours() < 17;
+    const rate = (t: number) => (busy(t) ? 10 : 1);
+    const arrivals: Arrival[] = [
+      { task: 'a', at: at(9 * 3600 + 30) }, // busy: claimed at the poll 30 s later
+      { task: 'a', at: at(3 * 3600 + 30) }, // quiet: claimed at the 03:10 poll, 570 s later
+    ];
+    const result = fixedPoller(arrivals, {
+      intervalMs: 60_000,
+      intervalAt: (t) => (busy(t) ? 60_000 : 600_000),
+      startsAt,
+      endsAt,
+    });
+    const [hot, cold] = byRate(result, rate, 100_000);
+    expect(hot).toMatchObject({ ratePerHour: 10, hours: 30 * 8, arrivals: 1, slow: 0 });
+    expect(cold).toMatchObject({ ratePerHour: 1, hours: 30 * 16, arrivals: 1, slow: 1 });
+    // 60 polls an hour where busy, 6 where quiet (give or take the hours' edges).
+    expect(hot!.polls / hot!.hours).toBeCloseTo(60, 0);
+    expect(cold!.polls / cold!.hours).toBeGreaterThan(5.5);
+    expect(cold!.polls / cold!.hours).toBeLessThan(6.5);
+    expect(hot!.polls + cold!.polls).toBe(result.requests.filter((r) => r.kind === 'poll').length);
   });
 });
 
