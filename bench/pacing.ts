@@ -85,9 +85,8 @@ for (const name of chosen) {
     const bestRepoll = bestFixedInHindsight(arrivals, { ...base, repollAfterHit: true });
     pollers.push({ ...best, name: `best ${best.name}` }, { ...bestRepoll, name: `best ${bestRepoll.name}` });
     const summaries = pollers.map((p) => summarize(p, PER_MONTH));
-    const byHour = w.ratePerHour
-      ? summarize(bestByHourInHindsight(arrivals, w.ratePerHour, base), PER_MONTH)
-      : undefined;
+    const byHourRun = w.ratePerHour ? bestByHourInHindsight(arrivals, w.ratePerHour, base) : undefined;
+    const byHour = byHourRun ? summarize(byHourRun, PER_MONTH) : undefined;
     for (const sm of byHour ? [...summaries, byHour] : summaries) {
       console.log(
         `${String(draw).padEnd(4)} | ${sm.name.padEnd(26)} | ${String(sm.claimed).padStart(7)} | ${String(sm.neverClaimed).padStart(5)} | ` +
@@ -95,11 +94,11 @@ for (const name of chosen) {
           `${String(sm.requests).padStart(8)} | ${String(sm.rateLimited).padStart(3)} | ${sm.exhaustedOnDay ?? '-'}`,
       );
     }
-    if (values.breakdown && w.ratePerHour && byHour) {
+    if (values.breakdown && w.ratePerHour && byHourRun && byHour) {
       const runs = [
         [summaries[0]!, pollers[0]!],
         [summaries[1]!, pollers[1]!],
-        [byHour, bestByHourInHindsight(arrivals, w.ratePerHour, base)],
+        [byHour, byHourRun],
       ] as const;
       const rows = runs.map(([sm, run]) => byRate(run, w.ratePerHour!, sm.pickup.p95));
       const polls = 'polls: df-worker / warm / knows the hours';
