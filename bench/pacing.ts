@@ -6,6 +6,8 @@
 // after a hit (chosen in hindsight), and writes an SVG chart per workload (first draw): cumulative requests
 // against the even spend, and p95 pickup by day. On time-varying work it also prints a poller that knows each
 // hour's rate in advance, with its busy and quiet intervals chosen in hindsight: how low p95 can go at all.
+// On time-varying work each draw also prints what the cold start paid to learn: its first week's polls and
+// slow pickups beside the warm start's.
 // With --breakdown, on time-varying work, each draw also shows where the three spent their polls and where
 // their pickups over p95 fell, by the hour's rate (a pickup over p95 in a peak buys few polls, in a night many).
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -14,7 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
 import { replayMonth } from '../src/replay/replay.ts';
-import { byRate, pickupByDay, summarize } from '../src/replay/summary.ts';
+import { byRate, pickupByDay, spentIn, summarize } from '../src/replay/summary.ts';
 import { lineChart } from '../src/replay/svg-chart.ts';
 import type { ReplayResult } from '../src/replay/types.ts';
 import { monthBounds, WORKLOADS } from '../src/replay/workloads.ts';
@@ -53,6 +55,7 @@ for (const name of chosen) {
   const warmP95Ratios: number[] = [];
   const warmMeanRatios: number[] = [];
   const byHourRatios: number[] = [];
+  const firstWeekExtra: number[] = [];
   const never: string[] = [];
   const ranOut: string[] = [];
   let rateLimited = 0;
@@ -112,6 +115,16 @@ for (const name of chosen) {
     }
     const dfs = summaries[0]!;
     const ref = summaries.at(-1)!;
+    if (w.timeVarying) {
+      // What the cold start paid to learn: its first week's polls and slow pickups beside the warm start's.
+      const weekEnds = startsAt + 7 * 86_400_000;
+      const [c, h] = [0, 1].map((i) => spentIn(pollers[i]!, startsAt, weekEnds, summaries[i]!.pickup.p95));
+      firstWeekExtra.push(c!.polls - h!.polls);
+      console.log(
+        `     first week: polls cold ${c!.polls}, warm ${h!.polls} (${c!.polls - h!.polls} more); ` +
+          `over the month's p95: cold ${c!.slow}, warm ${h!.slow} of ${c!.arrivals}`,
+      );
+    }
     if (byHour) byHourRatios.push(byHour.pickup.p95 / ref.pickup.p95);
     const strict = summaries.at(-2)!;
     console.log(`     df-worker replayed in ${(dfMs / 1000).toFixed(1)} s`);
@@ -136,7 +149,10 @@ for (const name of chosen) {
   }
   console.log(
     `ratios over ${draws} draws: p95 ${range(p95Ratios)}, mean ${range(meanRatios)}; warm: p95 ${range(warmP95Ratios)}, mean ${range(warmMeanRatios)}` +
-      (byHourRatios.length > 0 ? `; knowing the hours in hindsight: p95 ${range(byHourRatios)}` : ''),
+      (byHourRatios.length > 0 ? `; knowing the hours in hindsight: p95 ${range(byHourRatios)}` : '') +
+      (firstWeekExtra.length > 0
+        ? `; the cold start's first week polled ${Math.min(...firstWeekExtra)}–${Math.max(...firstWeekExtra)} more than the warm one's`
+        : ''),
   );
   readme.push(
     `| ${w.name} | ${range(p95Ratios)} | ${range(meanRatios)} | ${range(warmP95Ratios)} / ${range(warmMeanRatios)} | ${never.join(', ')} | ${[...new Set(ranOut)].join(', ')} | ${rateLimited} | ${range(byHourRatios)} |`,

@@ -108,6 +108,25 @@ export function byRate(
   return [...shares.values()].sort((a, b) => b.ratePerHour - a.ratePerHour);
 }
 
+/**
+ * A replayed month's polls, arrivals and slow pickups (over `slowAboveMs`, or never claimed) in [fromMs, toMs):
+ * what a cold start's first week cost beside a warm one's.
+ */
+export function spentIn(
+  result: ReplayResult,
+  fromMs: number,
+  toMs: number,
+  slowAboveMs: number,
+): { polls: number; arrivals: number; slow: number } {
+  const inside = (t: number) => t >= fromMs && t < toMs;
+  const claims = result.claims.filter((c) => inside(c.arrivedAt));
+  return {
+    polls: result.requests.filter((r) => r.kind === 'poll' && inside(r.at)).length,
+    arrivals: claims.length,
+    slow: claims.filter((c) => c.claimedAt === null || c.claimedAt - c.arrivedAt > slowAboveMs).length,
+  };
+}
+
 const seconds = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : '-');
 
 export function formatSummary(s: ReplaySummary): string {

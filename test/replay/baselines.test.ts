@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../../src/replay/fixed-poller.ts';
-import { busiestWindow, byRate, percentile, summarize } from '../../src/replay/summary.ts';
+import { busiestWindow, byRate, percentile, spentIn, summarize } from '../../src/replay/summary.ts';
 import type { Arrival } from '../../src/replay/types.ts';
 import { monthBounds, readArrivals, workload, WORKLOADS, writeArrivals } from '../../src/replay/workloads.ts';
 
@@ -153,6 +153,22 @@ describe('the replay summary', () => {
     expect(cold!.polls / cold!.hours).toBeGreaterThan(5.5);
     expect(cold!.polls / cold!.hours).toBeLessThan(6.5);
     expect(hot!.polls + cold!.polls).toBe(result.requests.filter((r) => r.kind === 'poll').length);
+  });
+});
+
+describe('spentIn', () => {
+  it("counts a window's polls, its arrivals, and those that waited longer than the threshold", () => {
+    const day = 86_400;
+    const arrivals: Arrival[] = [
+      { task: 'a', at: at(30) }, // claimed at the 60 s poll: 30 s, slow over 20 s
+      { task: 'a', at: at(day - 10) }, // claimed at the next day's first poll: 10 s
+      { task: 'a', at: at(day + 5) }, // outside the window
+    ];
+    const result = fixedPoller(arrivals, { intervalMs: 60_000, startsAt, endsAt });
+    // Polls at 0, 60, ... 86,340 s: 1,440 in the first day.
+    expect(spentIn(result, startsAt, at(day), 20_000)).toEqual({ polls: 1_440, arrivals: 2, slow: 1 });
+    expect(spentIn(result, at(day), at(2 * day), 20_000)).toEqual({ polls: 1_440, arrivals: 1, slow: 1 });
+    expect(spentIn(result, startsAt, endsAt, 60_000)).toMatchObject({ arrivals: 3, slow: 0 });
   });
 });
 
