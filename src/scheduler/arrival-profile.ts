@@ -250,6 +250,11 @@ export class ArrivalProfile {
     return task && hours > 0 ? task.all.count / hours ** 2 : 0;
   }
 
+  /** The task's arrivals seen (faded as its watched time is). */
+  arrivals(key: string): number {
+    return this.#tasks.get(key)?.all.count ?? 0;
+  }
+
   /** How long the task has been watched (faded as its figures are). */
   watchedMs(key: string): number {
     return this.#tasks.get(key)?.all.exposureMs ?? 0;

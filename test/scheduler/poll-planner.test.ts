@@ -113,6 +113,61 @@ describe('PollPlanner', () => {
     expect(planner.next()!.nextDueAt - now).toBeGreaterThan(60_000);
   });
 
+  it("waits the longest interval in a cold start's first hours of next to no work, until an arrival or a day", () => {
+    const { planner, start } = setup(1);
+    const idleAt = (t: number) => {
+      planner.onEmpty('t0', t);
+      return planner.next()!.nextDueAt - t;
+    };
+    // Polled empty every minute: the even pace for its first 4 hours watched, however quiet.
+    let t = start;
+    for (; t < start + 4 * HOUR; t += 60_000) expect(idleAt(t)).toBeLessThan(70_000);
+    // Then 2 / 4 hours is under 0.5 an hour: nothing came, nothing is learnt to rank the hours by, and the
+    // polls saved go to the hours that turn out busy.
+    for (; t < start + 6 * HOUR; t += 60_000) idleAt(t);
+    expect(idleAt(t)).toBe(900_000);
+    // One arrival is enough to end it: 3 arrivals' worth of doubt over 6 hours is 0.5 an hour.
+    planner.onHit('t0', t, t - 30_000);
+    expect(idleAt(t + 1_000)).toBeLessThan(70_000);
+  });
+
+  it("ends the cold start's deferral after a day, or 3% of the month left, and never defers what was learnt", () => {
+    // Watched a day with nothing: the even pace again, steady work is no longer slowed.
+    const day = setup(1);
+    let t = day.start;
+    for (; t < day.start + 24 * HOUR; t += 300_000) day.planner.onEmpty('t0', t);
+    day.planner.onEmpty('t0', t);
+    expect(day.planner.next()!.nextDueAt - t).toBeLessThan(70_000);
+    // From the 20th: 10 days left, 3% of them 7.2 hours: deferred at 6 hours, not at 8.
+    const late = setup(1, Date.UTC(2026, 10, 21));
+    t = late.start;
+    for (; t < late.start + 6 * HOUR; t += 300_000) late.planner.onEmpty('t0', t);
+    late.planner.onEmpty('t0', t);
+    expect(late.planner.next()!.nextDueAt - t).toBe(900_000);
+    for (; t < late.start + 8 * HOUR; t += 300_000) late.planner.onEmpty('t0', t);
+    late.planner.onEmpty('t0', t);
+    expect(late.planner.next()!.nextDueAt - t).toBeLessThan(300_000);
+    // A profile kept from before (a restart, a week watched with a little work): never cold.
+    const profile = new ArrivalProfile();
+    const before = Date.UTC(2026, 9, 25);
+    for (let u = before; u < before + 7 * 24 * HOUR; u += 600_000) {
+      profile.observe(['k0'], u);
+      if ((u - before) % (12 * HOUR) === 0) profile.arrival('k0', u, u);
+    }
+    const warm = setup(1, before + 7 * 24 * HOUR);
+    const planner = new PollPlanner({
+      budget: warm.budget,
+      maxPollIntervalMs: 900_000,
+      errorBackoff: DEFAULT_BACKOFF,
+      profile,
+    });
+    planner.setTasks([{ id: 't0', key: 'k0' }], warm.start);
+    t = warm.start;
+    for (; t < warm.start + 8 * HOUR; t += 300_000) planner.onEmpty('t0', t);
+    planner.onEmpty('t0', t);
+    expect(planner.next()!.nextDueAt - t).toBeLessThan(70_000);
+  });
+
   it('backs off exponentially with jitter after errors, capped', () => {
     const { planner, start } = setup(1);
     const gaps: number[] = [];
