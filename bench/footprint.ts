@@ -4,7 +4,7 @@
 // workers were idle past DF_HANDLER_IDLE_TIMEOUT_MS. Each figure is printed beside the baseline measured in the
 // same run: the daemon's code as it was before the footprint work (git ref --baseline-ref, extracted with
 // `git archive` to a temp folder), each configuration in a fresh emulator and process.
-//   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2' --built]
+//   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --starts 5 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2' --built]
 // With --snapshot DIR, each daemon writes a heap snapshot of its main thread after the idle phase and after the
 // drain, into DIR/<configuration> (node --heapsnapshot-signal, through NODE_OPTIONS).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -20,6 +20,8 @@ import { Emulator } from '../src/emulator/index.ts';
 const { values } = parseArgs({
   options: {
     'idle-s': { type: 'string', default: '30' },
+    // Starts timed to the first poll, per configuration: the first with an empty compile cache, the median of the rest.
+    starts: { type: 'string', default: '5' },
     backlog: { type: 'string', default: '3000' },
     tasks: { type: 'string', default: '20' },
     snapshot: { type: 'string' },
@@ -39,7 +41,7 @@ const ticksPerSecond = 100;
 const DRAIN_LIMIT_S = 240;
 
 const AFTER_DRAIN_S = 35;
-const STARTS = 5;
+const STARTS = Math.max(2, Number(values.starts));
 
 interface Configuration {
   /** The checkout whose src/cli/main.ts runs. */

@@ -63,6 +63,7 @@ export class ClusteredWorker {
   readonly #keys: ClusterKeys;
   #state: State = 'new';
   #handlers: ReadonlyMap<string, TaskModule> | undefined;
+  #handlersLoading: Promise<ReadonlyMap<string, TaskModule>> | undefined;
   #sandbox: Sandbox | undefined;
   #redis: Redis | undefined;
   #budget: SharedBudget | undefined;
@@ -92,6 +93,7 @@ export class ClusteredWorker {
     this.#config = options.config;
     this.#clock = options.clock ?? systemClock;
     this.#handlers = options.handlers;
+    this.#handlersLoading = options.handlersLoading;
     this.replicaId = replicaIdFromConfig(options.config);
     this.#logger = options.logger.child({ replica: this.replicaId });
     this.#keys = clusterKeys(options.config.api.key);
@@ -141,7 +143,8 @@ export class ClusteredWorker {
     const clock = this.#clock;
     const sandbox = sandboxFromConfig(config, logger, { observer: this.metrics.handlerWorkerObserver() });
     this.#sandbox = sandbox;
-    const handlers = this.#handlers ?? (await sandbox.loadHandlers(config.handlers.dir, logger));
+    const handlers =
+      this.#handlers ?? (await (this.#handlersLoading ?? sandbox.loadHandlers(config.handlers.dir, logger)));
     this.#handlers = handlers;
     logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
 

@@ -34,6 +34,12 @@ export interface WorkerOptions {
   clock?: Clock;
   /** Handlers already loaded (tests, demo); default: loaded from `config.handlers.dir`. */
   handlers?: ReadonlyMap<string, TaskModule>;
+  /**
+   * Handlers from `config.handlers.dir` whose loading began before the worker was made (`df-worker start`
+   * starts it before the daemon's own modules load, and the two run side by side); a rejection fails start()
+   * as a load by the worker would. Default: loaded by start().
+   */
+  handlersLoading?: Promise<ReadonlyMap<string, TaskModule>>;
   metrics?: WorkerMetrics;
 }
 
@@ -78,6 +84,7 @@ export class Worker {
   readonly #clock: Clock;
   #state: State = 'new';
   #handlers: ReadonlyMap<string, TaskModule> | undefined;
+  #handlersLoading: Promise<ReadonlyMap<string, TaskModule>> | undefined;
   #journal: Journal | undefined;
   #lock: StateLock | undefined;
   #budget: Budget | undefined;
@@ -104,6 +111,7 @@ export class Worker {
     this.#logger = options.logger;
     this.#clock = options.clock ?? systemClock;
     this.#handlers = options.handlers;
+    this.#handlersLoading = options.handlersLoading;
     // /metrics may be scraped while the worker starts, before the budget exists.
     this.metrics =
       options.metrics ??
@@ -151,7 +159,8 @@ export class Worker {
     const logger = this.#logger;
     const sandbox = sandboxFromConfig(config, logger, { observer: this.metrics.handlerWorkerObserver() });
     this.#sandbox = sandbox;
-    const handlers = this.#handlers ?? (await sandbox.loadHandlers(config.handlers.dir, logger));
+    const handlers =
+      this.#handlers ?? (await (this.#handlersLoading ?? sandbox.loadHandlers(config.handlers.dir, logger)));
     this.#handlers = handlers;
     logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
 

@@ -4,14 +4,18 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { LoadedHandler } from '../handlers/loader.ts';
 import { inlineHost, type AttemptHost } from '../runner/attempt-host.ts';
 import { redactor, type Redact } from '../runner/redact.ts';
-import { withCompileCache } from './compile-cache.ts';
 import { HandlerPool, type PoolObserver } from './handler-pool.ts';
 import { loadHandlersIsolated } from './load-handlers.ts';
 export { loadHandlersIsolatedPartly } from './load-handlers.ts';
-import { handlerEnvironment, secretValues } from './secrets.ts';
+import { handlerEnvironmentFromConfig, secretValues } from './secrets.ts';
 
 export { HandlerPool, type PoolObserver, type WorkerGoneReason } from './handler-pool.ts';
-export { handlerEnvironment, secretValues, SECRET_VARIABLES } from './secrets.ts';
+export {
+  handlerEnvironment,
+  handlerEnvironmentFromConfig,
+  secretValues,
+  SECRET_VARIABLES,
+} from './secrets.ts';
 export { saveCompileCache } from './compile-cache.ts';
 
 export interface Sandbox {
@@ -27,14 +31,6 @@ export interface Sandbox {
   retire(): void;
   /** Terminates the handler workers (none with isolation `none`). */
   close(): Promise<void>;
-}
-
-/** The environment handler code gets (the daemon's without its secrets), for loading modules as the pool does. */
-export function handlerEnvironmentFromConfig(
-  config: Pick<WorkerConfig, 'api' | 'http'>,
-  env: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
-  return withCompileCache(handlerEnvironment(env, secretValues(config)));
 }
 
 export function sandboxFromConfig(

@@ -66,9 +66,14 @@ export async function loadHandlersIsolatedPartly(
         throw new Error(`task "${declaration.key}" runs only in a handler worker (${declaration.file})`);
       },
     });
-    options.logger?.info({ taskKey: declaration.key, file: declaration.file }, 'loaded handler');
   }
+  if (options.logger) logLoadedHandlers(handlers, options.logger);
   return { handlers, errors };
+}
+
+/** One line per handler loaded, naming its task key and file. */
+export function logLoadedHandlers(handlers: ReadonlyMap<string, LoadedHandler>, logger: Logger): void {
+  for (const h of handlers.values()) logger.info({ taskKey: h.key, file: h.file }, 'loaded handler');
 }
 
 function runLoadProcess(dir: string, env: Record<string, string>, timeoutMs: number): Promise<LoadReport> {

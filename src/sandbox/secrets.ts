@@ -3,6 +3,7 @@
 // before the daemon logs or reports it.
 import type { WorkerConfig } from '../config/schema.ts';
 import { listSettings } from '../config/schema.ts';
+import { withCompileCache } from './compile-cache.ts';
 
 /**
  * Variables a handler's environment never holds: every sensitive setting, the key file's path (the file is
@@ -36,6 +37,14 @@ export function handlerEnvironment(
     scrubbed[name] = value;
   }
   return scrubbed;
+}
+
+/** The environment handler code gets (the daemon's without its secrets), for loading modules as the pool does. */
+export function handlerEnvironmentFromConfig(
+  config: Pick<WorkerConfig, 'api' | 'http'>,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  return withCompileCache(handlerEnvironment(env, secretValues(config)));
 }
 
 export { redactDeep, redactor, type Redact } from '../runner/redact.ts';

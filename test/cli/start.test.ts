@@ -143,6 +143,31 @@ describe('df-worker start', () => {
     expect(cli.stderr()).toMatch(/broken\.ts/);
   });
 
+  // The handler modules begin loading before the daemon's own modules do (commands/start.ts): a folder that
+  // fails at once fails start as it always did, not as a rejection nobody handled yet (exit 70).
+  it('refuses to start on a missing handlers folder, naming it, and logs each handler it loads', async () => {
+    cli = runCli(['start'], env({ DF_HANDLERS_DIR: join(dir, 'nowhere') }));
+    const { code } = await cli.exited;
+    expect(code).toBe(1);
+    expect(cli.stderr()).toMatch(/^df-worker: could not start: .*nowhere.* does not exist/m);
+    expect(cli.stderr()).not.toMatch(/unhandled rejection|uncaught exception/);
+
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.createTask({ key: 'slow', inputKeys: [{ key: 'ms', description: '' }], outputKeys: [] });
+    cli = runCli(['start'], env());
+    await waitFor(() => emulator.requests().some((r) => r.operation === 'tasks.poll'), 'a poll', 15_000);
+    const loaded = cli
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"loaded handler"'))
+      .map((line) => JSON.parse(line) as { taskKey: string; file: string });
+    expect(loaded).toEqual([
+      expect.objectContaining({ taskKey: 'slow', file: join(dir, 'handlers', 'slow.ts') }),
+    ]);
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+  });
+
   it('refuses a helper module at the top of the handlers folder once, saying how to keep it there', async () => {
     await writeHandlers({
       'slow.ts': SLOW_HANDLER,
