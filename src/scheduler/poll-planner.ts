@@ -219,8 +219,9 @@ const COLD_AFTER_MS = 4 * HOUR_MS;
  * 2%). The first arrival ends it: with one, the rate's upper bound over 4 hours is 0.75 an hour. Measured by
  * bench:pacing over 10 draws, mean p95 ratio cold: the weekly pattern 0.491 where 0.508 (9 draws of 10 at 0.50
  * or under, where 5), business hours 0.314 where 0.32–0.33, pattern change 0.546 where 0.551; steady work
- * unchanged (one an hour never reads below 0.5 an hour with that doubt). From 2 hours at 1 an hour: alike
- * (0.492, 0.533, within pattern change's spread from draw to draw), but one an hour was deferred at times.
+ * unchanged (one an hour reads that quiet only when its first 4 hours bring nothing, 2% of cold starts, and
+ * then until its next arrival). From 2 hours at 1 an hour: alike (0.492, 0.533, within pattern change's spread
+ * from draw to draw), but one an hour was deferred far more often.
  */
 const COLD_RATE = 0.5;
 const COLD_DOUBT = 2;
