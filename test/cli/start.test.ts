@@ -168,6 +168,17 @@ describe('df-worker start', () => {
     expect((await cli.exited).code).toBe(0);
   });
 
+  it('refuses to start when a handler module calls process.exit at its top level, saying so', async () => {
+    await writeHandlers({ 'exits.mjs': `process.exit(3);\n` });
+    cli = runCli(['start'], env());
+    const { code } = await cli.exited;
+    expect(code).toBe(1);
+    expect(cli.stderr()).toMatch(
+      /^df-worker: could not start: .*exit code 3 \(process\.exit at its top level\?\)/m,
+    );
+    expect(cli.stderr()).not.toMatch(/unhandled rejection|uncaught exception/);
+  });
+
   it('refuses a helper module at the top of the handlers folder once, saying how to keep it there', async () => {
     await writeHandlers({
       'slow.ts': SLOW_HANDLER,
