@@ -64,6 +64,7 @@ describe.runIf(clusteredTestsRun)('three replicas on one key (real processes, re
       running = claimed.find((id) => !reported.has(id)) as string | undefined;
       return running !== undefined;
     }, `a handler running on ${victim}`);
+    const victimKilledAt = Date.now();
     await rig.kill(victim);
     await waitFor(() => rig!.figures().reported >= 15, 'a third reported', 20_000);
     const killedAt = Date.now();
@@ -82,7 +83,23 @@ describe.runIf(clusteredTestsRun)('three replicas on one key (real processes, re
       `kill -9 of ${victim} mid-handler and of coordinator ${coordinator}: ${JSON.stringify(figures)}; ` +
         `takeover by ${survivor} in ${tookAt - killedAt} ms; the killed handler's execution reported by ${survivor}: ${rerun}`,
     );
-    expect(figures).toMatchObject({ claimed: 45, reported: 45, duplicated: 0, lost: 0, rateLimited: 0 });
+    expect(figures).toMatchObject({ claimed: 45, reported: 45, lost: 0, rateLimited: 0 });
+    // At least once (README, Guarantees): a replica killed after the service took its report, before it could
+    // record that in Redis, leaves the execution to be reported again by another. That window, a few
+    // milliseconds before a kill, is the only place a second report may come from (one CI run in many hits it).
+    const twice = rig.emulator.executions().filter((e) => e.reports.length > 1);
+    for (const e of twice) {
+      const at = e.reports.map((r) => Date.parse(r.at));
+      console.log(
+        `${e.id} reported ${at.length} times, at ${at.map((t) => t - killedAt).join(', ')} ms from the coordinator's kill ` +
+          `(the first replica's kill at ${victimKilledAt - killedAt} ms)`,
+      );
+    }
+    expect(twice.length).toBeLessThanOrEqual(1);
+    for (const e of twice) {
+      const first = Date.parse(e.reports[0]!.at);
+      expect([victimKilledAt, killedAt].some((k) => first <= k && k - first < 1_000)).toBe(true);
+    }
     expect(rig.emulator.execution(running!)?.reports).toHaveLength(1);
     expect(rerun).toBe(true);
     expect(tookAt - killedAt).toBeLessThan(8_000);
