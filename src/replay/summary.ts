@@ -1,5 +1,5 @@
 // What a replayed month comes to: pickup latency percentiles, requests, 429s, and when the month ran out.
-import type { ReplayResult, ReplaySummary } from './types.ts';
+import type { ClaimRecord, ReplayResult, ReplaySummary } from './types.ts';
 
 export function summarize(result: ReplayResult, perMonth = 40_000): ReplaySummary {
   const pickups = result.claims
@@ -103,7 +103,7 @@ export function byRate(
   for (const c of result.claims) {
     const s = share(c.arrivedAt);
     s.arrivals++;
-    if (c.claimedAt === null || c.claimedAt - c.arrivedAt > slowAboveMs) s.slow++;
+    if (isSlow(c, slowAboveMs)) s.slow++;
   }
   return [...shares.values()].sort((a, b) => b.ratePerHour - a.ratePerHour);
 }
@@ -123,8 +123,13 @@ export function spentIn(
   return {
     polls: result.requests.filter((r) => r.kind === 'poll' && inside(r.at)).length,
     arrivals: claims.length,
-    slow: claims.filter((c) => c.claimedAt === null || c.claimedAt - c.arrivedAt > slowAboveMs).length,
+    slow: claims.filter((c) => isSlow(c, slowAboveMs)).length,
   };
+}
+
+/** An execution that waited longer than `slowAboveMs` to be claimed, or never was. */
+function isSlow(c: ClaimRecord, slowAboveMs: number): boolean {
+  return c.claimedAt === null || c.claimedAt - c.arrivedAt > slowAboveMs;
 }
 
 const seconds = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : '-');
