@@ -31,6 +31,8 @@ export interface HandlerPoolOptions {
   idleTimeoutMs?: number;
   /** How long an aborted attempt's `ctx.signal` has to stop the handler before its worker is terminated. */
   abortSettleMs?: number;
+  /** How long a worker still starting when its attempt was aborted may take to start. Default: START_BACKSTOP_MS. */
+  startBackstopMs?: number;
   /**
    * How long an attempt waits for a busy worker to free before another worker is started, in ms: a new worker
    * costs its memory and 0.1 to 0.3 s before its first attempt, while quick handlers free theirs sooner, so a
@@ -57,6 +59,8 @@ interface PoolWorker {
   gone: boolean;
   /** Its entry runs and takes attempts; until then it is starting (0.1 to 0.3 s for a thread). */
   ready: boolean;
+  /** Called once it is ready: an attempt aborted while it was starting counts its settle time from then. */
+  whenReady: (() => void) | undefined;
   /** While it waits in the idle list: the timer that reaps it. */
   idleTimer: NodeJS.Timeout | undefined;
   /** Started before the handler code last changed (see retire): never given another attempt. */
@@ -86,6 +90,12 @@ interface Waiting {
 }
 
 export const DEFAULT_ABORT_SETTLE_MS = 1_000;
+/**
+ * How long a worker still starting when its attempt was aborted may take to start before it is terminated: its
+ * handler cannot hear the abort before then, so the settle time counts from its start. A child process takes
+ * 0.2 to 0.5 s to start, seconds on a loaded machine; this only catches one that never does.
+ */
+export const START_BACKSTOP_MS = 15_000;
 export const DEFAULT_SPAWN_AFTER_MS = 50;
 
 export class HandlerPool implements AttemptHost {
@@ -170,11 +180,16 @@ export class HandlerPool implements AttemptHost {
     const attemptId = this.#nextAttemptId++;
     return new Promise<HostResult>((resolve) => {
       let settleTimer: NodeJS.Timeout | undefined;
-      const onAbort = () => this.#abort(worker, attemptId, signal, (timer) => (settleTimer = timer));
+      const onAbort = () =>
+        this.#abort(worker, attemptId, signal, (timer) => {
+          clearTimeout(settleTimer);
+          settleTimer = timer;
+        });
       const finish = (result: HostResult) => {
         if (worker.current?.attemptId !== attemptId) return;
         worker.current = undefined;
         clearTimeout(settleTimer);
+        worker.whenReady = undefined;
         signal.removeEventListener('abort', onAbort);
         this.#release(worker);
         resolve(result);
@@ -240,12 +255,23 @@ export class HandlerPool implements AttemptHost {
       reason: running.aborted,
       timeoutMs: running.spec.timeoutMs,
     });
-    const timer = setTimeout(
-      () => this.#endAborted(worker, running, true),
-      this.#o.abortSettleMs ?? DEFAULT_ABORT_SETTLE_MS,
-    );
-    timer.unref();
-    setTimer(timer);
+    const settle = (ms: number) => {
+      const timer = setTimeout(() => this.#endAborted(worker, running, true), ms);
+      timer.unref();
+      setTimer(timer);
+    };
+    if (worker.ready) {
+      settle(this.#o.abortSettleMs ?? DEFAULT_ABORT_SETTLE_MS);
+      return;
+    }
+    // Still starting: no handler code ran yet. At shutdown it is terminated now; at a timeout it is kept, and its
+    // handler gets the settle time from when it can hear the abort (the run and the abort wait for its start).
+    if (running.aborted === 'shutdown') {
+      this.#endAborted(worker, running, true);
+      return;
+    }
+    settle(this.#o.startBackstopMs ?? START_BACKSTOP_MS);
+    worker.whenReady = () => settle(this.#o.abortSettleMs ?? DEFAULT_ABORT_SETTLE_MS);
   }
 
   /** Ends an aborted attempt `stopped`, its worker terminated first when `terminate`. */
@@ -270,6 +296,7 @@ export class HandlerPool implements AttemptHost {
       exitCode: undefined,
       gone: false,
       ready: false,
+      whenReady: undefined,
       idleTimer: undefined,
       retired: false,
     };
@@ -365,9 +392,13 @@ export class HandlerPool implements AttemptHost {
       case 'exit-called':
         worker.exitCode = message.code;
         return;
-      case 'ready':
+      case 'ready': {
         worker.ready = true;
+        const whenReady = worker.whenReady;
+        worker.whenReady = undefined;
+        whenReady?.();
         return;
+      }
     }
   }
 

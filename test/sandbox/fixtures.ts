@@ -96,6 +96,7 @@ export async function poolRig(
     env?: Record<string, string>;
     idleTimeoutMs?: number;
     spawnAfterMs?: number;
+    startBackstopMs?: number;
     /** The handler module's source: MISBEHAVING_HANDLER unless given. */
     source?: string;
   } = {},
@@ -118,6 +119,7 @@ export async function poolRig(
     abortSettleMs: 200,
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
     ...(options.spawnAfterMs === undefined ? {} : { spawnAfterMs: options.spawnAfterMs }),
+    ...(options.startBackstopMs === undefined ? {} : { startBackstopMs: options.startBackstopMs }),
     observer: {
       workerStarted: () => started++,
       workerGone: (reason) => {

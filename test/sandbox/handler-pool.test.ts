@@ -1,6 +1,7 @@
 // The handler pool against real worker threads and child processes: whatever handler code does, only its
 // attempt fails, the daemon's event loop keeps running, and no secret leaves through it.
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -279,6 +280,55 @@ describe('HandlerPool.close in a process with nothing else to do', () => {
       expect(result.status).toBe(0);
     },
   );
+});
+
+describe('HandlerPool (process) and a worker slow to start', () => {
+  // A child process takes 0.2 to 0.5 s to start, more on a loaded machine; here a module its node imports first
+  // (NODE_OPTIONS=--import) holds it for 800 ms, so the attempt is aborted before its worker could hear it.
+  const slowStart = async (options: { startBackstopMs?: number } = {}): Promise<PoolRig> => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'df-slow-start-'));
+    const file = path.join(dir, 'slow.mjs');
+    await writeFile(file, 'const end = Date.now() + 800;\nwhile (Date.now() < end);\n');
+    return poolRig('process', {
+      env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: `--import=${file}` },
+      ...options,
+    });
+  };
+
+  it('keeps a worker still starting when its attempt timed out: the settle time counts from its start', async () => {
+    rig = await slowStart();
+    const startedAt = performance.now();
+    const outcome = await rig.run({ mode: 'honour-signal' }, { timeoutMs: 200 });
+    expect(outcome.failure?.kind).toBe('timeout');
+    // Ended once the worker could answer the abort, well past the 200 ms of abortSettleMs after the timeout.
+    expect(performance.now() - startedAt).toBeGreaterThan(700);
+    expect(rig.gone).toEqual([]);
+    expect(rig.pool.workers.total).toBe(1);
+    expect((await rig.run({ mode: 'ok', n: 5 })).output).toEqual({ result: 10 });
+    expect(rig.started()).toBe(1);
+  });
+
+  it('terminates a worker that takes longer than startBackstopMs to start after its attempt timed out', async () => {
+    rig = await slowStart({ startBackstopMs: 250 });
+    const startedAt = performance.now();
+    const outcome = await rig.run({ mode: 'honour-signal' }, { timeoutMs: 100 });
+    expect(outcome.failure?.kind).toBe('timeout');
+    expect(performance.now() - startedAt).toBeLessThan(700);
+    expect(rig.gone).toEqual(['timeout']);
+    expect(rig.pool.workers.total).toBe(0);
+  });
+
+  it('terminates a worker still starting at shutdown at once: no handler code ran, nothing to wait for', async () => {
+    rig = await slowStart();
+    const shutdown = new AbortController();
+    setTimeout(() => shutdown.abort(new Error('grace period over')), 100);
+    const startedAt = performance.now();
+    const outcome = await rig.run({ mode: 'ok', n: 1 }, { shutdownSignal: shutdown.signal });
+    expect(outcome.failure?.kind).toBe('aborted');
+    expect(performance.now() - startedAt).toBeLessThan(600);
+    expect(rig.gone).toEqual(['terminated']);
+    expect(rig.log.lines.filter((l) => l.msg === 'handler started')).toEqual([]);
+  });
 });
 
 describe('HandlerPool.close while an attempt runs', () => {
