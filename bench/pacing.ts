@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
 import { replayMonth } from '../src/replay/replay.ts';
-import { byRate, pickupByDay, spentIn, summarize } from '../src/replay/summary.ts';
+import { byRate, firstPeakDay, peakPickups, pickupByDay, spentIn, summarize } from '../src/replay/summary.ts';
 import { lineChart } from '../src/replay/svg-chart.ts';
 import type { ReplayResult } from '../src/replay/types.ts';
 import { monthBounds, WORKLOADS } from '../src/replay/workloads.ts';
@@ -56,6 +56,8 @@ for (const name of chosen) {
   const warmMeanRatios: number[] = [];
   const byHourRatios: number[] = [];
   const firstWeekExtra: number[] = [];
+  /** Where the pattern moves: the new peaks' first day's p95 over the old peaks' in the week before, cold and warm. */
+  const afterMove = { cold: [] as number[], warm: [] as number[] };
   const never: string[] = [];
   const ranOut: string[] = [];
   let rateLimited = 0;
@@ -125,6 +127,27 @@ for (const name of chosen) {
           `over the month's p95: cold ${c!.slow}, warm ${h!.slow} of ${c!.arrivals}`,
       );
     }
+    if (w.movesAt && w.ratePerHour) {
+      // How soon it follows the move: the new peak hours' first day, beside the old peak hours' last week.
+      const movesAt = w.movesAt();
+      const rate = (t: number) => w.ratePerHour!(t);
+      const day = firstPeakDay(pollers[0]!, rate, movesAt);
+      const week = 7 * 86_400_000;
+      // The new peak hours in the week before, while they were quiet: how long their work waited then.
+      const ahead = (t: number) => rate(t + week * Math.ceil((movesAt - t) / week));
+      const runs = { cold: pollers[0]!, warm: pollers[1]!, 'best fixed': bestRepoll };
+      const figures = Object.entries(runs).map(([name, run]) => {
+        const before = peakPickups(run, rate, movesAt - week, movesAt).p95;
+        const quiet = peakPickups(run, ahead, movesAt - week, movesAt).p95;
+        const first = day ? peakPickups(run, rate, day.startsAt, day.endsAt).p95 : Number.NaN;
+        if (name === 'cold' || name === 'warm') afterMove[name].push(first / before);
+        return `${name} ${s(first)} (${s(before)}, ${s(quiet)})`;
+      });
+      const when = day ? new Date(day.startsAt).toUTCString().slice(0, 11) : 'none';
+      console.log(
+        `     after the move, the new peaks' first day (${when}), p95: ${figures.join('; ')} (in the week before: the old peak hours, the new ones while quiet)`,
+      );
+    }
     if (byHour) byHourRatios.push(byHour.pickup.p95 / ref.pickup.p95);
     const strict = summaries.at(-2)!;
     console.log(`     df-worker replayed in ${(dfMs / 1000).toFixed(1)} s`);
@@ -152,6 +175,9 @@ for (const name of chosen) {
       (byHourRatios.length > 0 ? `; knowing the hours in hindsight: p95 ${range(byHourRatios)}` : '') +
       (firstWeekExtra.length > 0
         ? `; the cold start's first week polled ${Math.min(...firstWeekExtra)}–${Math.max(...firstWeekExtra)} more than the warm one's`
+        : '') +
+      (afterMove.cold.length > 0
+        ? `; the new peaks' first day's p95 over the old peaks' week before: cold ${range(afterMove.cold)}, warm ${range(afterMove.warm)}`
         : ''),
   );
   readme.push(

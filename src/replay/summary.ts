@@ -127,6 +127,56 @@ export function spentIn(
   };
 }
 
+/** Pickups of the arrivals in a workload's peak hours (see peakPickups): how many, and their p95 in ms. */
+export interface PeakPickups {
+  arrivals: number;
+  /** p95 pickup of those claimed (ms); NaN when none was. */
+  p95: number;
+}
+
+/**
+ * How long the executions that arrived in [fromMs, toMs) during the workload's peak hours (those at its highest
+ * rate in the month) waited: where its pattern moves, whether the new peak hours were polled as the old ones
+ * were, or waited as the quiet hours they used to be.
+ */
+export function peakPickups(
+  result: ReplayResult,
+  ratePerHour: (t: number) => number,
+  fromMs: number,
+  toMs: number,
+): PeakPickups {
+  const peak = peakRate(result, ratePerHour);
+  const inside = result.claims.filter(
+    (c) => c.arrivedAt >= fromMs && c.arrivedAt < toMs && ratePerHour(c.arrivedAt) === peak,
+  );
+  const waits = inside.flatMap((c) => (c.claimedAt === null ? [] : [c.claimedAt - c.arrivedAt]));
+  waits.sort((a, b) => a - b);
+  return { arrivals: inside.length, p95: waits.length > 0 ? percentile(waits, 0.95) : Number.NaN };
+}
+
+/** The first UTC day starting at or after `fromMs` that holds one of the workload's peak hours: [start, end). */
+export function firstPeakDay(
+  result: ReplayResult,
+  ratePerHour: (t: number) => number,
+  fromMs: number,
+): { startsAt: number; endsAt: number } | undefined {
+  const peak = peakRate(result, ratePerHour);
+  for (let t = Math.ceil(fromMs / 86_400_000) * 86_400_000; t < result.endsAt; t += 3_600_000) {
+    if (ratePerHour(t + 1_800_000) === peak) {
+      const startsAt = Math.floor(t / 86_400_000) * 86_400_000;
+      return { startsAt, endsAt: startsAt + 86_400_000 };
+    }
+  }
+  return undefined;
+}
+
+function peakRate(result: ReplayResult, ratePerHour: (t: number) => number): number {
+  let peak = 0;
+  for (let t = result.startsAt; t < result.endsAt; t += 3_600_000)
+    peak = Math.max(peak, ratePerHour(t + 1_800_000));
+  return peak;
+}
+
 /** An execution that waited longer than `slowAboveMs` to be claimed, or never was. */
 function isSlow(c: ClaimRecord, slowAboveMs: number): boolean {
   return c.claimedAt === null || c.claimedAt - c.arrivedAt > slowAboveMs;

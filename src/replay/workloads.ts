@@ -67,6 +67,8 @@ export interface Workload {
    * the hours in advance would go by (see bestByHourInHindsight).
    */
   ratePerHour?: (t: number, month?: string) => number;
+  /** Where the pattern moves within the month: the instant it does, in `month`. */
+  movesAt?: (month?: string) => number;
 }
 
 const businessHours = (t: number) => (weekday(t) && hourOf(t) >= 8 && hourOf(t) < 18 ? 15 : 0);
@@ -77,8 +79,9 @@ function weeklyPattern(t: number): number {
   return h >= 7 && h < 20 ? 2 : 0.5;
 }
 /** The weekly pattern whose peaks move to 18-23 from the 15th of `month` (the instant worked out once). */
+const patternMovesAt = (month = '2026-11') => monthBounds(month).startsAt + 14 * 24 * HOUR;
 function patternChange(month: string): (t: number) => number {
-  const change = monthBounds(month).startsAt + 14 * 24 * HOUR;
+  const change = patternMovesAt(month);
   return (t) => {
     const h = hourOf(t);
     if (!weekday(t)) return h >= 10 && h < 16 ? 0.5 : 0;
@@ -131,6 +134,7 @@ export const WORKLOADS: readonly Workload[] = [
     timeVarying: true,
     generate: (seed, month = '2026-11') => thinned(seed, month, 20, patternChange(month)),
     ratePerHour: (t, month = '2026-11') => patternChange(month)(t),
+    movesAt: patternMovesAt,
   },
   {
     name: 'overload',

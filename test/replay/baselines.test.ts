@@ -5,7 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../../src/replay/fixed-poller.ts';
-import { busiestWindow, byRate, percentile, spentIn, summarize } from '../../src/replay/summary.ts';
+import {
+  busiestWindow,
+  byRate,
+  firstPeakDay,
+  peakPickups,
+  percentile,
+  spentIn,
+  summarize,
+} from '../../src/replay/summary.ts';
 import type { Arrival } from '../../src/replay/types.ts';
 import { monthBounds, readArrivals, workload, WORKLOADS, writeArrivals } from '../../src/replay/workloads.ts';
 
@@ -169,6 +177,34 @@ describe('spentIn', () => {
     expect(spentIn(result, startsAt, at(day), 20_000)).toEqual({ polls: 1_440, arrivals: 2, slow: 1 });
     expect(spentIn(result, at(day), at(2 * day), 20_000)).toEqual({ polls: 1_440, arrivals: 1, slow: 1 });
     expect(spentIn(result, startsAt, endsAt, 60_000)).toMatchObject({ arrivals: 3, slow: 0 });
+  });
+});
+
+describe('peakPickups and firstPeakDay', () => {
+  it("take a moving pattern's peak hours from its rate, and the p95 of the pickups that arrived in them", () => {
+    const day = 86_400;
+    const hour = 3_600;
+    // Peaks at 10:00-11:00 on the 1st and the 2nd, then at 20:00-21:00 from the 3rd; 1 an hour elsewhere.
+    const movesAt = at(2 * day);
+    const rate = (t: number) => {
+      const h = new Date(t).getUTCHours();
+      return (t < movesAt ? h === 10 : h === 20) ? 20 : 1;
+    };
+    const arrivals: Arrival[] = [
+      { task: 'a', at: at(10 * hour + 30) }, // old peak: claimed at 10:01, 30 s
+      { task: 'a', at: at(day + 10 * hour + 50) }, // old peak: 10 s
+      { task: 'a', at: at(day + 12 * hour + 30) }, // not a peak hour
+      { task: 'a', at: at(2 * day + 10 * hour + 30) }, // the old peak's hour, after the move: no longer a peak
+      { task: 'a', at: at(2 * day + 20 * hour + 45) }, // new peak: 15 s
+    ];
+    const result = fixedPoller(arrivals, { intervalMs: 60_000, startsAt, endsAt });
+    expect(peakPickups(result, rate, startsAt, movesAt)).toEqual({ arrivals: 2, p95: 30_000 });
+    expect(firstPeakDay(result, rate, movesAt)).toEqual({ startsAt: movesAt, endsAt: movesAt + day * 1000 });
+    // From mid-day on the 3rd, the next day with a peak hour is the 4th.
+    expect(firstPeakDay(result, rate, movesAt + 21 * hour * 1000)?.startsAt).toBe(at(3 * day));
+    const first = firstPeakDay(result, rate, movesAt)!;
+    expect(peakPickups(result, rate, first.startsAt, first.endsAt)).toEqual({ arrivals: 1, p95: 15_000 });
+    expect(peakPickups(result, rate, at(5 * day), at(6 * day))).toEqual({ arrivals: 0, p95: Number.NaN });
   });
 });
 
