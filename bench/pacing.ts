@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../src/replay/fixed-poller.ts';
 import { replayMonth } from '../src/replay/replay.ts';
-import { byRate, firstPeakDay, peakPickups, pickupByDay, spentIn, summarize } from '../src/replay/summary.ts';
+import { byRate, followedMove, pickupByDay, spentIn, summarize } from '../src/replay/summary.ts';
 import { lineChart } from '../src/replay/svg-chart.ts';
 import type { ReplayResult } from '../src/replay/types.ts';
 import { monthBounds, WORKLOADS } from '../src/replay/workloads.ts';
@@ -128,22 +128,18 @@ for (const name of chosen) {
       );
     }
     if (w.movesAt && w.ratePerHour) {
-      // How soon it follows the move: the new peak hours' first day, beside the old peak hours' last week.
+      // How soon it follows the move: the new peak hours' first day, beside the old peak hours' last week and
+      // the new ones' while they were quiet.
       const movesAt = w.movesAt();
       const rate = (t: number) => w.ratePerHour!(t);
-      const day = firstPeakDay(pollers[0]!, rate, movesAt);
-      const week = 7 * 86_400_000;
-      // The new peak hours in the week before, while they were quiet: how long their work waited then.
-      const ahead = (t: number) => rate(t + week * Math.ceil((movesAt - t) / week));
       const runs = { cold: pollers[0]!, warm: pollers[1]!, 'best fixed': bestRepoll };
+      let when = 'none';
       const figures = Object.entries(runs).map(([name, run]) => {
-        const before = peakPickups(run, rate, movesAt - week, movesAt).p95;
-        const quiet = peakPickups(run, ahead, movesAt - week, movesAt).p95;
-        const first = day ? peakPickups(run, rate, day.startsAt, day.endsAt).p95 : Number.NaN;
-        if (name === 'cold' || name === 'warm') afterMove[name].push(first / before);
-        return `${name} ${s(first)} (${s(before)}, ${s(quiet)})`;
+        const { day, first, oldPeaks, whileQuiet } = followedMove(run, rate, movesAt);
+        if (day) when = new Date(day.startsAt).toUTCString().slice(0, 11);
+        if (name === 'cold' || name === 'warm') afterMove[name].push(first.p95 / oldPeaks.p95);
+        return `${name} ${s(first.p95)} (${s(oldPeaks.p95)}, ${s(whileQuiet.p95)})`;
       });
-      const when = day ? new Date(day.startsAt).toUTCString().slice(0, 11) : 'none';
       console.log(
         `     after the move, the new peaks' first day (${when}), p95: ${figures.join('; ')} (in the week before: the old peak hours, the new ones while quiet)`,
       );

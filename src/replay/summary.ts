@@ -127,54 +127,64 @@ export function spentIn(
   };
 }
 
-/** Pickups of the arrivals in a workload's peak hours (see peakPickups): how many, and their p95 in ms. */
+/** Pickups of the arrivals in a workload's peak hours: how many, and their p95 in ms. */
 export interface PeakPickups {
   arrivals: number;
   /** p95 pickup of those claimed (ms); NaN when none was. */
   p95: number;
 }
 
+/** How soon a month followed a pattern that moved at `movesAt` (see followedMove). */
+export interface MoveFollowed {
+  /** The first UTC day starting at or after the move that holds a peak hour. */
+  day: { startsAt: number; endsAt: number } | undefined;
+  /** The pickups in the peak hours of that day... */
+  first: PeakPickups;
+  /** ... in the (old) peak hours of the week before the move... */
+  oldPeaks: PeakPickups;
+  /** ... and in the new peak hours of that week, while they were quiet. */
+  whileQuiet: PeakPickups;
+}
+
 /**
- * How long the executions that arrived in [fromMs, toMs) during the workload's peak hours (those at its highest
- * rate in the month) waited: where its pattern moves, whether the new peak hours were polled as the old ones
- * were, or waited as the quiet hours they used to be.
+ * Whether the new peak hours of a pattern that moved at `movesAt` were polled as the old ones were from their
+ * first day, or waited as the quiet hours they used to be. Peak hours are those at the workload's highest rate
+ * in the month (`ratePerHour`, the workload's own).
  */
-export function peakPickups(
+export function followedMove(
   result: ReplayResult,
   ratePerHour: (t: number) => number,
-  fromMs: number,
-  toMs: number,
-): PeakPickups {
-  const peak = peakRate(result, ratePerHour);
-  const inside = result.claims.filter(
-    (c) => c.arrivedAt >= fromMs && c.arrivedAt < toMs && ratePerHour(c.arrivedAt) === peak,
-  );
-  const waits = inside.flatMap((c) => (c.claimedAt === null ? [] : [c.claimedAt - c.arrivedAt]));
-  waits.sort((a, b) => a - b);
-  return { arrivals: inside.length, p95: waits.length > 0 ? percentile(waits, 0.95) : Number.NaN };
-}
-
-/** The first UTC day starting at or after `fromMs` that holds one of the workload's peak hours: [start, end). */
-export function firstPeakDay(
-  result: ReplayResult,
-  ratePerHour: (t: number) => number,
-  fromMs: number,
-): { startsAt: number; endsAt: number } | undefined {
-  const peak = peakRate(result, ratePerHour);
-  for (let t = Math.ceil(fromMs / 86_400_000) * 86_400_000; t < result.endsAt; t += 3_600_000) {
-    if (ratePerHour(t + 1_800_000) === peak) {
-      const startsAt = Math.floor(t / 86_400_000) * 86_400_000;
-      return { startsAt, endsAt: startsAt + 86_400_000 };
-    }
-  }
-  return undefined;
-}
-
-function peakRate(result: ReplayResult, ratePerHour: (t: number) => number): number {
+  movesAt: number,
+): MoveFollowed {
+  const day = 86_400_000;
+  const week = 7 * day;
   let peak = 0;
-  for (let t = result.startsAt; t < result.endsAt; t += 3_600_000)
+  for (let t = result.startsAt; t < result.endsAt; t += 3_600_000) {
     peak = Math.max(peak, ratePerHour(t + 1_800_000));
-  return peak;
+  }
+  const pickups = (rate: (t: number) => number, fromMs: number, toMs: number): PeakPickups => {
+    const inside = result.claims.filter(
+      (c) => c.arrivedAt >= fromMs && c.arrivedAt < toMs && rate(c.arrivedAt) === peak,
+    );
+    const waits = inside.flatMap((c) => (c.claimedAt === null ? [] : [c.claimedAt - c.arrivedAt]));
+    waits.sort((a, b) => a - b);
+    return { arrivals: inside.length, p95: waits.length > 0 ? percentile(waits, 0.95) : Number.NaN };
+  };
+  let firstDay: MoveFollowed['day'];
+  for (let t = Math.ceil(movesAt / day) * day; t < result.endsAt && !firstDay; t += 3_600_000) {
+    if (ratePerHour(t + 1_800_000) === peak)
+      firstDay = { startsAt: t - (t % day), endsAt: t - (t % day) + day };
+  }
+  // An instant of the week before the move read as the same hour of the week after it.
+  const ahead = (t: number) => ratePerHour(t + week * Math.ceil((movesAt - t) / week));
+  return {
+    day: firstDay,
+    first: firstDay
+      ? pickups(ratePerHour, firstDay.startsAt, firstDay.endsAt)
+      : { arrivals: 0, p95: Number.NaN },
+    oldPeaks: pickups(ratePerHour, movesAt - week, movesAt),
+    whileQuiet: pickups(ahead, movesAt - week, movesAt),
+  };
 }
 
 /** An execution that waited longer than `slowAboveMs` to be claimed, or never was. */

@@ -8,8 +8,7 @@ import { bestByHourInHindsight, bestFixedInHindsight, fixedPoller } from '../../
 import {
   busiestWindow,
   byRate,
-  firstPeakDay,
-  peakPickups,
+  followedMove,
   percentile,
   spentIn,
   summarize,
@@ -180,8 +179,8 @@ describe('spentIn', () => {
   });
 });
 
-describe('peakPickups and firstPeakDay', () => {
-  it("take a moving pattern's peak hours from its rate, and the p95 of the pickups that arrived in them", () => {
+describe('followedMove', () => {
+  it("takes a moving pattern's peak hours from its rate, and the p95 of the pickups that arrived in them", () => {
     const day = 86_400;
     const hour = 3_600;
     // Peaks at 10:00-11:00 on the 1st and the 2nd, then at 20:00-21:00 from the 3rd; 1 an hour elsewhere.
@@ -191,20 +190,27 @@ describe('peakPickups and firstPeakDay', () => {
       return (t < movesAt ? h === 10 : h === 20) ? 20 : 1;
     };
     const arrivals: Arrival[] = [
-      { task: 'a', at: at(10 * hour + 30) }, // old peak: claimed at 10:01, 30 s
+      { task: 'a', at: at(10 * hour + 30) }, // old peak: claimed at the 10:01 poll, 30 s
+      { task: 'a', at: at(20 * hour + 20) }, // a new peak hour while still quiet: 40 s
       { task: 'a', at: at(day + 10 * hour + 50) }, // old peak: 10 s
       { task: 'a', at: at(day + 12 * hour + 30) }, // not a peak hour
-      { task: 'a', at: at(2 * day + 10 * hour + 30) }, // the old peak's hour, after the move: no longer a peak
-      { task: 'a', at: at(2 * day + 20 * hour + 45) }, // new peak: 15 s
+      { task: 'a', at: at(2 * day + 10 * hour + 30) }, // the old peak's hour after the move: no longer a peak
+      { task: 'a', at: at(2 * day + 20 * hour + 45) }, // new peak, its first day: 15 s
     ];
     const result = fixedPoller(arrivals, { intervalMs: 60_000, startsAt, endsAt });
-    expect(peakPickups(result, rate, startsAt, movesAt)).toEqual({ arrivals: 2, p95: 30_000 });
-    expect(firstPeakDay(result, rate, movesAt)).toEqual({ startsAt: movesAt, endsAt: movesAt + day * 1000 });
-    // From mid-day on the 3rd, the next day with a peak hour is the 4th.
-    expect(firstPeakDay(result, rate, movesAt + 21 * hour * 1000)?.startsAt).toBe(at(3 * day));
-    const first = firstPeakDay(result, rate, movesAt)!;
-    expect(peakPickups(result, rate, first.startsAt, first.endsAt)).toEqual({ arrivals: 1, p95: 15_000 });
-    expect(peakPickups(result, rate, at(5 * day), at(6 * day))).toEqual({ arrivals: 0, p95: Number.NaN });
+    expect(followedMove(result, rate, movesAt)).toEqual({
+      day: { startsAt: movesAt, endsAt: at(3 * day) },
+      first: { arrivals: 1, p95: 15_000 },
+      oldPeaks: { arrivals: 2, p95: 30_000 },
+      whileQuiet: { arrivals: 1, p95: 40_000 },
+    });
+    // A move within a day: the first day counted is the next whole one.
+    expect(followedMove(result, rate, at(2 * day + 21 * hour)).day?.startsAt).toBe(at(3 * day));
+    // No arrival in that day's peak hours: no p95.
+    expect(followedMove(result, rate, at(2 * day + 21 * hour)).first).toEqual({
+      arrivals: 0,
+      p95: Number.NaN,
+    });
   });
 });
 

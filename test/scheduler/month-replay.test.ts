@@ -7,7 +7,7 @@ import { ArrivalProfile } from '../../src/scheduler/arrival-profile.ts';
 import { describe, expect, it } from 'vitest';
 import { bestFixedInHindsight } from '../../src/replay/fixed-poller.ts';
 import { replayMonth } from '../../src/replay/replay.ts';
-import { busiestWindow, firstPeakDay, peakPickups, summarize } from '../../src/replay/summary.ts';
+import { busiestWindow, followedMove, summarize } from '../../src/replay/summary.ts';
 import { mulberry32, workload } from '../../src/replay/workloads.ts';
 import type { Arrival, ReplayResult } from '../../src/replay/types.ts';
 
@@ -219,17 +219,9 @@ describe('a replayed month', () => {
   // the new peak hours' last week while they were quiet (bench:pacing prints the same for its draws).
   it('follows a pattern that moves from its first day: the new peak hours wait as the old ones did, not as quiet hours', async () => {
     const w = workload('pattern-change');
-    const rate = (t: number) => w.ratePerHour!(t);
-    const movesAt = w.movesAt!();
-    const week = 7 * 24 * HOUR;
     const result = await coldReplay('pattern-change', 101);
-    const day = firstPeakDay(result, rate, movesAt)!;
-    expect(new Date(day.startsAt).toISOString()).toBe('2026-11-16T00:00:00.000Z');
-    const first = peakPickups(result, rate, day.startsAt, day.endsAt);
-    const oldPeaks = peakPickups(result, rate, movesAt - week, movesAt);
-    // The same hours a week earlier, when next to nothing came in them.
-    const ahead = (t: number) => rate(t + week * Math.ceil((movesAt - t) / week));
-    const whileQuiet = peakPickups(result, ahead, movesAt - week, movesAt);
+    const { day, first, oldPeaks, whileQuiet } = followedMove(result, (t) => w.ratePerHour!(t), w.movesAt!());
+    expect(new Date(day!.startsAt).toISOString()).toBe('2026-11-16T00:00:00.000Z');
     console.log(
       `pattern change seed 101: new peaks' first day p95 ${(first.p95 / 1000).toFixed(1)} s (${first.arrivals} arrivals), ` +
         `old peaks' last week ${(oldPeaks.p95 / 1000).toFixed(1)} s, new peak hours while quiet ${(whileQuiet.p95 / 1000).toFixed(1)} s`,
