@@ -168,6 +168,57 @@ describe('PollPlanner', () => {
     expect(planner.next()!.nextDueAt - t).toBeLessThan(70_000);
   });
 
+  it('polls a quiet hour into which work surges at the common interval, and keeps it through a lull in that work', () => {
+    // Three weeks learnt: weekdays 09-17 at 20 an hour, evenings from 20:00 empty, 0.5 an hour otherwise.
+    const monday = Date.UTC(2026, 10, 23, 20);
+    const from = monday - 21 * 24 * HOUR;
+    const rate = (t: number) => {
+      const d = new Date(t);
+      const weekday = d.getUTCDay() >= 1 && d.getUTCDay() <= 5;
+      if (weekday && d.getUTCHours() >= 9 && d.getUTCHours() < 17) return 20;
+      return weekday && d.getUTCHours() >= 20 ? 0 : 0.5;
+    };
+    const random = mulberry32(5);
+    const arrivals: number[] = [];
+    for (let t = from; ;) {
+      t += (-Math.log(1 - random()) * HOUR) / 20;
+      if (t >= monday) break;
+      if (random() < rate(t) / 20) arrivals.push(t);
+    }
+    const profile = new ArrivalProfile();
+    for (let u = from, i = 0; u < monday; u += 60_000) {
+      while (i < arrivals.length && arrivals[i]! < u) profile.arrival('k0', arrivals[i++]!, u);
+      profile.observe(['k0'], u);
+    }
+    const clock = new ManualClock(monday);
+    const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
+    const planner = new PollPlanner({
+      budget,
+      maxPollIntervalMs: 900_000,
+      errorBackoff: DEFAULT_BACKOFF,
+      profile,
+    });
+    planner.setTasks([{ id: 't0', key: 'k0' }], monday);
+    const idleAt = (minutes: number) => {
+      const t = monday + minutes * 60_000;
+      planner.onEmpty('t0', t);
+      return planner.next()!.nextDueAt - t;
+    };
+    const quiet = idleAt(0);
+    expect(quiet).toBe(900_000);
+    // Work moves into the evening: four arrivals in its first hour's last 20 minutes, one just after 21:00.
+    for (const m of [40, 45, 50, 55, 60.5])
+      planner.onHit('t0', monday + m * 60_000 + 10_000, monday + m * 60_000);
+    const common = idleAt(61);
+    expect(common).toBeLessThan(30_000);
+    // Then nothing for 20 minutes (Poisson work at 13 an hour leaves such lulls now and then): the last half hour
+    // holds 3 arrivals, which a quiet hour brings more often than once in a thousand times, but less than once in
+    // twenty. Found surging, it stays so; the next work waits the common interval, not the quiet one.
+    expect(idleAt(80)).toBe(common);
+    // Once the half hour holds no more than chance would bring, the hour is quiet again.
+    expect(idleAt(95)).toBeGreaterThan(5 * common);
+  });
+
   it('backs off exponentially with jitter after errors, capped', () => {
     const { planner, start } = setup(1);
     const gaps: number[] = [];
