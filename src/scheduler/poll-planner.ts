@@ -301,10 +301,11 @@ export class PollPlanner {
   #claims = 0;
   /** The last plan's overload verdict (see OVERLOAD_EXIT_SHARE). */
   #wasOverloaded = false;
-  /** Each task's latest arrivals (createdAt, ms), oldest first: a quiet hour that turns busy (see #surging). */
-  readonly #recent = new Map<string, number[]>();
-  /** When each task was last found surging (see #surging). */
-  readonly #surgedAt = new Map<string, number>();
+  /**
+   * Each task's latest arrivals (createdAt, ms), oldest first, and when it was last found surging: a quiet hour
+   * that turns busy (see #surging).
+   */
+  readonly #recent = new Map<string, { arrivals: number[]; surgedAt?: number }>();
 
   constructor(options: PollPlannerOptions) {
     this.#budget = options.budget;
@@ -390,9 +391,9 @@ export class PollPlanner {
       this.profile.arrival(t.key, Math.min(arrivedAt, nowMs), nowMs);
       this.profile.pickups.add(this.#budget.month(nowMs).startsAt, nowMs - arrivedAt);
       let recent = this.#recent.get(t.key);
-      if (!recent) this.#recent.set(t.key, (recent = []));
-      recent.push(arrivedAt);
-      if (recent.length > SURGE_MEMORY) recent.shift();
+      if (!recent) this.#recent.set(t.key, (recent = { arrivals: [] }));
+      recent.arrivals.push(arrivedAt);
+      if (recent.arrivals.length > SURGE_MEMORY) recent.arrivals.shift();
       this.#learnt++;
     }
     t.errorStreak = 0;
@@ -521,13 +522,12 @@ export class PollPlanner {
   #surging(plan: PacePlan, key: string, nowMs: number): boolean {
     const recent = this.#recent.get(key);
     if (!recent) return false;
-    const count = recent.filter((at) => at > nowMs - SURGE_WINDOW_MS).length;
+    const count = recent.arrivals.filter((at) => at > nowMs - SURGE_WINDOW_MS).length;
     const rate = plan.rates.get(key)?.[hourOfWeek(nowMs)] ?? 0;
-    const surgedAt = this.#surgedAt.get(key);
-    const was = surgedAt !== undefined && nowMs - surgedAt <= SURGE_WINDOW_MS;
+    const was = recent.surgedAt !== undefined && nowMs - recent.surgedAt <= SURGE_WINDOW_MS;
     const odds = poissonTail(count, (rate * SURGE_WINDOW_MS) / HOUR_MS);
     const surging = odds < (was ? SURGE_STAY_ODDS : SURGE_ODDS);
-    if (surging) this.#surgedAt.set(key, nowMs);
+    if (surging) recent.surgedAt = nowMs;
     return surging;
   }
 
