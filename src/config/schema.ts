@@ -153,7 +153,16 @@ export const schema = {
       min: 1,
       doc:
         'Time allowed from sending a request (connecting included) to the response headers, in milliseconds. The body ' +
-        'then has no deadline, only DF_API_BODY_TIMEOUT_MS between chunks, so an answer on its way is not cut short.',
+        'then has only DF_API_BODY_TIMEOUT_MS between chunks, within DF_API_ANSWER_TIMEOUT_MS overall.',
+    }),
+    answerTimeoutMs: milliseconds({
+      env: 'DF_API_ANSWER_TIMEOUT_MS',
+      default: 60_000,
+      min: 1,
+      doc:
+        'Time allowed for a whole answer, from sending the request to the last byte of its body, in milliseconds, ' +
+        'whatever the gaps between chunks: an answer that trickles is cut there and counted as lost. The other ' +
+        "requests never wait for it: each task's poll and each report has its own connection.",
     }),
   },
   handlers: {
@@ -171,16 +180,23 @@ export const schema = {
     }),
     isolation: oneOf({
       env: 'DF_HANDLER_ISOLATION',
-      default: 'thread',
+      default: 'process',
       values: ['thread', 'process', 'none'],
-      doc: "Where handler attempts run: thread (a pool of worker threads: a handler that blocks, leaks, exits or overruns its timeout fails only its attempt), process (a pool of child processes: also contains native code and process-wide state, at about 40 MB more per worker), or none (on the daemon's own event loop, as a debugging aid: no protection at all).",
+      doc: "Where handler attempts run: process (a pool of child processes, started when an attempt needs one and ended after DF_HANDLER_IDLE_TIMEOUT_MS idle: a handler that blocks, leaks, exits, crashes, overruns its timeout or runs out of memory, on the heap or off it, fails only its attempt; each process costs about 50 MB while it lives), thread (a pool of worker threads in the daemon's process, lighter, but only the V8 heap is limited: Buffers and native memory count against the daemon's, and some allocations past the heap limit (a large String.replace) abort the whole daemon), or none (on the daemon's own event loop, as a debugging aid: no protection at all).",
     }),
     memoryMb: integer({
       env: 'DF_HANDLER_MEMORY_MB',
       default: 512,
       min: 16,
       max: 65_536,
-      doc: 'Heap limit of each handler worker, in MB (with DF_HANDLER_ISOLATION thread or process): a handler that exceeds it fails its attempt and its worker is replaced. Up to DF_CONCURRENCY workers run at once.',
+      doc: "Memory each handler worker may use, in MB: a handler that exceeds it fails its attempt and its worker is replaced. With DF_HANDLER_ISOLATION process, the worker's V8 heap is capped at it and the daemon kills a worker whose anonymous resident memory (heap, Buffers, native allocations) grew by more than it since the worker started (checked every 100 ms); each worker process also carries about 50 MB of Node.js itself, and the kernel ends a handler process, never the daemon, at the container's memory limit. With thread, only the V8 heap is capped. Up to DF_CONCURRENCY workers run at once.",
+    }),
+    maxOutputBytes: integer({
+      env: 'DF_HANDLER_MAX_OUTPUT_BYTES',
+      default: 1_048_576,
+      min: 1_024,
+      max: 268_435_456,
+      doc: 'Largest output a handler may return, as JSON in bytes: a larger one fails the execution (not retried). With DF_HANDLER_ISOLATION process or thread it is checked in the worker, so that the output never reaches the daemon (its journal, a report body); with none, before it is journaled.',
     }),
     idleTimeoutMs: milliseconds({
       env: 'DF_HANDLER_IDLE_TIMEOUT_MS',
@@ -195,6 +211,12 @@ export const schema = {
       default: './.state',
       nonEmpty: true,
       doc: 'Directory for the journal and budget state that must survive restarts, relative to the working directory.',
+    }),
+    lockCheckMs: milliseconds({
+      env: 'DF_STATE_LOCK_CHECK_MS',
+      default: 250,
+      min: 10,
+      doc: "How often the daemon checks that the state folder's lock file is still its own (it is also checked before every poll), in milliseconds; a lock that vanished or names another owner stops the daemon (exit 75).",
     }),
   },
   cluster: {
@@ -297,6 +319,14 @@ export const schema = {
       min: 1,
       doc: 'Pause after a 429 response that carries no Retry-After, in milliseconds.',
     }),
+    retryAfterMaxMs: milliseconds({
+      env: 'DF_RETRY_AFTER_MAX_MS',
+      default: 120_000,
+      min: 1,
+      doc:
+        "Longest pause a 429's Retry-After (seconds or an HTTP date) may impose on every request, reports included, " +
+        'in milliseconds; a longer ask is cut to it and logged with both values. Also caps DF_RATE_LIMIT_PAUSE_MS.',
+    }),
   },
   tasks: {
     sync: flag({
@@ -351,6 +381,20 @@ export const schema = {
       default: '',
       sensitive: true,
       doc: 'Bearer token the wake endpoint requires when DF_HTTP_WAKE is token; never logged.',
+    }),
+    metricsRenderIntervalMs: integer({
+      env: 'DF_HTTP_METRICS_RENDER_INTERVAL_MS',
+      default: 1_000,
+      min: 0,
+      max: 60_000,
+      doc: 'How long one rendering of /metrics is served to every scraper before the next scrape renders a new one, in milliseconds: however many clients scrape, the daemon renders its metrics at most once per interval. 0 renders for each scrape (those arriving during a rendering still share it).',
+    }),
+    maxConnections: integer({
+      env: 'DF_HTTP_MAX_CONNECTIONS',
+      default: 64,
+      min: 1,
+      max: 10_000,
+      doc: "Open connections the health, metrics and wake endpoints hold at most. A new connection over the cap takes the place of an idle one (first a keep-alive connection between requests, then one that has not finished sending its request), so clients that hold connections open cannot lock a probe out; it is closed at once, unanswered, only while every connection has a request in progress. Each request costs the daemon's event loop a little: the cap bounds how many it serves at a time.",
     }),
   },
   log: {
