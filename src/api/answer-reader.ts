@@ -47,6 +47,13 @@ export class AnswerReader {
     return this.#status;
   }
 
+  /** The body's first bytes received so far, at most `maxBytes`, as text; undefined before any came. */
+  received(maxBytes: number): string | undefined {
+    if (this.#chunks.length === 0) return undefined;
+    const bytes = Buffer.concat(this.#chunks);
+    return new TextDecoder().decode(bytes.subarray(0, maxBytes));
+  }
+
   /** Follows `request` (already ended) to its answer. */
   read(request: ClientRequest): void {
     this.#request = request;

@@ -1,5 +1,5 @@
-// The time limits of one request: the deadline until the answer starts, the wait for its headers, and the
-// silence allowed between body chunks. Each is checked only after one turn of the event loop for I/O.
+// The time limits of one request: the deadline until the answer starts, the wait for its headers, the
+// silence allowed between body chunks, and the deadline of the whole answer. Each is checked only after one turn of the event loop for I/O.
 //
 // Why the turn: after the loop was blocked (a handler stuck in synchronous code), Node runs the timers that
 // fell due before it reads the sockets. A limit acting at once would cut an answer whose bytes arrived in
@@ -13,8 +13,13 @@ export interface AnswerLimits {
   requestTimeoutMs: number;
   /** From the request fully written to the answer's headers, in ms. */
   headersTimeoutMs: number;
-  /** Longest silence between the headers and body chunks, in ms; the body has no overall deadline. */
+  /** Longest silence between the headers and body chunks, in ms. */
   bodyTimeoutMs: number;
+  /**
+   * From sending the request to the body's last byte, in ms, however the bytes are spaced: an answer that
+   * trickles (each gap under `bodyTimeoutMs`) would otherwise hold its caller for ever.
+   */
+  answerTimeoutMs: number;
 }
 
 /** The reason a watched request was cut: the limit named by `phase` passed with nothing arriving. */
@@ -53,6 +58,8 @@ export class AnswerWatch {
       if (this.#progress === 'sent' && !movedDuringTurn) return 'request';
       return undefined;
     });
+    // Whatever the answer has done by then, it is over; one that ended during the turn was stopped first.
+    this.#arm(limits.answerTimeoutMs, () => 'answer');
   }
 
   /** The request is fully written: the service may act on it from now on. */

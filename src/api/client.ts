@@ -2,6 +2,7 @@
 // page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
 import { readFileSync } from 'node:fs';
 import { ReportValidationError, ResponseValidationError, ServiceClientError } from './errors.ts';
+import type { TimeoutPhase } from './errors.ts';
 import { servicePaths } from './paths.ts';
 import type { PathStyle, ServicePaths } from './paths.ts';
 import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
@@ -87,6 +88,16 @@ export interface ServiceClientOptions {
    * body then runs as long as chunks keep coming within `bodyTimeoutMs`. Default 30_000.
    */
   requestTimeoutMs?: number;
+  /**
+   * Deadline of the whole answer, from sending to the body's last byte, however its chunks are spaced, ms: an
+   * answer that trickles fails with a TimeoutError (phase `answer`). Default 60_000.
+   */
+  answerTimeoutMs?: number;
+  /**
+   * How timeout errors name each limit, so they say what to change (`DF_API_BODY_TIMEOUT_MS` in the daemon).
+   * Default: the option's own name (`bodyTimeoutMs`).
+   */
+  timeoutSettings?: Partial<Record<TimeoutPhase, string>>;
   /**
    * Most parallel connections. Default: no limit. A request the budget let through must leave at once: one
    * held in a queue for a busy connection would leave later in a burst with others the budget counted apart.
@@ -181,6 +192,8 @@ export class ServiceClient {
           headersTimeoutMs: positive(options.headersTimeoutMs, 15_000, 'headersTimeoutMs'),
           bodyTimeoutMs: positive(options.bodyTimeoutMs, 15_000, 'bodyTimeoutMs'),
           requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
+          answerTimeoutMs: positive(options.answerTimeoutMs, 60_000, 'answerTimeoutMs'),
+          ...(options.timeoutSettings ? { timeoutSettings: options.timeoutSettings } : {}),
           connections:
             options.connections === undefined ? null : positive(options.connections, 0, 'connections'),
           urlSetting: this.#urlSetting,
@@ -257,8 +270,9 @@ export class ServiceClient {
    * The next pending execution of the task, now claimed by this client; null when none is pending (404 NOT_FOUND).
    * `signal` cancels the poll only while it waits for the budget gate: once sent, it runs to its answer or its
    * timeouts, because the service claims the execution when it answers and a dropped answer would lose it.
+   * `cut` aborts it even once sent (rejecting with its reason): the caller's last resort, its answer lost.
    */
-  async pollTask(taskId: string, signal?: AbortSignal): Promise<TaskExecution | null> {
+  async pollTask(taskId: string, signal?: AbortSignal, cut?: AbortSignal): Promise<TaskExecution | null> {
     return await this.#call(
       'tasks.poll',
       this.#request('GET', this.#paths.poll(taskId)),
@@ -275,7 +289,7 @@ export class ServiceClient {
         this.#ensureSuccess('tasks.poll', answer);
         return parseTaskExecution('tasks.poll', parseJsonBody('tasks.poll', answer));
       },
-      { abortWhenSent: false },
+      { sentSignal: cut ?? null },
     );
   }
 
@@ -408,7 +422,8 @@ export class ServiceClient {
     request: OutgoingRequest,
     signal: AbortSignal | undefined,
     interpret: (answer: Answer) => T,
-    { abortWhenSent = true }: { abortWhenSent?: boolean } = {},
+    // What aborts the request once it has left the gate: by default the caller's signal; null for nothing.
+    { sentSignal }: { sentSignal?: AbortSignal | null } = {},
   ): Promise<T> {
     if (this.#closed) {
       throw new ServiceClientError(
@@ -420,7 +435,8 @@ export class ServiceClient {
     const started = performance.now();
     let status = 0;
     try {
-      const answer = await this.#transport.send(operation, request, abortWhenSent ? signal : undefined);
+      const whenSent = sentSignal === undefined ? signal : (sentSignal ?? undefined);
+      const answer = await this.#transport.send(operation, request, whenSent);
       status = answer.status;
       this.#observe(operation, answer);
       const value = this.#interpret(answer, interpret);

@@ -81,9 +81,9 @@ function hintFor(d: ServiceErrorDetails): string {
 
 /**
  * Which limit passed: connecting, waiting for the headers once the request was written, silence between body
- * chunks, or the deadline from sending to the headers.
+ * chunks, the deadline from sending to the headers, or the deadline of the whole answer (`answer`).
  */
-export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request';
+export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request' | 'answer';
 
 /** How far a failed request got, as far as this client can tell. */
 export interface RequestReach {
@@ -91,6 +91,8 @@ export interface RequestReach {
   sent: boolean;
   /** The answer's status, when its headers arrived before the failure cut the body short. */
   answerStatus?: number | undefined;
+  /** The first bytes of a body cut short (at most 64 KiB), as text; never logged (see NetworkError.answerPrefix). */
+  answerPrefix?: string | undefined;
 }
 
 /** No answer: connection refused or reset, socket closed before the answer, DNS failure. */
@@ -101,12 +103,23 @@ export class NetworkError extends ServiceClientError {
   readonly sent: boolean;
   /** The answer's status when its headers came before the failure; undefined when none came. */
   readonly answerStatus: number | undefined;
+  /** Private, so no logger serialises it: a body holds the service's data (an execution's input). */
+  readonly #answerPrefix: string | undefined;
 
   constructor(operation: Operation, message: string, cause: unknown, reach: RequestReach) {
     super(message, { cause });
     this.operation = operation;
     this.sent = reach.sent;
     this.answerStatus = reach.answerStatus;
+    this.#answerPrefix = reach.answerPrefix;
+  }
+
+  /**
+   * What arrived of a body cut short: a poll's may already name the execution it claimed, which can then be
+   * read back by id rather than lost.
+   */
+  get answerPrefix(): string | undefined {
+    return this.#answerPrefix;
   }
 
   /**

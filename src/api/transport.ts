@@ -19,6 +19,10 @@ export interface TransportOptions {
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
   requestTimeoutMs: number;
+  /** From sending to the body's last byte, in ms. */
+  answerTimeoutMs: number;
+  /** How timeout errors name each limit, e.g. `DF_API_BODY_TIMEOUT_MS`; default the option's own name. */
+  timeoutSettings?: Partial<Record<TimeoutPhase, string>>;
   /** Most parallel connections; null for no limit. */
   connections: number | null;
   /** How network errors name the setting that holds the URL, e.g. `DF_API_URL`. */
@@ -32,6 +36,9 @@ export interface OutgoingRequest {
   headers: Record<string, string>;
   body?: string | FormData;
 }
+
+/** How much of a body cut short its error keeps: enough for the fields a service sends first. */
+const ANSWER_PREFIX_BYTES = 64 * 1024;
 
 /** How long an idle socket is kept for the next request, in ms. */
 const KEEP_ALIVE_MS = 4_000;
@@ -104,7 +111,11 @@ export class Transport {
       return await reader.answer;
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason;
-      const reach: RequestReach = { sent: reader.exchange !== 'sending', answerStatus: reader.status };
+      const reach: RequestReach = {
+        sent: reader.exchange !== 'sending',
+        answerStatus: reader.status,
+        answerPrefix: reader.received(ANSWER_PREFIX_BYTES),
+      };
       if (error instanceof LimitExpired) throw this.#timeout(operation, error.phase, error, reach);
       throw this.#networkError(operation, error, reach);
     } finally {
@@ -165,28 +176,20 @@ function lostWhat(reach: RequestReach, origin: string): string {
   return reach.sent ? `got no answer from ${origin}` : `could not reach ${origin}`;
 }
 
+const PHASES: Record<TimeoutPhase, { what: string; option: keyof TransportOptions & `${string}Ms` }> = {
+  connect: { what: 'connecting', option: 'connectTimeoutMs' },
+  headers: { what: 'waiting for response headers', option: 'headersTimeoutMs' },
+  body: { what: 'waiting for the response body', option: 'bodyTimeoutMs' },
+  request: { what: 'waiting for an answer', option: 'requestTimeoutMs' },
+  answer: { what: 'reading the whole answer', option: 'answerTimeoutMs' },
+};
+
 function describePhase(
   phase: TimeoutPhase,
   options: TransportOptions,
 ): { what: string; ms: number; setting: string } {
-  switch (phase) {
-    case 'connect':
-      return { what: 'connecting', ms: options.connectTimeoutMs, setting: 'connectTimeoutMs' };
-    case 'headers':
-      return {
-        what: 'waiting for response headers',
-        ms: options.headersTimeoutMs,
-        setting: 'headersTimeoutMs',
-      };
-    case 'body':
-      return { what: 'waiting for the response body', ms: options.bodyTimeoutMs, setting: 'bodyTimeoutMs' };
-    case 'request':
-      return {
-        what: 'waiting for an answer',
-        ms: options.requestTimeoutMs,
-        setting: 'requestTimeoutMs',
-      };
-  }
+  const { what, option } = PHASES[phase];
+  return { what, ms: options[option], setting: options.timeoutSettings?.[phase] ?? option };
 }
 
 /** The body as bytes with the headers that describe it; a form is encoded as multipart/form-data. */

@@ -37,6 +37,24 @@ export interface BudgetOptions {
   leaseSize?: number;
   /** Pause of every request after a 429 that carries no Retry-After, in ms. Default 60_000. */
   rateLimitPauseMs?: number;
+  /**
+   * Longest pause a 429 may impose, in ms, whatever its Retry-After asks (seconds or an HTTP date, sane or
+   * not): past it one request tries again, and another 429 pauses anew. Default 120_000.
+   */
+  retryAfterMaxMs?: number;
+  /** Told once per pause a 429 starts or lengthens (not of a 429 that falls within one already running). */
+  onPause?: (pause: RateLimitPause) => void;
+}
+
+/** A pause of every request after a 429: what the service asked, and what the budget took. */
+export interface RateLimitPause {
+  operation: Operation;
+  /** From the answer's Retry-After, in ms; undefined when it had none (or none readable). */
+  retryAfterMs: number | undefined;
+  /** The pause taken, in ms: Retry-After (or the default pause) capped at `retryAfterMaxMs`. */
+  pauseMs: number;
+  /** Clock instant the pause ends. */
+  until: number;
 }
 
 /**
@@ -123,6 +141,8 @@ export class Budget implements RequestGate {
   readonly #store: BudgetStore;
   readonly #leaseSize: number;
   readonly #rateLimitPauseMs: number;
+  readonly #retryAfterMaxMs: number;
+  readonly #onPause: ((pause: RateLimitPause) => void) | undefined;
   #reportReserve: number;
   /** The month whose usage is counted: the clock's month, or a later one while the clock is behind it. */
   #month: MonthWindow;
@@ -153,6 +173,8 @@ export class Budget implements RequestGate {
     this.#store = options.store ?? memoryBudgetStore();
     this.#leaseSize = Math.max(1, options.leaseSize ?? 20);
     this.#rateLimitPauseMs = options.rateLimitPauseMs ?? 60_000;
+    this.#retryAfterMaxMs = options.retryAfterMaxMs ?? 120_000;
+    this.#onPause = options.onPause;
     this.#windows = new SlidingWindows(
       [
         { name: 'second', limit: this.limits.perSecond, windowMs: 1_000 },
@@ -245,13 +267,22 @@ export class Budget implements RequestGate {
    * Hears every answer the service gives (the client's gate calls it). A 429 means the whole key is over a
    * limit, whichever request met it: every request pauses, for Retry-After or the default pause. Callers that
    * retry after a 429 just retry: their acquire waits for the pause. Concurrent 429s: the longest pause wins.
+   * No pause is longer than `retryAfterMaxMs`: a service (or a proxy) asking for years must not silence the
+   * daemon, reports included, for as long as it runs.
    */
   observe(answer: GateAnswer): void {
     if (answer.status !== 429) return;
-    const untilMs = this.#clock.now() + (answer.retryAfterMs ?? this.#rateLimitPauseMs);
+    const asked = answer.retryAfterMs;
+    const pauseMs = Math.min(Math.max(0, asked ?? this.#rateLimitPauseMs), this.#retryAfterMaxMs);
+    const untilMs = this.#clock.now() + pauseMs;
     if (untilMs > this.#pausedUntil) {
       this.#pausedUntil = untilMs;
       this.#interrupt?.abort();
+      try {
+        this.#onPause?.({ operation: answer.operation, retryAfterMs: asked, pauseMs, until: untilMs });
+      } catch {
+        // A listener's failure must not change how the budget reacts.
+      }
     }
   }
 

@@ -14,6 +14,7 @@ import { pipelineMetrics } from '../daemon/pipeline-metrics.ts';
 import {
   backoffFromConfig,
   budgetFromConfig,
+  logRateLimitPause,
   clientFromConfig,
   plannerFromConfig,
 } from '../daemon/service-wiring.ts';
@@ -155,7 +156,13 @@ export class ClusteredWorker {
     if (this.#pollStop.signal.aborted) return;
 
     // The local budget orders this replica's requests and paces; Redis holds the key's windows and month.
-    const local = budgetFromConfig(config, clock, 2 * config.concurrency, memoryBudgetStore());
+    const local = budgetFromConfig(
+      config,
+      clock,
+      2 * config.concurrency,
+      memoryBudgetStore(),
+      logRateLimitPause(logger),
+    );
     await local.load();
     this.#budget = new SharedBudget({
       local,
@@ -170,10 +177,9 @@ export class ClusteredWorker {
     const month = local.month();
     logger.info({ month: month.key, used: month.used, limit: month.limit }, 'month budget usage (cluster)');
 
-    this.#client = clientFromConfig(config, this.#budget, (e) => {
-      this.metrics.observeResponse(e.operation, e.status, e.durationMs);
-      if (e.status === 429) logger.warn({ operation: e.operation }, 'the service answered 429 RATE_LIMIT');
-    });
+    this.#client = clientFromConfig(config, this.#budget, (e) =>
+      this.metrics.observeResponse(e.operation, e.status, e.durationMs),
+    );
     const registry = new TaskRegistry({ handlers, client: this.#client, logger, sync: config.tasks.sync });
     // Long enough for a task list read that waits for budget; a replica that dies holding it delays the others.
     const syncLock = new CoordinatorLease(redis, this.#keys.taskSync, this.replicaId, TASK_SYNC_LOCK_MS);

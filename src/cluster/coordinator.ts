@@ -163,7 +163,7 @@ export class Coordinator {
           stop.signal,
         ),
       onPoll: (task, result) => metrics.polls.inc({ task: task.key, result }),
-      onPollAnswerLost: (task) => metrics.pollAnswersLost.inc({ task: task.key }),
+      onPollAnswerLost: (task, reason) => metrics.pollAnswersLost.inc({ task: task.key, reason }),
     });
     // The first poll waits for room too: the previous coordinator may have filled the queue.
     scheduler.enqueue(() => this.#roomInCluster(stop.signal));

@@ -1,7 +1,7 @@
 // Builds the budget and the service client from the configuration: one place, shared by the daemon and by
 // CLI commands that talk to the service, so every request of a key counts against the same budget.
 import { ServiceClient, type RequestGate, type ResponseEvent } from '../api/client.ts';
-import { Budget } from '../budget/budget.ts';
+import { Budget, type RateLimitPause } from '../budget/budget.ts';
 import { fileBudgetStore, type BudgetStore } from '../budget/store.ts';
 import type { BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
@@ -17,8 +17,11 @@ export function budgetFromConfig(
   clock: Clock,
   reportReserve = 0,
   store: BudgetStore = fileBudgetStore(config.state.dir),
+  onPause?: (pause: RateLimitPause) => void,
 ): Budget {
   return new Budget({
+    retryAfterMaxMs: config.scheduler.retryAfterMaxMs,
+    ...(onPause ? { onPause } : {}),
     limits: config.budget,
     clock,
     timeZone: config.budget.timeZone,
@@ -33,12 +36,33 @@ export function budgetFromConfig(
 /**
  * The report reserve (requests polls and other calls leave to reports) while `owed` executions await their
  * report: room for each one's report and a retry, and for those of the execution the next poll may claim
- * (the scheduler polls one task at a time, only with a slot free). A claim is then always reported within
+ * (each poll out beyond the first is counted in `owed` by the scheduler). A claim is then always reported within
  * the month, and at its end no more than that is left unspent, where holding 2 × DF_CONCURRENCY whatever ran
  * left 8 requests (4 claims under overload) by default.
  */
 export function reportReserveFor(owed: number): number {
   return 2 * (owed + 1);
+}
+
+/**
+ * Says, once per pause, that a 429 paused every request: how long the service asked (Retry-After) and how long
+ * the budget took. One line per pause, however many requests met the 429 at once.
+ */
+export function logRateLimitPause(logger: Logger): (pause: RateLimitPause) => void {
+  return ({ operation, retryAfterMs, pauseMs, until }) => {
+    logger.warn(
+      {
+        operation,
+        retryAfterMs: retryAfterMs ?? null,
+        pauseMs,
+        pausedUntil: new Date(until).toISOString(),
+        ...(retryAfterMs !== undefined && retryAfterMs > pauseMs
+          ? { capSetting: 'DF_RETRY_AFTER_MAX_MS' }
+          : {}),
+      },
+      'the service answered 429 RATE_LIMIT',
+    );
+  };
 }
 
 /** The back-off of every retry (handler attempts, reports, polls, the task list at start). */
@@ -61,6 +85,14 @@ export function clientFromConfig(
     headersTimeoutMs: config.api.headersTimeoutMs,
     bodyTimeoutMs: config.api.bodyTimeoutMs,
     requestTimeoutMs: config.api.requestTimeoutMs,
+    answerTimeoutMs: config.api.answerTimeoutMs,
+    timeoutSettings: {
+      connect: 'DF_API_CONNECT_TIMEOUT_MS',
+      headers: 'DF_API_HEADERS_TIMEOUT_MS',
+      body: 'DF_API_BODY_TIMEOUT_MS',
+      request: 'DF_API_REQUEST_TIMEOUT_MS',
+      answer: 'DF_API_ANSWER_TIMEOUT_MS',
+    },
     gate: budget,
     ...(onResponse ? { onResponse } : {}),
   });

@@ -8,6 +8,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { classifyFailure } from '../scheduler/retry-policy.ts';
+import { POLL_ANSWER_LOSSES } from '../scheduler/scheduler.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { backoffFromConfig, taskRefreshIntervalMs } from './service-wiring.ts';
 import type { TaskMatch, TaskRegistry } from './task-registry.ts';
@@ -160,7 +161,9 @@ export class TaskList {
     planner.setTasks(tasks, clock.now());
     metrics.tasksServed.set(tasks.length);
     // Present at 0 for each task served, so increase() in an alert sees the first lost answer too.
-    for (const task of tasks) metrics.pollAnswersLost.inc({ task: task.key }, 0);
+    for (const task of tasks) {
+      for (const reason of POLL_ANSWER_LOSSES) metrics.pollAnswersLost.inc({ task: task.key, reason }, 0);
+    }
     if (tasks.length > 0 && planner.paceExceedsMaxInterval(clock.now())) {
       logger.warn(
         {

@@ -352,10 +352,14 @@ export class PollPlanner {
     return [...this.#tasks.values()];
   }
 
-  /** The task to poll next and when: earliest due, then the one polled least recently. */
-  next(): PlannedTask | undefined {
+  /**
+   * The task to poll next and when: earliest due, then the one polled least recently; none of `excluded` (task
+   * ids whose poll is out).
+   */
+  next(excluded?: { has(taskId: string): boolean }): PlannedTask | undefined {
     let best: PlannedTask | undefined;
     for (const t of this.#tasks.values()) {
+      if (excluded?.has(t.taskId) === true) continue;
       if (
         !best ||
         t.nextDueAt < best.nextDueAt ||

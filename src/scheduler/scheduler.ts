@@ -2,7 +2,8 @@
 // is free (so nothing is claimed that cannot start at once), and hands each claimed execution off.
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
-import { NetworkError, ResponseValidationError } from '../api/errors.ts';
+import { NetworkError, ResponseValidationError, TimeoutError } from '../api/errors.ts';
+import { topLevelString } from '../api/json-prefix.ts';
 import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
@@ -15,14 +16,32 @@ export interface PolledTask {
 
 export type PollResult = 'hit' | 'empty' | 'error';
 
+/**
+ * Why a poll's answer could not be used, so that the execution it may have claimed is nobody's: cut short by a
+ * time limit or the connection, still unanswered when the shutdown ended, or a 2xx that is not JSON or names no
+ * execution. (A readable answer with an id is not lost: its execution is reported FAILED.)
+ */
+export const POLL_ANSWER_LOSSES = ['timeout', 'connection', 'shutdown', 'not-json', 'no-id'] as const;
+export type PollAnswerLoss = (typeof POLL_ANSWER_LOSSES)[number];
+
 export interface SchedulerOptions {
   /** The client, whose budget gate paces every poll and pauses them all after a 429. */
   client: ServiceClient;
   planner: PollPlanner;
   clock: Clock;
   logger: Logger;
-  /** Executions run at once; a poll is only sent while one of these slots is free. */
+  /**
+   * Executions run at once. A poll in flight holds a slot too (its answer may be an execution to run), so
+   * polls of different tasks go out side by side, each on its own connection, and one slow answer holds back
+   * only its own task.
+   */
   concurrency: number;
+  /**
+   * Aborts the polls already sent, whose answers are then lost (counted, reason `shutdown`): the daemon's last
+   * word at shutdown, when waiting longer for an answer would overrun the documented bound. Until then a sent
+   * poll runs to its answer or DF_API_ANSWER_TIMEOUT_MS, since the service claims the execution when it answers.
+   */
+  cutPolls?: AbortSignal;
   /** While the key is refused (401), one poll is tried this often, in ms. */
   unauthorizedRetryMs: number;
   /** Why no execution may be claimed right now (e.g. the journal is not writable), or undefined. */
@@ -39,7 +58,7 @@ export interface SchedulerOptions {
    * A poll was sent but its answer was lost (connection closed, a timeout, a 2xx body cut short): the service
    * may have claimed an execution for this worker that no one will run or report. Called after it is logged.
    */
-  onPollAnswerLost?: (task: PolledTask) => void;
+  onPollAnswerLost?: (task: PolledTask, reason: PollAnswerLoss) => void;
   onAuthorizationChange?: (authorized: boolean) => void;
   /**
    * Called whenever the count of executions owed a report changes: those running (or being reported) and
@@ -51,6 +70,8 @@ export interface SchedulerOptions {
 export class Scheduler {
   readonly #o: SchedulerOptions;
   readonly #running = new Set<Promise<void>>();
+  /** Polls out (waiting for the budget or for their answer), by task id: at most one per task. */
+  readonly #polling = new Map<string, Promise<void>>();
   /** Work waiting for a free slot (a journal replay), started before any poll. */
   readonly #backlog: Array<() => Promise<void>> = [];
   #nudge = new AbortController();
@@ -65,9 +86,17 @@ export class Scheduler {
     return this.#running.size;
   }
 
-  /** Executions owed a report: running (or being reported), or waiting for a slot. */
+  /**
+   * Executions owed a report: running (or being reported), waiting for a slot, or claimed by a poll out beyond
+   * the first (reportReserveFor already keeps room for the claim of one poll, as when polls went one at a time).
+   */
   get reportsOwed(): number {
-    return this.#running.size + this.#backlog.length;
+    return this.#running.size + this.#backlog.length + Math.max(0, this.#polling.size - 1);
+  }
+
+  /** Slots taken: executions running and polls out. */
+  get #busy(): number {
+    return this.#running.size + this.#polling.size;
   }
 
   get authorized(): boolean {
@@ -92,14 +121,17 @@ export class Scheduler {
     this.#nudge.abort();
   }
 
-  /** Resolves once every dispatched and enqueued execution has ended (reported, or left in the journal). */
+  /**
+   * Resolves once every dispatched and enqueued execution has ended (reported, or left in the journal) and every
+   * poll out has its answer (and what it claimed has ended too).
+   */
   async drained(): Promise<void> {
     for (;;) {
-      while (this.#backlog.length > 0 && this.#running.size < this.#o.concurrency) {
+      while (this.#backlog.length > 0 && this.#busy < this.#o.concurrency) {
         this.#track(this.#backlog.shift()!());
       }
-      if (this.#running.size === 0) return;
-      await Promise.race([...this.#running].map((running) => running.catch(() => undefined)));
+      if (this.#busy === 0) return;
+      await Promise.race([...this.#running, ...this.#polling.values()].map((p) => p.catch(() => undefined)));
     }
   }
 
@@ -108,7 +140,7 @@ export class Scheduler {
     const { planner, clock, logger } = this.#o;
     signal.addEventListener('abort', () => this.#nudge.abort(), { once: true });
     while (!signal.aborted) {
-      if (this.#running.size >= this.#o.concurrency) {
+      if (this.#busy >= this.#o.concurrency) {
         await this.#waitForNudge(Infinity);
         continue;
       }
@@ -127,7 +159,8 @@ export class Scheduler {
         await this.#waitForNudge(5_000);
         continue;
       }
-      const task = planner.next();
+      // A task whose poll is out is not due again until its answer says when.
+      const task = planner.next(this.#polling);
       const now = clock.now();
       if (!task) {
         await this.#waitForNudge(60_000);
@@ -137,8 +170,22 @@ export class Scheduler {
         await this.#waitForNudge(task.nextDueAt - now);
         continue;
       }
-      await this.#pollOnce({ taskId: task.taskId, key: task.key }, signal);
+      this.#startPoll({ taskId: task.taskId, key: task.key }, signal);
     }
+  }
+
+  #startPoll(task: PolledTask, signal: AbortSignal): void {
+    const polling = this.#pollOnce(task, signal)
+      .catch((error: unknown) => {
+        this.#o.logger.error({ taskKey: task.key, err: error as Error }, 'poll failed unexpectedly');
+      })
+      .finally(() => {
+        this.#polling.delete(task.taskId);
+        this.#o.onReportsOwed?.(this.reportsOwed);
+        this.#nudge.abort();
+      });
+    this.#polling.set(task.taskId, polling);
+    this.#o.onReportsOwed?.(this.reportsOwed);
   }
 
   async #pollOnce(task: PolledTask, signal: AbortSignal): Promise<void> {
@@ -147,9 +194,16 @@ export class Scheduler {
     planner.sending(task.taskId);
     let execution: TaskExecution | null;
     try {
-      execution = await client.pollTask(task.taskId, signal);
+      execution = await client.pollTask(task.taskId, signal, this.#o.cutPolls);
     } catch (error) {
-      if (signal.aborted) return;
+      const cut = this.#o.cutPolls;
+      if (cut?.aborted === true && error === cut.reason) {
+        // Sent before the stop (a poll still waiting for the budget was cancelled by it) and unanswered since.
+        this.#pollAnswerLost(task, started, clock.now(), 'shutdown', error);
+        return;
+      }
+      if (signal.aborted && !(error instanceof NetworkError || error instanceof ResponseValidationError))
+        return;
       const now = clock.now();
       this.#o.onPoll?.(task, 'error', now - started);
       const action = classifyFailure(error);
@@ -163,15 +217,24 @@ export class Scheduler {
           );
           this.#track(failUnreadable(task, executionId, error.problem));
         } else {
-          logger.error(
-            { taskKey: task.key, taskId: task.taskId, err: error },
-            'poll answer unusable; skipping it',
-          );
+          this.#pollAnswerLost(task, started, now, error.field === '(body)' ? 'not-json' : 'no-id', error);
         }
         planner.onError(task.taskId, now);
       } else if (error instanceof NetworkError && error.mayHaveBeenApplied) {
-        this.#pollAnswerLost(task, started, now, error);
+        const recovered = await this.#readBackCutClaim(task, error);
+        if (recovered) {
+          planner.onHit(task.taskId, clock.now(), Date.parse(recovered.createdAt));
+          this.#track(this.#o.dispatch(task, recovered));
+          return;
+        }
         planner.onError(task.taskId, now);
+        this.#pollAnswerLost(
+          task,
+          started,
+          now,
+          error instanceof TimeoutError ? 'timeout' : 'connection',
+          error,
+        );
       } else if (action.kind === 'rate-limited') {
         // The task stays due: its next poll waits in the budget gate, which paused every request.
       } else if (action.kind === 'unauthorized') {
@@ -196,22 +259,59 @@ export class Scheduler {
     this.#track(this.#o.dispatch(task, execution));
   }
 
-  #pollAnswerLost(task: PolledTask, started: number, now: number, error: NetworkError): void {
+  /**
+   * A poll answer cut short may have named its execution before it was cut: read it back by id, and it is
+   * run as if the answer had come whole. Undefined when the answer named none, the read fails, or the
+   * execution is no longer this task's to run.
+   */
+  async #readBackCutClaim(task: PolledTask, error: NetworkError): Promise<TaskExecution | undefined> {
+    const prefix = error.answerPrefix;
+    const id = prefix === undefined ? undefined : topLevelString(prefix, 'id');
+    if (id === undefined) return undefined;
+    const logger = this.#o.logger.child({ taskKey: task.key, taskId: task.taskId, executionId: id });
+    try {
+      const execution = await this.#o.client.getExecution(id, this.#o.cutPolls);
+      if (execution.status !== 'IN_PROGRESS' || execution.taskId !== task.taskId) {
+        logger.warn(
+          { status: execution.status, executionTaskId: execution.taskId },
+          'a poll answer cut short named an execution that is not ours to run; leaving it',
+        );
+        return undefined;
+      }
+      logger.warn({ err: error }, 'poll answer cut short; its execution was read back by id and runs');
+      return execution;
+    } catch (readError) {
+      logger.error(
+        { err: readError as Error },
+        'a poll answer cut short named an execution that could not be read back',
+      );
+      return undefined;
+    }
+  }
+
+  #pollAnswerLost(
+    task: PolledTask,
+    started: number,
+    now: number,
+    reason: PollAnswerLoss,
+    error: unknown,
+  ): void {
     // Nothing else will name this execution: this worker never learnt its id, and the service API documents no
     // way back from claimed to pending. An operator can find it on the service by task and time.
     this.#o.logger.error(
       {
         taskKey: task.key,
         taskId: task.taskId,
+        reason,
         polledAt: new Date(started).toISOString(),
         lostAt: new Date(now).toISOString(),
-        answerStatus: error.answerStatus,
-        err: error,
+        answerStatus: error instanceof NetworkError ? error.answerStatus : undefined,
+        err: error as Error,
       },
       'poll answer lost after the poll was sent: the service may hold an execution of this task claimed by ' +
         'this worker between polledAt and lostAt that no one will run or report; look for it on the service',
     );
-    this.#o.onPollAnswerLost?.(task);
+    this.#o.onPollAnswerLost?.(task, reason);
   }
 
   /** Counts work against the concurrency and drained() until it ends. */

@@ -20,7 +20,7 @@ export class WorkerMetrics {
   readonly rateLimited: Counter<'operation'>;
   readonly requestDuration: Histogram<'operation'>;
   readonly polls: Counter<'task' | 'result'>;
-  readonly pollAnswersLost: Counter<'task'>;
+  readonly pollAnswersLost: Counter<'task' | 'reason'>;
   readonly pickupLatency: Histogram<'task'>;
   readonly handlerDuration: Histogram<'task' | 'outcome'>;
   readonly attempts: Histogram<'task'>;
@@ -96,9 +96,11 @@ export class WorkerMetrics {
     this.pollAnswersLost = new Counter({
       name: 'dfworker_poll_answers_lost_total',
       help:
-        'Polls sent whose answer was lost (connection closed, timeout, a 2xx body cut short): the service may ' +
-        'hold an execution claimed by this worker that no one will run or report. Each is logged as an error.',
-      labelNames: ['task'],
+        'Polls sent whose answer could not be used: the service may hold an execution claimed by this worker ' +
+        'that no one will run or report. Each is logged as an error. reason: timeout (DF_API_*_TIMEOUT_MS), ' +
+        'connection (closed or reset, a body cut short), shutdown (still unanswered when the shutdown ended), ' +
+        'not-json (a 2xx that is not JSON, e.g. an HTML page), no-id (JSON without a usable execution id).',
+      labelNames: ['task', 'reason'],
       registers,
     });
     this.pickupLatency = new Histogram({

@@ -1,10 +1,10 @@
 // The request time limits on a fake clock: each limit acts only after a turn of the loop for I/O, and only if
-// nothing arrived meanwhile; the body has no deadline, only its silence limit.
+// nothing arrived meanwhile; the whole answer has its own deadline, however its chunks are spaced.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AnswerWatch } from '../../src/api/answer-watch.ts';
 import type { TimeoutPhase } from '../../src/api/errors.ts';
 
-const LIMITS = { requestTimeoutMs: 1_000, headersTimeoutMs: 600, bodyTimeoutMs: 300 };
+const LIMITS = { requestTimeoutMs: 1_000, headersTimeoutMs: 600, bodyTimeoutMs: 300, answerTimeoutMs: 5_000 };
 
 beforeEach(() => {
   vi.useFakeTimers({
@@ -73,6 +73,33 @@ describe('AnswerWatch', () => {
     expect(expired).toEqual([]);
     vi.advanceTimersByTime(LIMITS.bodyTimeoutMs + 1);
     expect(expired).toEqual(['body']);
+  });
+
+  it('cuts an answer that trickles (every gap under bodyTimeoutMs) at answerTimeoutMs, counted from sending', () => {
+    const { watch: w, expired } = watch();
+    w.sent();
+    vi.advanceTimersByTime(100);
+    w.headers();
+    // One chunk every 250 ms: the silence limit (300 ms) never passes.
+    for (let elapsed = 100; elapsed < LIMITS.answerTimeoutMs - 250; elapsed += 250) {
+      vi.advanceTimersByTime(250);
+      w.chunk();
+    }
+    expect(expired).toEqual([]);
+    vi.advanceTimersByTime(250);
+    w.chunk();
+    vi.advanceTimersToNextTimer(); // the turn after the deadline
+    expect(expired).toEqual(['answer']);
+  });
+
+  it('leaves an answer that ended before its deadline alone', () => {
+    const { watch: w, expired } = watch();
+    w.sent();
+    w.headers();
+    w.chunk();
+    w.stop();
+    vi.advanceTimersByTime(LIMITS.answerTimeoutMs * 2);
+    expect(expired).toEqual([]);
   });
 
   it('expires nothing once stopped', () => {

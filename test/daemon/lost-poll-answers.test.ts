@@ -31,9 +31,15 @@ async function workerWithFaultyFirstPoll(
 
 const lostLogs = (h: Harness) => h.logs.filter((l) => typeof l.msg === 'string' && LOST.test(l.msg));
 
-async function lostCount(h: Harness): Promise<string | undefined> {
+/** The count for task `enrich` and `reason`, or summed over every reason; undefined when not exposed. */
+async function lostCount(h: Harness, reason?: string): Promise<string | undefined> {
   const text = await h.worker.metrics.render();
-  return /^dfworker_poll_answers_lost_total\{task="enrich"\} (\d+)$/m.exec(text)?.[1];
+  const counts = [
+    ...text.matchAll(/^dfworker_poll_answers_lost_total\{task="enrich",reason="([^"]+)"\} (\d+)$/gm),
+  ]
+    .filter(([, r]) => reason === undefined || r === reason)
+    .map(([, , count]) => Number(count));
+  return counts.length === 0 ? undefined : String(counts.reduce((a, b) => a + b, 0));
 }
 
 describe('a poll answer lost after the poll was sent', () => {
@@ -51,6 +57,7 @@ describe('a poll answer lost after the poll was sent', () => {
     });
     expect(log!.msg).toMatch(/the service may hold an execution of this task claimed by this worker/);
     expect(JSON.stringify(h.logs)).not.toContain(TEST_KEY);
+    expect(await lostCount(h, 'connection')).toBe('1');
     expect(await lostCount(h)).toBe('1');
     // What the log warns of: the service handed the execution out, and it is never reported.
     const execution = h.emulator.executions().find((e) => e.id === executionId);
@@ -68,7 +75,7 @@ describe('a poll answer lost after the poll was sent', () => {
       taskKey: 'enrich',
       err: { type: 'TimeoutError', phase: 'request', sent: true },
     });
-    expect(await lostCount(h)).toBe('1');
+    expect(await lostCount(h, 'timeout')).toBe('1');
   });
 
   it('is not counted when the service answered with an error status', async () => {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { JsonObject } from '../../src/api/types.ts';
+import { maxInWindow } from '../../src/budget/sliding-window.ts';
 import { Emulator, type EmulatedExecution, type EmulatorLimits } from '../../src/emulator/index.ts';
 import type { JournalEntry } from '../../src/journal/journal.ts';
 import { runCli, type CliProcess } from '../cli/process.ts';
@@ -428,6 +429,25 @@ export async function withRig<T>(options: RigOptions, scenario: (rig: FaultRig) 
   } finally {
     await rig.close();
   }
+}
+
+/** How the key's budget was spent, as the service counted it: 429s, the busiest second and minute. */
+export interface BudgetFigures {
+  rateLimited: number;
+  maxPerSecond: number;
+  maxPerMinute: number;
+  requests: number;
+}
+
+export function budgetFigures(rig: FaultRig): BudgetFigures {
+  const requests = rig.emulator.requests();
+  const arrivals = requests.map((r) => r.at);
+  return {
+    rateLimited: requests.filter((r) => r.rateLimited).length,
+    maxPerSecond: maxInWindow(arrivals, 1_000),
+    maxPerMinute: maxInWindow(arrivals, 60_000),
+    requests: requests.length,
+  };
 }
 
 /** The figures alone, for the report table. */

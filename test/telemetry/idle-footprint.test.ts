@@ -14,7 +14,7 @@ function loadedAfterStart(origin: string): string[] {
     const { WorkerMetrics } = await import('./src/telemetry/metrics.ts');
     const { WorkerHttpServer } = await import('./src/telemetry/http-server.ts');
     new Transport({ origin: ${JSON.stringify(origin)}, connectTimeoutMs: 1000, headersTimeoutMs: 1000,
-      bodyTimeoutMs: 1000, requestTimeoutMs: 1000, connections: 4, urlSetting: 'DF_API_URL' }, (t) => t);
+      bodyTimeoutMs: 1000, requestTimeoutMs: 1000, answerTimeoutMs: 1000, connections: 4, urlSetting: 'DF_API_URL' }, (t) => t);
     new WorkerMetrics();
     console.log(JSON.stringify({ server: typeof WorkerHttpServer, loaded: process.moduleLoadList }));
   `;
