@@ -1,7 +1,7 @@
 // Resource use of the real daemon (`df-worker start` as a child process) against the emulator on loopback, with
 // 20 handler modules and 20 tasks: time from spawn to the first poll, resident memory and CPU while idle, then
-// peak resident memory draining a backlog with the service's limits lifted, and what is left once the handler
-// workers were idle past DF_HANDLER_IDLE_TIMEOUT_MS. Each figure is printed beside the baseline measured in the
+// peak resident memory draining a backlog with the service's limits lifted (the daemon's own, and with its
+// handler processes), and what is left once the handler workers were idle past DF_HANDLER_IDLE_TIMEOUT_MS. Each figure is printed beside the baseline measured in the
 // same run: the daemon's code as it was before the footprint work (git ref --baseline-ref, extracted with
 // `git archive` to a temp folder), each configuration in a fresh emulator and process.
 //   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --starts 5 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2' --built]
@@ -9,7 +9,7 @@
 // drain, into DIR/<configuration> (node --heapsnapshot-signal, through NODE_OPTIONS).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -94,6 +94,8 @@ interface Figures {
     executions: number;
     seconds: number;
     peakRssMb: number;
+    /** The daemon and its handler processes together (DF_HANDLER_ISOLATION=process), at their peak. */
+    peakTreeRssMb: number;
     rssMbDrained: number;
     rssMbAfter: number;
     cpuPercent: number;
@@ -260,6 +262,7 @@ async function measure(name: string, configuration: Configuration): Promise<Figu
       executions: reported,
       seconds: drain.seconds,
       peakRssMb: drain.rssMbMax,
+      peakTreeRssMb: drain.treeRssMbMax,
       rssMbDrained: Math.round(settled.rssMb),
       rssMbAfter: Math.round(after.rssMb),
       cpuPercent: drain.cpuPercent,
@@ -303,13 +306,44 @@ async function sample(pid: number): Promise<{ rssMb: number; cpuTicks: number }>
   return { rssMb: rssKb / 1024, cpuTicks: Number(stat[11]) + Number(stat[12]) };
 }
 
+/** Resident memory of `pid` and every process under it, in MB (handler processes share the node binary's pages). */
+async function treeRssMb(pid: number): Promise<number> {
+  const parents = new Map<number, number>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = (await readFile(`/proc/${entry}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+      parents.set(Number(entry), Number(stat[1]));
+    } catch {
+      // Gone since readdir.
+    }
+  }
+  const inTree = (candidate: number): boolean => {
+    for (let p: number | undefined = candidate; p !== undefined && p > 1; p = parents.get(p)) {
+      if (p === pid) return true;
+    }
+    return false;
+  };
+  let total = 0;
+  for (const member of [...parents.keys()].filter(inTree)) {
+    try {
+      total += (await sample(member)).rssMb;
+    } catch {
+      // Gone since readdir.
+    }
+  }
+  return total;
+}
+
 async function phase(pid: number, seconds: number, until?: () => boolean) {
   const first = await sample(pid);
   const started = Date.now();
   let maxRss = first.rssMb;
+  let maxTreeRss = first.rssMb;
   while ((until ? !until() : true) && Date.now() - started < seconds * 1000) {
     await sleep(until ? 100 : 500);
     maxRss = Math.max(maxRss, (await sample(pid)).rssMb);
+    if (until) maxTreeRss = Math.max(maxTreeRss, await treeRssMb(pid));
   }
   const last = await sample(pid);
   const wallS = (Date.now() - started) / 1000;
@@ -317,6 +351,7 @@ async function phase(pid: number, seconds: number, until?: () => boolean) {
     seconds: Math.round(wallS * 10) / 10,
     rssMbEnd: Math.round(last.rssMb),
     rssMbMax: Math.round(maxRss),
+    treeRssMbMax: Math.round(maxTreeRss),
     cpuPercent: Math.round(((last.cpuTicks - first.cpuTicks) / ticksPerSecond / wallS) * 10_000) / 100,
   };
 }
@@ -354,6 +389,7 @@ const rows: Array<[string, (f: Figures) => number | string]> = [
   [`idle RSS, ${taskCount} tasks, after ${idleSeconds} s (MB)`, (f) => f.idle.rssMb],
   [`idle CPU over ${idleSeconds} s (%)`, (f) => f.idle.cpuPercent],
   [`peak RSS draining ${backlog} executions (MB)`, (f) => f.drain.peakRssMb],
+  [`peak RSS draining, with handler processes (MB)`, (f) => f.drain.peakTreeRssMb],
   ['RSS as the drain ends (MB)', (f) => f.drain.rssMbDrained],
   [`RSS ${AFTER_DRAIN_S} s after the drain (MB)`, (f) => f.drain.rssMbAfter],
   ['drain time (s)', (f) => f.drain.seconds],

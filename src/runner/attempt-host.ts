@@ -14,6 +14,7 @@ import {
 } from '../handlers/task-service.ts';
 import { runInAttemptScope } from './attempt-scope.ts';
 import { summariseError } from './errors.ts';
+import { checkOutput } from './output.ts';
 
 export interface AttemptSpec {
   /** The handler; `file` is where an isolated host imports it from. */
@@ -104,6 +105,24 @@ export const inlineHost: AttemptHost = {
     }
   },
 };
+
+/**
+ * `host` with outputs over `maxBytes` as JSON (DF_HANDLER_MAX_OUTPUT_BYTES) turned into an unusable result, for
+ * hosts that run handlers on the daemon's own loop (a worker checks its output before it crosses).
+ */
+export function withOutputLimit(host: AttemptHost, maxBytes: number): AttemptHost {
+  return {
+    async run(spec, signal) {
+      const result = await host.run(spec, signal);
+      if (result.kind !== 'returned') return result;
+      // The whole check, as a worker makes it: the runner then treats its verdict as it treats a worker's.
+      const checked = checkOutput(result.value, spec.task.outputKeys, maxBytes);
+      if (checked.ok) return result;
+      const { message, missingOutputKeys } = checked;
+      return { kind: 'unusable', message, ...(missingOutputKeys ? { missingOutputKeys } : {}) };
+    },
+  };
+}
 
 /** `ctx.service` on the daemon's own event loop: calls go straight to the handlers' client. */
 function inlineService(spec: AttemptSpec, signal: AbortSignal, ended: () => boolean): TaskServiceClient {

@@ -10,8 +10,12 @@ export type OutputCheck =
   | { ok: true; output: JsonObject; undeclaredKeys: string[] }
   | { ok: false; message: string; missingOutputKeys?: string[] };
 
-/** Never throws: whatever the handler returned (getters, toJSON or proxy traps that throw included) gives a check. */
-export function checkOutput(value: unknown, outputKeys: KeyDescription[]): OutputCheck {
+/**
+ * Never throws: whatever the handler returned (getters, toJSON or proxy traps that throw included) gives a check.
+ * With `maxBytes` (DF_HANDLER_MAX_OUTPUT_BYTES), an output whose JSON is larger fails the check: the daemon
+ * would hold several copies of it (journal, report body) and the service may refuse it anyway.
+ */
+export function checkOutput(value: unknown, outputKeys: KeyDescription[], maxBytes?: number): OutputCheck {
   let output: JsonObject;
   try {
     if (!isPlainObject(value)) {
@@ -26,6 +30,11 @@ export function checkOutput(value: unknown, outputKeys: KeyDescription[]): Outpu
     return { ok: false, message: truncateMessage(conversionFailure(error)) };
   }
 
+  if (maxBytes !== undefined) {
+    const bytes = jsonBytes(output, maxBytes);
+    if (bytes > maxBytes) return { ok: false, message: outputTooLargeMessage(bytes, maxBytes) };
+  }
+
   const declared = outputKeys.map((k) => k.key);
   const missing = declared.filter((key) => !Object.hasOwn(output, key));
   if (missing.length > 0) {
@@ -38,6 +47,42 @@ export function checkOutput(value: unknown, outputKeys: KeyDescription[]): Outpu
   }
   const declaredSet = new Set(declared);
   return { ok: true, output, undeclaredKeys: Object.keys(output).filter((key) => !declaredSet.has(key)) };
+}
+
+function outputTooLargeMessage(bytes: number, maxBytes: number): string {
+  return (
+    `handler output is at least ${bytes} bytes as JSON, over the ${maxBytes}-byte output limit ` +
+    '(DF_HANDLER_MAX_OUTPUT_BYTES); return a reference to large data (a file, a URL) instead'
+  );
+}
+
+/**
+ * The size of `output` as JSON text in UTF-8 bytes; past `maxBytes`, possibly a smaller figure that is still
+ * past it. Counted without escapes first, so an output far too large is never serialised (its copy alone could
+ * take the memory the limit guards).
+ */
+function jsonBytes(output: JsonObject, maxBytes: number): number {
+  const atLeast = unescapedBytes(output);
+  return atLeast > maxBytes ? atLeast : Buffer.byteLength(JSON.stringify(output));
+}
+
+/** JSON size with strings counted unescaped: never more than the real size. */
+function unescapedBytes(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value) + 2;
+  if (Array.isArray(value)) {
+    let bytes = 2 + Math.max(0, value.length - 1);
+    for (const item of value) bytes += unescapedBytes(item);
+    return bytes;
+  }
+  if (typeof value === 'object' && value !== null) {
+    const keys = Object.keys(value);
+    let bytes = 2 + Math.max(0, keys.length - 1);
+    for (const key of keys) {
+      bytes += Buffer.byteLength(key) + 3 + unescapedBytes((value as Record<string, unknown>)[key]);
+    }
+    return bytes;
+  }
+  return String(value).length;
 }
 
 class NotJsonError extends Error {}

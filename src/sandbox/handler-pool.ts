@@ -1,22 +1,37 @@
 // Runs handler attempts in a pool of workers (threads or child processes), one attempt per worker at a time,
 // so the daemon's event loop (budget, polls, reports, health, metrics) never waits on handler code. A worker
 // whose handler overruns its deadline without yielding, exhausts its heap, calls process.exit or crashes is
-// terminated or replaced; only that attempt fails.
+// terminated or replaced; only that attempt fails. A worker process is also watched for memory off the heap
+// (Buffers, native code): one past DF_HANDLER_MEMORY_MB beyond its start is killed.
 import type { Logger } from 'pino';
 import { pino } from 'pino';
-import { inlineHost, type AttemptHost, type AttemptSpec, type HostResult } from '../runner/attempt-host.ts';
+import {
+  inlineHost,
+  withOutputLimit,
+  type AttemptHost,
+  type AttemptSpec,
+  type HostResult,
+} from '../runner/attempt-host.ts';
 import { HandlerTimeoutError } from '../runner/errors.ts';
 import { NonRetryableError } from '../handlers/define-task.ts';
 import { redactDeep, type Redact } from '../runner/redact.ts';
 import { toErrorRecord } from '../api/error-record.ts';
 import { performServiceCall, ServiceCallRefusedError, type ServiceCall } from '../handlers/task-service.ts';
+import { anonymousResidentMb, oomKillCount } from './process-memory.ts';
 import { ATTEMPT_BINDING, type FromWorker, type SerializedError, type WorkerOutcome } from './protocol.ts';
 import { openChannel, type Isolation, type WorkerChannel, type WorkerDeath } from './worker-channel.ts';
 
 export interface HandlerPoolOptions {
   isolation: Isolation;
-  /** Heap limit of each worker, in MB (DF_HANDLER_MEMORY_MB). */
+  /**
+   * Memory limit of each worker, in MB (DF_HANDLER_MEMORY_MB): its V8 heap's, and for a process also the
+   * anonymous resident memory it may add to what it held when it started (watched every memoryWatchMs).
+   */
   memoryMb: number;
+  /** How often each worker process's resident memory is read, in ms. Default: MEMORY_WATCH_MS. */
+  memoryWatchMs?: number;
+  /** Largest output sent back, as JSON in bytes (DF_HANDLER_MAX_OUTPUT_BYTES); none: no limit. */
+  maxOutputBytes?: number;
   /** The workers' environment: already without the daemon's secrets. */
   env: Record<string, string>;
   /** Receives what happens outside any attempt (late errors, workers lost while idle). */
@@ -65,6 +80,12 @@ interface PoolWorker {
   idleTimer: NodeJS.Timeout | undefined;
   /** Started before the handler code last changed (see retire): never given another attempt. */
   retired: boolean;
+  /** A process's anonymous resident memory once it was ready, in MB: what its memory limit adds to. */
+  startMb: number | undefined;
+  /** The cgroup's OOM kills when it was started (see oomKillCount). */
+  oomKillsAtStart: number | undefined;
+  /** Why the pool killed it when its running attempt fails for it (its memory), rather than ends `stopped`. */
+  killedFor: string | undefined;
 }
 
 interface Running {
@@ -97,6 +118,12 @@ export const DEFAULT_ABORT_SETTLE_MS = 1_000;
  */
 export const START_BACKSTOP_MS = 15_000;
 export const DEFAULT_SPAWN_AFTER_MS = 50;
+/**
+ * How often a worker process's memory is read, in ms: a handler filling Buffers at a few GB/s may pass its limit
+ * by that much before it is killed; past the container's limit, the kernel ends the handler process instead
+ * (process-memory.ts, HANDLER_OOM_SCORE_ADJ).
+ */
+export const MEMORY_WATCH_MS = 100;
 
 export class HandlerPool implements AttemptHost {
   readonly #o: HandlerPoolOptions;
@@ -105,9 +132,15 @@ export class HandlerPool implements AttemptHost {
   readonly #waiting: Waiting[] = [];
   #nextAttemptId = 1;
   #closed = false;
+  /** Runs handlers given as objects, on this loop. */
+  readonly #inline: AttemptHost;
+  /** Reads the worker processes' memory while there are any. */
+  #memoryWatch: NodeJS.Timeout | undefined;
 
   constructor(options: HandlerPoolOptions) {
     this.#o = options;
+    this.#inline =
+      options.maxOutputBytes === undefined ? inlineHost : withOutputLimit(inlineHost, options.maxOutputBytes);
   }
 
   /** Workers alive, and how many of them run an attempt. */
@@ -128,7 +161,7 @@ export class HandlerPool implements AttemptHost {
     if (this.#closed) return Promise.resolve({ kind: 'stopped' });
     const file = spec.handler.file;
     // A handler given as an object (embedding, tests) has no module a worker could import: it runs inline.
-    if (file === undefined) return inlineHost.run(spec, signal);
+    if (file === undefined) return this.#inline.run(spec, signal);
     const worker = this.#takeIdle() ?? (this.#workers.size === 0 ? this.#spawn() : undefined);
     if (worker) return this.#start(worker, spec, signal, file);
     return new Promise<HostResult>((resolve) => {
@@ -208,6 +241,7 @@ export class HandlerPool implements AttemptHost {
         attempt: spec.attempt,
         job: spec.job,
         logLevel: spec.logger.level,
+        ...(this.#o.maxOutputBytes === undefined ? {} : { maxOutputBytes: this.#o.maxOutputBytes }),
       });
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
@@ -299,6 +333,9 @@ export class HandlerPool implements AttemptHost {
       whenReady: undefined,
       idleTimer: undefined,
       retired: false,
+      startMb: undefined,
+      oomKillsAtStart: this.#o.isolation === 'process' ? oomKillCount() : undefined,
+      killedFor: undefined,
     };
     worker.channel = openChannel({
       isolation: this.#o.isolation,
@@ -309,7 +346,35 @@ export class HandlerPool implements AttemptHost {
     });
     this.#workers.add(worker);
     this.#o.observer?.workerStarted?.();
+    if (this.#o.isolation === 'process') this.#watchMemory();
     return worker;
+  }
+
+  #watchMemory(): void {
+    if (this.#memoryWatch) return;
+    this.#memoryWatch = setInterval(() => {
+      for (const worker of this.#workers) {
+        if (worker.startMb === undefined || worker.channel.pid === undefined) continue;
+        const addedMb = (anonymousResidentMb(worker.channel.pid) ?? 0) - worker.startMb;
+        if (addedMb > this.#o.memoryMb) this.#killOverLimit(worker, addedMb);
+      }
+    }, this.#o.memoryWatchMs ?? MEMORY_WATCH_MS);
+    // Never what keeps the daemon alive: a busy worker's channel does that.
+    this.#memoryWatch.unref();
+  }
+
+  #killOverLimit(worker: PoolWorker, addedMb: number): void {
+    worker.killedFor =
+      `handler ran out of memory: its worker process held ${Math.round(addedMb)} MB more than when it started ` +
+      `(heap and off-heap: Buffers, native memory), over the ${this.#o.memoryMb} MB limit ` +
+      '(DF_HANDLER_MEMORY_MB), and was killed and replaced';
+    if (!worker.current) {
+      this.#o.logger.error(
+        { lastExecutionId: worker.lastExecutionId, addedMb: Math.round(addedMb) },
+        `a handler worker went over its memory limit between attempts: ${worker.killedFor}`,
+      );
+    }
+    void this.#terminate(worker, 'out-of-memory');
   }
 
   #release(worker: PoolWorker): void {
@@ -352,8 +417,11 @@ export class HandlerPool implements AttemptHost {
       this.#o.observer?.workerGone?.(reason);
     }
     await worker.channel.terminate();
-    // An attempt still on it (close() while it ran) ends `stopped`: its exit is not reported as a crash.
-    worker.current?.finish({ kind: 'stopped' });
+    // An attempt still on it (close() while it ran) ends `stopped`: its exit is not reported as a crash. One
+    // whose worker went over its memory limit fails for it.
+    worker.current?.finish(
+      worker.killedFor === undefined ? { kind: 'stopped' } : { kind: 'crashed', message: worker.killedFor },
+    );
   }
 
   #forget(worker: PoolWorker): void {
@@ -361,6 +429,10 @@ export class HandlerPool implements AttemptHost {
     this.#workers.delete(worker);
     const i = this.#idle.indexOf(worker);
     if (i >= 0) this.#idle.splice(i, 1);
+    if (this.#workers.size === 0) {
+      clearInterval(this.#memoryWatch);
+      this.#memoryWatch = undefined;
+    }
   }
 
   #onMessage(worker: PoolWorker, message: FromWorker): void {
@@ -394,6 +466,10 @@ export class HandlerPool implements AttemptHost {
         return;
       case 'ready': {
         worker.ready = true;
+        // Before any handler code ran in it: what Node.js and the worker's own modules hold.
+        if (this.#o.isolation === 'process' && worker.channel.pid !== undefined) {
+          worker.startMb = anonymousResidentMb(worker.channel.pid);
+        }
         const whenReady = worker.whenReady;
         worker.whenReady = undefined;
         whenReady?.();
@@ -407,11 +483,12 @@ export class HandlerPool implements AttemptHost {
     worker.gone = true;
     this.#forget(worker);
     if (wasGone) return; // terminated on purpose
-    const reason: WorkerGoneReason = death.outOfMemory
-      ? 'out-of-memory'
-      : worker.exitCode !== undefined
-        ? 'exit'
-        : 'crash';
+    const reason: WorkerGoneReason =
+      death.outOfMemory || this.#killedByKernel(worker, death)
+        ? 'out-of-memory'
+        : worker.exitCode !== undefined
+          ? 'exit'
+          : 'crash';
     this.#o.observer?.workerGone?.(reason);
     const message = this.#describeDeath(worker, death);
     const running = worker.current;
@@ -425,8 +502,21 @@ export class HandlerPool implements AttemptHost {
     );
   }
 
+  /** Died of SIGKILL that the pool did not send, while the cgroup counted an OOM kill: the container's limit. */
+  #killedByKernel(worker: PoolWorker, death: WorkerDeath): boolean {
+    if (death.signal !== 'SIGKILL' || worker.oomKillsAtStart === undefined) return false;
+    return (oomKillCount() ?? 0) > worker.oomKillsAtStart;
+  }
+
   #describeDeath(worker: PoolWorker, death: WorkerDeath): string {
     const what = this.#o.isolation === 'thread' ? 'worker thread' : 'worker process';
+    if (this.#killedByKernel(worker, death)) {
+      return (
+        "handler ran out of memory: the kernel's out-of-memory killer ended its worker process (the container's " +
+        `memory limit was reached; each worker may hold DF_HANDLER_MEMORY_MB=${this.#o.memoryMb} MB more than ` +
+        'Node.js itself, DF_CONCURRENCY of them at once) and it was replaced'
+      );
+    }
     if (death.outOfMemory) {
       return (
         `handler ran out of memory: its ${what} reached the ${this.#o.memoryMb} MB heap limit ` +

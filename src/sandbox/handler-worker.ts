@@ -113,7 +113,8 @@ async function run(message: RunMessage): Promise<void> {
 }
 
 function returned(value: unknown, message: RunMessage): WorkerOutcome {
-  const checked = checkOutput(value, message.task.outputKeys);
+  // Checked here, size included, so an output too large never crosses into the daemon's memory.
+  const checked = checkOutput(value, message.task.outputKeys, message.maxOutputBytes);
   if (checked.ok) return { kind: 'returned', output: checked.output };
   return {
     kind: 'unusable',

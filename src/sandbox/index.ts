@@ -1,8 +1,9 @@
-// Handler isolation as the daemon wires it from its configuration (DF_HANDLER_ISOLATION, DF_HANDLER_MEMORY_MB).
+// Handler isolation as the daemon wires it from its configuration (DF_HANDLER_ISOLATION, DF_HANDLER_MEMORY_MB,
+// DF_HANDLER_MAX_OUTPUT_BYTES).
 import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { LoadedHandler } from '../handlers/loader.ts';
-import { inlineHost, type AttemptHost } from '../runner/attempt-host.ts';
+import { inlineHost, withOutputLimit, type AttemptHost } from '../runner/attempt-host.ts';
 import { redactor, type Redact } from '../runner/redact.ts';
 import { HandlerPool, type PoolObserver } from './handler-pool.ts';
 import { loadHandlersIsolated } from './load-handlers.ts';
@@ -46,7 +47,7 @@ export function sandboxFromConfig(
       // process never needs the loader (its idle memory, bench:footprint).
       loadHandlers: async (dir, logger) =>
         (await import('../handlers/loader.ts')).loadHandlersOrThrow(dir, { logger }),
-      host: inlineHost,
+      host: withOutputLimit(inlineHost, config.handlers.maxOutputBytes),
       redact,
       retire: () => undefined,
       close: () => Promise.resolve(),
@@ -56,6 +57,7 @@ export function sandboxFromConfig(
   const pool = new HandlerPool({
     isolation: config.handlers.isolation,
     memoryMb: config.handlers.memoryMb,
+    maxOutputBytes: config.handlers.maxOutputBytes,
     env,
     logger,
     redact,

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { KeyDescription } from '../api/types.ts';
 import { HandlerLoadError, HandlerLoadErrors, HandlersDirectoryError } from '../handlers/load-errors.ts';
 import type { LoadedHandler } from '../handlers/loader.ts';
+import { raiseOomScore } from './process-memory.ts';
 import { conditionFlags } from './worker-channel.ts';
 
 export interface HandlerDeclaration {
@@ -84,6 +85,8 @@ function runLoadProcess(dir: string, env: Record<string, string>, timeoutMs: num
       // What a module prints at its top level reaches the daemon's output, as from a handler worker.
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    // Modules' top-level code runs here: at the container's memory limit, the kernel ends it, not the daemon.
+    raiseOomScore(child.pid);
     let report: LoadReport | undefined;
     let error: Error | undefined;
     const timer = setTimeout(() => {

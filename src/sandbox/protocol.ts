@@ -29,6 +29,8 @@ export interface RunMessage {
   job: JobContext;
   /** pino level of the daemon's logger: lines below it are not sent across. */
   logLevel: string;
+  /** Largest output, as JSON in bytes, sent back (DF_HANDLER_MAX_OUTPUT_BYTES): a larger one fails the attempt. */
+  maxOutputBytes?: number;
 }
 
 /** Aborts `ctx.signal` of a running attempt (its deadline passed, or the daemon stops). */

@@ -3,6 +3,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { raiseOomScore } from './process-memory.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 
 export type Isolation = 'thread' | 'process';
@@ -17,7 +18,7 @@ export interface WorkerDeath {
 
 export interface ChannelOptions {
   isolation: Isolation;
-  /** Old-generation heap limit of the worker, in MB. */
+  /** Old-generation heap limit of the worker, in MB (a process's whole memory is the pool's to watch). */
   memoryMb: number;
   /** The worker's whole environment (process.env inside it). */
   env: Record<string, string>;
@@ -87,6 +88,8 @@ function processChannel(options: ChannelOptions): WorkerChannel {
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
+  // Before its first line of JavaScript runs: at the container's memory limit, the kernel ends it, not the daemon.
+  raiseOomScore(child.pid);
   // V8 prints its out-of-memory report on stderr before it aborts; keep the tail to recognise it.
   let stderrTail = '';
   child.stderr?.on('data', (chunk: Buffer) => {

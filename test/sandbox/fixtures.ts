@@ -93,6 +93,7 @@ export async function poolRig(
   isolation: Isolation,
   options: {
     memoryMb?: number;
+    maxOutputBytes?: number;
     env?: Record<string, string>;
     idleTimeoutMs?: number;
     spawnAfterMs?: number;
@@ -117,6 +118,7 @@ export async function poolRig(
     redact,
     maxIdle: 2,
     abortSettleMs: 200,
+    ...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }),
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
     ...(options.spawnAfterMs === undefined ? {} : { spawnAfterMs: options.spawnAfterMs }),
     ...(options.startBackstopMs === undefined ? {} : { startBackstopMs: options.startBackstopMs }),
