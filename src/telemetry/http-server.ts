@@ -1,8 +1,13 @@
 // The worker's own HTTP endpoints: /metrics for Prometheus, /healthz (alive, event loop not stuck),
 // /readyz (can do its job), and POST /wake to poll now. Node's own http: four routes need no framework.
+// It shares the daemon's event loop, so no client may cost it much: /metrics is rendered at most once per
+// interval, connections are capped, and every wait on a client has a bound.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { ConnectionCap, type ConnectionFigures } from './connection-cap.ts';
 import { EventLoopLagMonitor } from './event-loop-lag.ts';
+import { MetricsRenderCache } from './metrics-cache.ts';
 
 // process.getBuiltinModule rather than ESM imports: an import's namespace reads every export, and node:http's
 // lazy WebSocket, CloseEvent and MessageEvent load node's own undici (5 MB more resident memory, measured in a
@@ -35,8 +40,42 @@ export interface HttpServerOptions {
    * Default: maxEventLoopDelayMs.
    */
   eventLoopRecoveryMs?: number;
+  /** A rendering of /metrics is served to every scraper for this long, in ms. Default 1 s. */
+  metricsRenderIntervalMs?: number;
+  /** Open connections at most; see connection-cap.ts for who gives way. Default 64. */
+  maxConnections?: number;
+  /** Bounds on each client; default CLIENT_LIMITS (tests shorten them). */
+  clientLimits?: Partial<ClientLimits>;
   logger: Logger;
 }
+
+export interface ClientLimits {
+  /** From connecting (or the last answer) to the end of the request headers: slowloris is cut here. */
+  headersTimeoutMs: number;
+  /** From connecting to the whole request received. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this; a scraper reconnects for its next scrape. */
+  keepAliveTimeoutMs: number;
+  /** A socket with no byte in either direction for this long (a client that stops reading) is closed. */
+  socketIdleMs: number;
+  /** How often the two request timeouts are checked; Node's default (30 s) would let them overrun so long. */
+  checkEveryMs: number;
+}
+
+/** What one client can hold, in ms: none is a setting, as probes and scrapers need far less. */
+export const CLIENT_LIMITS: ClientLimits = {
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  socketIdleMs: 10_000,
+  checkEveryMs: 1_000,
+};
+/** Request headers larger than this are answered 431 and the connection closed; probes send a few hundred bytes. */
+const MAX_HEADER_BYTES = 8 * 1024;
+/** DF_HTTP_MAX_CONNECTIONS's default, for servers made without it. */
+const DEFAULT_MAX_CONNECTIONS = 64;
+/** While the connection cap turns clients away, one warning a minute at most: a flood must not flood the log. */
+const CAP_WARNING_EVERY_MS = 60_000;
 
 export class WorkerHttpServer {
   readonly #source: ProbeSource;
@@ -44,6 +83,9 @@ export class WorkerHttpServer {
   readonly #server: Server;
   readonly #loop: EventLoopLagMonitor;
   readonly #lagLimitMs: number;
+  readonly #metrics: MetricsRenderCache;
+  readonly #connections: ConnectionCap;
+  #capWarned = { at: -Infinity, evicted: 0, refused: 0 };
 
   constructor(source: ProbeSource, options: HttpServerOptions) {
     this.#source = source;
@@ -53,14 +95,39 @@ export class WorkerHttpServer {
       limitMs: this.#lagLimitMs,
       recoveryMs: options.eventLoopRecoveryMs ?? this.#lagLimitMs,
     });
-    this.#server = createServer((req, res) => {
-      this.#handle(req, res).catch((error: unknown) => {
-        options.logger.error({ err: error as Error }, 'health server request failed');
-        if (!res.headersSent) send(res, 500, { error: 'internal error' });
-      });
+    this.#metrics = new MetricsRenderCache(() => source.metrics(), {
+      intervalMs: options.metricsRenderIntervalMs ?? 1_000,
     });
-    this.#server.requestTimeout = 10_000;
-    this.#server.headersTimeout = 5_000;
+    this.#connections = new ConnectionCap(options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
+    const limits = { ...CLIENT_LIMITS, ...options.clientLimits };
+    this.#server = createServer(
+      {
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+        connectionsCheckingInterval: limits.checkEveryMs,
+        maxHeaderSize: MAX_HEADER_BYTES,
+      },
+      (req, res) => {
+        const socket = req.socket;
+        this.#connections.requestStarted(socket);
+        res.once('close', () => this.#connections.requestEnded(socket));
+        this.#handle(req, res).catch((error: unknown) => {
+          options.logger.error({ err: error as Error }, 'health server request failed');
+          if (!res.headersSent) send(res, 500, { error: 'internal error' });
+        });
+      },
+    );
+    this.#server.timeout = limits.socketIdleMs;
+    this.#server.on('connection', (socket: Socket) => {
+      this.#connections.admit(socket);
+      this.#warnIfCapped();
+    });
+  }
+
+  /** Open connections, and newcomers that took an idle one's place or were closed at once (DF_HTTP_MAX_CONNECTIONS). */
+  connectionFigures(): ConnectionFigures {
+    return this.#connections.figures();
   }
 
   async listen(): Promise<string> {
@@ -94,8 +161,8 @@ export class WorkerHttpServer {
       });
     }
     if (req.method === 'GET' && url.pathname === '/metrics') {
-      const body = await this.#source.metrics();
-      res.writeHead(200, { 'content-type': this.#source.metricsContentType });
+      const body = await this.#metrics.body();
+      res.writeHead(200, { 'content-type': this.#source.metricsContentType, 'content-length': body.length });
       res.end(body);
       return;
     }
@@ -136,6 +203,24 @@ export class WorkerHttpServer {
     send(res, 200, { status: 'ok', eventLoopLagMs: lagMs });
   }
 
+  #warnIfCapped(): void {
+    const { evicted, refused } = this.#connections.figures();
+    const last = this.#capWarned;
+    if (evicted === last.evicted && refused === last.refused) return;
+    const now = performance.now();
+    if (now - last.at < CAP_WARNING_EVERY_MS) return;
+    this.#capWarned = { at: now, evicted, refused };
+    this.#o.logger.warn(
+      {
+        maxConnections: this.#o.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+        idleClosedForNewcomers: evicted - last.evicted,
+        newcomersClosed: refused - last.refused,
+      },
+      'more clients on the HTTP port than DF_HTTP_MAX_CONNECTIONS: idle connections closed for newcomers, ' +
+        'or newcomers closed at once (counts since the last such warning; at most one a minute)',
+    );
+  }
+
   #tokenMatches(header: string | undefined): boolean {
     const expected = this.#o.wakeToken ?? '';
     const given = header?.startsWith('Bearer ') ? header.slice(7) : '';
@@ -151,6 +236,7 @@ function digest(text: string): Buffer {
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(`${JSON.stringify(body)}\n`);
+  const text = `${JSON.stringify(body)}\n`;
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
 }

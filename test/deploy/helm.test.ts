@@ -159,6 +159,7 @@ describe('values.yaml and values.schema.json', () => {
       { api: { keyFile: '/k' } },
       { state: { dir: '/s' } },
       { http: { port: 1 } },
+      { http: { host: '127.0.0.1' } },
       { redis: { url: 'redis://:secret@redis:6379' } },
     ]) {
       expect(schemaErrors(coalesce(defaults, { config })), JSON.stringify(config)).not.toEqual([]);
@@ -353,11 +354,21 @@ describe('the chart rendered', () => {
       'DF_STATE_DIR',
       'DF_HANDLERS_DIR',
       'DF_HTTP_PORT',
+      'DF_HTTP_HOST',
       'DF_HTTP_WAKE',
     ]);
+    expect(container!.env).toContainEqual({ name: 'DF_HTTP_HOST', value: '0.0.0.0' });
     expect(container!.volumeMounts).toContainEqual({ name: 'state', mountPath: '/var/lib/df-worker' });
     expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'state', emptyDir: {} });
     expect(renderNotes(REQUIRED)).toContain('WARNING: persistence is disabled.');
+  });
+
+  it("http.host podIP binds the HTTP server to the pod's own IP, from the downward API", () => {
+    const [container] = deploymentOf({ ...REQUIRED, http: { host: 'podIP' } }).spec.template.spec.containers;
+    expect(container!.env).toContainEqual({
+      name: 'DF_HTTP_HOST',
+      valueFrom: { fieldRef: { fieldPath: 'status.podIP' } },
+    });
   });
 
   it('standalone with persistence: the state volume is the claim the chart creates', () => {
