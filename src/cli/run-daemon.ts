@@ -18,6 +18,8 @@ export interface DaemonWorker {
   stop(): Promise<void>;
   readiness(): Readiness;
   wake(taskKey?: string): number;
+  /** Resolves with the exit code when the worker stopped on its own (standalone: its state lock lost). */
+  readonly stoppedOnItsOwn?: Promise<number>;
 }
 
 export interface RunningDaemon<W extends DaemonWorker = Worker> {
@@ -88,6 +90,8 @@ async function serve<W extends DaemonWorker>(
         host: config.http.host,
         wake: config.http.wake,
         wakeToken: config.http.wakeToken,
+        metricsRenderIntervalMs: config.http.metricsRenderIntervalMs,
+        maxConnections: config.http.maxConnections,
         logger,
       },
     );
@@ -98,11 +102,11 @@ async function serve<W extends DaemonWorker>(
   let resolveExit!: (code: number) => void;
   const exited = new Promise<number>((resolve) => (resolveExit = resolve));
   let stopping: Promise<void> | undefined;
-  const stop = () => {
+  const stop = (exitCode = 0) => {
     stopping ??= (async () => {
       await worker.stop();
       await http?.close();
-      resolveExit(0);
+      resolveExit(exitCode);
     })();
     return stopping;
   };
@@ -142,5 +146,6 @@ async function serve<W extends DaemonWorker>(
     await http?.close();
     throw error;
   }
-  return { worker, http, url, exited, stop };
+  void worker.stoppedOnItsOwn?.then((exitCode) => stop(exitCode));
+  return { worker, http, url, exited, stop: () => stop() };
 }

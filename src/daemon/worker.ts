@@ -6,7 +6,8 @@ import type { Budget } from '../budget/budget.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
-import { Journal } from '../journal/journal.ts';
+import { budgetFile, checkedBudgetStore, fileBudgetStore, type CheckedBudgetStore } from '../budget/store.ts';
+import { Journal, requestsShownByJournal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
@@ -21,12 +22,19 @@ import {
   budgetFromConfig,
   reportReserveFor,
   clientFromConfig,
+  logRateLimitPause,
   plannerFromConfig,
 } from './service-wiring.ts';
 import { TaskList } from './task-list.ts';
 import { TaskRegistry } from './task-registry.ts';
 
 export { StartupError } from './task-list.ts';
+
+/**
+ * Exit code of a daemon that stopped because its state folder's lock vanished or changed owner (sysexits
+ * EX_TEMPFAIL): another daemon may use the folder and the key; a supervisor restarting it meets that lock.
+ */
+export const EXIT_STATE_LOCK_LOST = 75;
 
 export interface WorkerOptions {
   config: WorkerConfig;
@@ -105,6 +113,10 @@ export class Worker {
   /** Where handler attempts run; its workers are terminated once every execution has ended. */
   #sandbox: Sandbox | undefined;
   #replay: JournalReplay | undefined;
+  #budgetStore: CheckedBudgetStore | undefined;
+  /** Why this daemon no longer holds the state folder, once it found out. */
+  #lockLost: string | undefined;
+  readonly #ownStop = Promise.withResolvers<number>();
 
   constructor(options: WorkerOptions) {
     this.#config = options.config;
@@ -132,6 +144,11 @@ export class Worker {
 
   get client(): ServiceClient | undefined {
     return this.#client;
+  }
+
+  /** Resolves with the process's exit code when the worker stopped on its own (its state lock lost). */
+  get stoppedOnItsOwn(): Promise<number> {
+    return this.#ownStop.promise;
   }
 
   /**
@@ -165,18 +182,54 @@ export class Worker {
     logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
 
     this.#lock = await StateLock.acquire(config.state.dir);
+    this.#lock.watch(config.state.lockCheckMs, (reason) => this.#loseLock(reason));
     this.#journal = await Journal.open(config.state.dir, { logger, clock: this.#clock });
     const pending = await this.#journal.pending();
+    const damaged = this.#journal.damaged();
+    // A budget.json the journal and the lock contradict (missing, or counting fewer) is no first start.
+    const previous = this.#lock.previousHolder;
+    const requestsAt = requestsShownByJournal(pending);
+    if (previous) requestsAt.push(Date.parse(previous.startedAt));
+    // A journal folder changed by a run shows that run's requests (one at least), its records aside.
+    const journalChangedAt = this.#journal.lastChangedBefore;
+    if (journalChangedAt !== undefined && requestsAt.length === 0) requestsAt.push(journalChangedAt);
+    this.#budgetStore = checkedBudgetStore(
+      fileBudgetStore(config.state.dir),
+      budgetFile(config.state.dir),
+      { stateFolderUsed: this.#journal.usedBefore, requestsAt },
+      {
+        timeZone: config.budget.timeZone,
+        onHandOverWait: (untilMs) =>
+          logger.warn(
+            { until: new Date(untilMs).toISOString() },
+            'a df-worker that lost this state folder is still reporting the executions it ran; waiting for ' +
+              'it to finish (at most until the instant given) before the first request',
+          ),
+      },
+    );
 
     // Every claimed execution needs at least one report, plus room for a retry: the journal's records first.
-    this.#budget = budgetFromConfig(config, this.#clock, reportReserveFor(pending.length));
+    this.#budget = budgetFromConfig(
+      config,
+      this.#clock,
+      reportReserveFor(pending.length + damaged.length),
+      this.#budgetStore,
+      logRateLimitPause(logger),
+    );
+    await this.#budgetStore.waitForHandOver();
     const restored = await this.#budget.load();
-    const month = this.#budget.snapshot().month;
+    let month = this.#budget.snapshot().month;
     if (restored === 'estimated') {
+      // The conservative reading: at least what the journal and the lock prove was sent this month.
+      const monthStartMs = this.#budget.month().startsAt;
+      this.#budget.observeMonthUsed(month.key, requestsAt.filter((at) => at >= monthStartMs).length);
+      month = this.#budget.snapshot().month;
+      const problem = this.#budgetStore.problem;
       logger.warn(
-        { used: month.used, file: `${config.state.dir}/budget.json` },
-        'the saved month budget usage could not be read; assuming an even spend of the month so far, and ' +
-          'full per-second and per-minute windows (the first requests wait a minute)',
+        { used: month.used, file: budgetFile(config.state.dir), problem },
+        `${problem ?? 'the saved month budget usage could not be read'}; assuming an even spend of the month ` +
+          'so far (at least what the journal shows), and full per-second and per-minute windows (the first ' +
+          'requests wait a minute)',
       );
     } else if (restored === 'clock-behind') {
       logger.warn(
@@ -188,14 +241,9 @@ export class Worker {
       logger.info({ month: month.key, used: month.used, limit: month.limit }, 'month budget usage');
     }
 
-    this.#client = clientFromConfig(config, this.#budget, (e) => {
-      this.metrics.observeResponse(e.operation, e.status, e.durationMs);
-      if (e.status === 429) {
-        // The budget gate has already paused every request (it hears every answer): this only says so.
-        const pausedForMs = Math.max(0, (this.#budget?.pausedUntil ?? 0) - this.#clock.now());
-        this.#logger.warn({ operation: e.operation, pausedForMs }, 'the service answered 429 RATE_LIMIT');
-      }
-    });
+    this.#client = clientFromConfig(config, this.#budget, (e) =>
+      this.metrics.observeResponse(e.operation, e.status, e.durationMs),
+    );
     this.#registry = new TaskRegistry({
       handlers,
       client: this.#client,
@@ -249,17 +297,20 @@ export class Worker {
       // A refused key is retried at the slowest back-off: an operator has to act anyway.
       unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
       claimBlocker: () =>
-        this.#journal?.writable === false
+        this.#lockBlocker() ??
+        (this.#journal?.writable === false
           ? `the journal cannot be written (${this.#journal.lastError?.message ?? 'unknown error'})`
           : this.#replay?.quarantined
             ? 'an execution that was running when df-worker died is run again alone first ' +
               '(DF_HANDLER_ISOLATION=none: a handler that kills the daemon would lose the claims in flight)'
-            : undefined,
+            : undefined),
       dispatch: (task, execution) => this.#pipeline!.process(task, execution),
       failUnreadable: (task, executionId, problem) =>
         this.#pipeline!.failUnreadable(task, executionId, problem),
       onPoll: (task, result) => this.metrics.polls.inc({ task: task.key, result }),
-      onPollAnswerLost: (task) => this.metrics.pollAnswersLost.inc({ task: task.key }),
+      onPollAnswerLost: (task, reason) => this.metrics.pollAnswersLost.inc({ task: task.key, reason }),
+      // A poll still unanswered when the reports' flush window ends is cut, its answer lost.
+      cutPolls: this.#reportStop.signal,
       // The journal's records are owed their reports too, until the replay has handed them all over.
       onReportsOwed: (owed) => {
         if (this.#budget) this.#budget.reportReserve = reportReserveFor(owed + (this.#replay?.waiting ?? 0));
@@ -274,8 +325,14 @@ export class Worker {
       metrics: this.metrics,
       mode: config.journal.replay,
       quarantine: config.handlers.isolation === 'none',
+      journal: this.#journal,
+      client: this.#client,
+      clock: this.#clock,
+      backoff: backoffFromConfig(config),
+      signal: this.#pollStop.signal,
     });
     this.#replay.start(pending);
+    this.#replay.recover(damaged);
     this.#state = 'running';
     this.#taskList.warnOfCostlyRefresh();
     this.#loops = [
@@ -293,6 +350,44 @@ export class Worker {
       },
       'df-worker started',
     );
+  }
+
+  /** Checked before every poll: a lost lock stops claiming at once (the timer may not have fired yet). */
+  #lockBlocker(): string | undefined {
+    const lost = this.#lockLost ?? this.#lock?.verify();
+    if (lost === undefined) return undefined;
+    this.#loseLock(lost);
+    return `this daemon no longer holds the state folder (${lost})`;
+  }
+
+  /**
+   * Another daemon may now use the state folder and the key: stop claiming at once, report what runs (those
+   * claims are this daemon's alone on the service), leave the month's usage and the last minute's sends in a
+   * budget.json only where the new owner has none yet, and exit with EXIT_STATE_LOCK_LOST.
+   */
+  #loseLock(reason: string): void {
+    if (this.#lockLost !== undefined) return;
+    this.#lockLost = reason;
+    this.#logger.error(
+      { reason, stateDir: this.#config.state.dir, exitCode: EXIT_STATE_LOCK_LOST },
+      `df-worker lost its state folder ${this.#config.state.dir}: ${reason}; it stops claiming, reports the ` +
+        `executions it runs and exits ${EXIT_STATE_LOCK_LOST}. Run one df-worker per DF_STATE_DIR and never ` +
+        'delete the state folder of a running one',
+    );
+    // At most the drain of stop(): the grace period, then the reports' flush window, and a second's margin.
+    const graceMs = this.#config.shutdownGraceMs;
+    this.#budgetStore?.handOff(Date.now() + graceMs + Math.max(5_000, graceMs / 2) + 1_000);
+    // Before the budget was loaded it has nothing to leave (and a count of 0 would understate the month).
+    if (this.#state === 'running') {
+      this.#budget?.flush().catch((error: unknown) => {
+        this.#logger.warn(
+          { err: error as Error },
+          'could not leave the month budget usage for the next owner',
+        );
+      });
+    }
+    // Not from within the scheduler's claim check: its loop must first reach the wait that stop() interrupts.
+    setImmediate(() => void this.stop().then(() => this.#ownStop.resolve(EXIT_STATE_LOCK_LOST)));
   }
 
   #pacing(): PacingSnapshot | undefined {
@@ -380,12 +475,15 @@ export class Worker {
     await this.#sandbox?.close();
     // start() ends soon after the stop signal; its resources are released below only once it has.
     await Promise.allSettled([this.#starting]);
+    // Every request of this run has been sent: a daemon waiting for this one's hand-over may go on.
+    this.#budgetStore?.handOffDone();
     try {
       await this.#budget?.flush();
     } catch (error) {
       logger.warn({ err: error as Error }, 'could not save the month budget usage');
     }
-    await this.#writeProfile();
+    // A lost state folder is another daemon's now: what this one learnt is not written over its own.
+    if (this.#lockLost === undefined) await this.#writeProfile();
     await this.#client?.close();
     await this.#lock?.release();
     this.#state = 'stopped';

@@ -4,8 +4,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode, isTemporaryFileName, readJsonFile } from './durable-file.ts';
-import { fileNameForExecution } from './file-name.ts';
-import { checkDeadLetter, checkJournalEntry } from './records.ts';
+import { executionIdFromFileName, fileNameForExecution } from './file-name.ts';
+import { checkDeadLetter, checkJournalRecord } from './records.ts';
 import type { DeadLetter, JournalEntry } from './records.ts';
 
 /** Names of the sub-folders of the state folder and of the journal folder. */
@@ -24,6 +24,11 @@ export interface FoundEntry {
 export interface CorruptFile {
   file: string;
   problem: string;
+  /**
+   * The execution the file was written for, when its name tells (or, for a hashed name, when an id found in
+   * its bytes gives that very name): the execution can then be fetched from the service and settled.
+   */
+  executionId?: string;
 }
 
 export interface JournalFolderContent {
@@ -116,17 +121,39 @@ async function readRecord(file: string, name: string): Promise<FoundEntry | Corr
     if (errorCode(error) === 'ENOENT') return undefined;
     throw error;
   }
+  const damaged = (problem: string): CorruptFile => {
+    const executionId = executionIdOfRecordFile(name, text);
+    return executionId === undefined ? { file, problem } : { file, problem, executionId };
+  };
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return { file, problem: `not valid JSON (${(error as Error).message})` };
+    return damaged(`not valid JSON (${(error as Error).message})`);
   }
-  const checked = checkJournalEntry(value);
-  if (!checked.ok) return { file, problem: `not a journal record: ${checked.problem}` };
+  const checked = checkJournalRecord(value);
+  if (!checked.ok) return damaged(`not a journal record: ${checked.problem}`);
   const expected = `${fileNameForExecution(checked.value.executionId)}.json`;
-  if (expected !== name) return { file, problem: `misnamed (its executionId belongs in ${expected})` };
+  if (expected !== name) return damaged(`misnamed (its executionId belongs in ${expected})`);
   return { file, entry: checked.value };
+}
+
+/**
+ * The execution a damaged record file was written for: its name, decoded; for a name hashed because the id
+ * was too long, an `"executionId": "..."` still readable in its bytes, when that id gives this very name.
+ */
+export function executionIdOfRecordFile(name: string, text: string): string | undefined {
+  const stem = name.slice(0, -'.json'.length);
+  const fromName = executionIdFromFileName(stem);
+  if (fromName !== undefined) return fromName;
+  const match = /"executionId"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text);
+  if (!match) return undefined;
+  try {
+    const id: unknown = JSON.parse(match[1]!);
+    return typeof id === 'string' && id !== '' && fileNameForExecution(id) === stem ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function hasDeadLetter(deadLetterDir: string, entry: JournalEntry): Promise<boolean> {

@@ -1,6 +1,6 @@
 // The durable execution journal: one file per claimed execution, written before the handler starts and
 // before each report, so a daemon killed at any instant replays every execution it owes the service.
-import { mkdir, rename, unlink } from 'node:fs/promises';
+import { copyFile, mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { systemClock } from '../clock/clock.ts';
 import type { Clock } from '../clock/clock.ts';
@@ -17,6 +17,7 @@ import {
 } from './journal-folder.ts';
 import type { CorruptFile } from './journal-folder.ts';
 import { ReadWriteGate } from './read-write-gate.ts';
+import { serializeJournalEntry } from './records.ts';
 import type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
 
 // Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
@@ -28,6 +29,17 @@ export { JournalEntryNotFoundError, JournalUnavailableError, JournalWriteError }
 /** The part of a logger the journal uses; a pino logger fits. */
 export interface JournalLogger {
   warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * A record file that cannot be trusted (truncated, not JSON, wrong types, checksum mismatch) but whose name
+ * gives the execution it was written for. It stays where it is, so a restart finds it again, until the
+ * daemon settles the execution with the service (see keepDamagedCopy and dismissDamaged).
+ */
+export interface DamagedRecord {
+  executionId: string;
+  file: string;
+  problem: string;
 }
 
 export interface JournalOptions {
@@ -45,6 +57,9 @@ export class Journal {
   readonly #logger: JournalLogger;
   readonly #clock: Clock;
   #entries = new Map<string, JournalEntry>();
+  #damaged = new Map<string, DamagedRecord>();
+  /** When the journal folder last changed before open() (ms), if it was there: a run used the state folder. */
+  #lastChangedAt: number | undefined;
   #deadLetterFiles = new Set<string>();
   #writable = true;
   #lastError: Error | undefined;
@@ -67,6 +82,10 @@ export class Journal {
    */
   static async open(stateDir: string, options: JournalOptions): Promise<Journal> {
     const journal = new Journal(stateDir, options);
+    journal.#lastChangedAt = await stat(journal.folder).then(
+      (found) => found.mtimeMs,
+      () => undefined,
+    );
     await journal.#prepareFolders();
     await journal.pending();
     await journal.deadLetters();
@@ -83,9 +102,61 @@ export class Journal {
     return this.#lastError;
   }
 
-  /** Records owed to the service and dead letters kept, as of the last operation (no I/O). */
+  /** Records owed to the service (damaged ones included) and dead letters kept, as of the last operation (no I/O). */
   get counts(): { pending: number; deadLettered: number } {
-    return { pending: this.#entries.size, deadLettered: this.#deadLetterFiles.size };
+    return { pending: this.#entries.size + this.#damaged.size, deadLettered: this.#deadLetterFiles.size };
+  }
+
+  /**
+   * True when the journal folder existed before this run opened it: the state folder was used before, so a
+   * budget.json missing from it was lost, not never written.
+   */
+  get usedBefore(): boolean {
+    return this.#lastChangedAt !== undefined;
+  }
+
+  /**
+   * When the journal folder last changed before this run opened it (a record written or removed, or a start's
+   * probe), in ms: the run that changed it sent a request at about that time. Undefined for a new folder.
+   */
+  get lastChangedBefore(): number | undefined {
+    return this.#lastChangedAt;
+  }
+
+  /** Damaged records found by the last scan and not settled yet, in scan order (no I/O). */
+  damaged(): DamagedRecord[] {
+    return [...this.#damaged.values()].map((record) => ({ ...record }));
+  }
+
+  /**
+   * Copies a damaged record's bytes into journal/corrupt/ for inspection; call before a new record of the
+   * execution replaces it (a kill in between leaves the damaged file in place, to be settled again).
+   */
+  async keepDamagedCopy(executionId: string): Promise<void> {
+    const damaged = this.#damaged.get(executionId);
+    if (damaged === undefined) return;
+    try {
+      await copyFile(damaged.file, await this.#asideName(damaged.file));
+    } catch (error) {
+      this.#logger.warn(
+        { file: damaged.file, code: errorCode(error) },
+        `could not keep a copy of the damaged journal file ${damaged.file} (${(error as Error).message}); ` +
+          'a new record of the execution replaces it',
+      );
+    }
+  }
+
+  /**
+   * Settles a damaged record that needs no report (`reason` says why, e.g. the service already holds its
+   * outcome): its file moves to journal/corrupt/, with a warning naming the execution.
+   */
+  dismissDamaged(executionId: string, reason: string): Promise<void> {
+    return this.#inOrder(executionId, async () => {
+      const damaged = this.#damaged.get(executionId);
+      if (damaged === undefined) return;
+      await this.#setAside(damaged, `; ${reason}`);
+      this.#damaged.delete(executionId);
+    });
   }
 
   /**
@@ -190,7 +261,22 @@ export class Journal {
     return this.#gate.exclusive(async () => {
       const content = await this.#readFolder(() => readJournalFolder(this.folder, this.deadLetterFolder));
       for (const leftover of content.leftovers) await unlink(leftover).catch(() => undefined);
-      for (const corrupt of content.corrupt) await this.#setAside(corrupt);
+      const damaged = new Map<string, DamagedRecord>();
+      for (const corrupt of content.corrupt) {
+        const { executionId } = corrupt;
+        // Kept in place while its execution is unsettled: the service is asked about it (see DamagedRecord).
+        if (executionId !== undefined && !content.entries.some((e) => e.entry.executionId === executionId)) {
+          if (!this.#damaged.has(executionId)) {
+            this.#logger.warn(
+              { file: corrupt.file, problem: corrupt.problem, executionId },
+              `journal file ${corrupt.file} is ${corrupt.problem}; execution ${executionId} is fetched from the ` +
+                'service and run again or reported (its bytes are kept in journal/corrupt/)',
+            );
+          }
+          damaged.set(executionId, { executionId, file: corrupt.file, problem: corrupt.problem });
+        } else await this.#setAside(corrupt);
+      }
+      this.#damaged = damaged;
       for (const { file } of content.alreadyDeadLettered) await removeDurably(file).catch(() => undefined);
       this.#entries = new Map(content.entries.map(({ entry }) => [entry.executionId, entry]));
       return content.entries.map(({ entry }) => structuredClone(entry));
@@ -251,18 +337,20 @@ export class Journal {
     }
   }
 
-  async #setAside({ file, problem }: CorruptFile): Promise<void> {
+  /** A new name in journal/corrupt/ for `file`'s bytes (the folder is created). */
+  async #asideName(file: string): Promise<string> {
     const corruptFolder = join(this.folder, CORRUPT_FOLDER);
-    const movedTo = join(
-      corruptFolder,
-      `${basename(file)}.${this.#clock.now()}-${randomBytes(3).toString('hex')}`,
-    );
+    await mkdir(corruptFolder, { recursive: true, mode: 0o700 });
+    return join(corruptFolder, `${basename(file)}.${this.#clock.now()}-${randomBytes(3).toString('hex')}`);
+  }
+
+  async #setAside({ file, problem }: CorruptFile, settled = ''): Promise<void> {
     try {
-      await mkdir(corruptFolder, { recursive: true, mode: 0o700 });
+      const movedTo = await this.#asideName(file);
       await rename(file, movedTo);
       this.#logger.warn(
         { file, movedTo, problem },
-        `journal file ${file} is ${problem}; moved it to ${movedTo} (its bytes are kept for inspection)`,
+        `journal file ${file} is ${problem}${settled}; moved it to ${movedTo} (its bytes are kept for inspection)`,
       );
     } catch (error) {
       this.#logger.warn(
@@ -274,11 +362,15 @@ export class Journal {
 
   async #save(entry: JournalEntry, action: string): Promise<void> {
     // Serialized before the write so a value JSON cannot hold fails as itself, not as a disk failure.
-    const text = `${JSON.stringify(entry, null, 2)}\n`;
+    const text = serializeJournalEntry(entry);
     const file = this.#recordFile(entry.executionId);
     await this.#attempt(entry.executionId, action, this.folder, () => writeFileDurably(file, text));
     // The copy in memory is what a restart would read back, never an object the caller still holds.
-    this.#entries.set(entry.executionId, JSON.parse(text) as JournalEntry);
+    const copy = JSON.parse(text) as JournalEntry & { checksum?: string };
+    delete copy.checksum;
+    this.#entries.set(entry.executionId, copy);
+    // A valid record now stands where a damaged one was: the execution is settled like any other.
+    this.#damaged.delete(entry.executionId);
   }
 
   async #attempt(
@@ -341,4 +433,21 @@ export async function describeJournal(
       ...deadLetters.invalid.map(({ file }) => file),
     ],
   };
+}
+
+/**
+ * Instants (ms) of requests the journal proves were sent: each record's claim (a poll answered it) and each
+ * report attempt it counted; for a budget.json that claims fewer (see budget/store.ts).
+ */
+export function requestsShownByJournal(entries: readonly JournalEntry[]): number[] {
+  const instants: number[] = [];
+  for (const entry of entries) {
+    const claimedAt = Date.parse(entry.claimedAt);
+    if (Number.isNaN(claimedAt)) continue;
+    instants.push(claimedAt);
+    const reportedAt = entry.outcome ? Date.parse(entry.outcome.finishedAt) : claimedAt;
+    for (let i = 0; i < entry.reportAttempts; i++)
+      instants.push(Number.isNaN(reportedAt) ? claimedAt : reportedAt);
+  }
+  return instants;
 }

@@ -5,6 +5,9 @@ import type { JsonObject, ReportStatus } from '../api/types.ts';
 import { isPlainObject, plainObject } from '../schema/plain-object.ts';
 import { record } from '../schema/record.ts';
 
+// Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
+const { createHash } = process.getBuiltinModule('node:crypto');
+
 /** What the daemon knows about an execution the moment the service handed it over. */
 export interface ClaimRecord {
   executionId: string;
@@ -130,6 +133,35 @@ export function checkDeadLetter(value: unknown): Checked<DeadLetter> {
   if (!entry.ok) return { ok: false, problem: `entry: ${entry.problem}` };
   const problem = firstProblem(deadLetterSchema, value);
   return problem === undefined ? { ok: true, value: value as unknown as DeadLetter } : { ok: false, problem };
+}
+
+/**
+ * The text of a record file: the entry and, last, a SHA-256 of its compact JSON, so that bytes which still
+ * parse but differ from what was written (a flipped bit, a hand edit) are caught rather than trusted.
+ */
+export function serializeJournalEntry(entry: JournalEntry): string {
+  return `${JSON.stringify({ ...entry, checksum: entryChecksum(entry) }, null, 2)}\n`;
+}
+
+/**
+ * Checks a parsed record file: the entry's shape, then its checksum when it has one (records written before
+ * checksums existed have none and are read as they are). The entry returned carries no checksum.
+ */
+export function checkJournalRecord(value: unknown): Checked<JournalEntry> {
+  const checked = checkJournalEntry(value);
+  if (!checked.ok) return checked;
+  const { checksum, ...entry } = checked.value as JournalEntry & { checksum?: unknown };
+  if (checksum === undefined) return checked;
+  if (typeof checksum !== 'string') return { ok: false, problem: 'checksum is not a string' };
+  // JSON.parse keeps the members in the order they were written, so the same entry gives the same text.
+  if (checksum !== entryChecksum(entry)) {
+    return { ok: false, problem: 'its checksum does not match its content (changed after it was written)' };
+  }
+  return { ok: true, value: entry };
+}
+
+function entryChecksum(entry: JournalEntry): string {
+  return createHash('sha256').update(JSON.stringify(entry)).digest('hex');
 }
 
 function firstProblem(schema: v.GenericSchema, value: unknown): string | undefined {

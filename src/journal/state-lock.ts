@@ -2,7 +2,10 @@
 // and each would count the month's budget alone. The lock is a file holding its owner and a heartbeat;
 // a lock left by a killed process is taken over once its owner is known dead or its heartbeat is stale.
 // Workers that start together on a stale lock race for it: exactly one takes it over, the others refuse.
-import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
+// The owner checks that the lock is still its own (verify, and a timer): a lock that vanished (the state
+// folder deleted) or names another owner means a second daemon may spend the key: it must stop.
+import { readFileSync, statSync } from 'node:fs';
+import { link, mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as v from 'valibot';
@@ -43,19 +46,106 @@ export interface StateLockOptions {
 /** Each pass of acquire follows a change another worker made to the lock; this many means a storm of them. */
 const MAX_ATTEMPTS = 100;
 
+/** The lock file's identity as this owner last wrote it: a stat that still matches needs no read. */
+interface Seen {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
 export class StateLock {
   readonly file: string;
+  /** The holder of the stale lock this one took over (a run that died), if any. */
+  readonly previousHolder: LockHolder | undefined;
   readonly #holder: LockHolder;
   readonly #timer: NodeJS.Timeout;
   readonly #now: () => number;
   #released = false;
+  #seen: Seen | undefined;
+  /** Why the lock is no longer this owner's, once found. */
+  #lost: string | undefined;
+  #watch: NodeJS.Timeout | undefined;
 
-  private constructor(file: string, holder: LockHolder, heartbeatMs: number, now: () => number) {
+  private constructor(
+    file: string,
+    holder: LockHolder,
+    heartbeatMs: number,
+    now: () => number,
+    previousHolder?: LockHolder,
+  ) {
     this.file = file;
     this.#holder = holder;
     this.#now = now;
+    this.previousHolder = previousHolder;
     this.#timer = setInterval(() => void this.#beat(), heartbeatMs);
     this.#timer.unref();
+  }
+
+  /**
+   * Undefined while the lock file is this owner's; else why not (vanished, or another owner's), for good.
+   * Cheap enough to call before every claim: a stat, and a read of the small file only when the stat differs
+   * from this owner's last write.
+   */
+  verify(): string | undefined {
+    if (this.#lost !== undefined || this.#released) return this.#lost;
+    let current: Seen;
+    try {
+      current = statSync(this.file);
+    } catch (error) {
+      return this.#lose(
+        errorCode(error) === 'ENOENT'
+          ? `its lock file ${this.file} vanished (the state folder was deleted or emptied)`
+          : `its lock file ${this.file} cannot be read (${(error as Error).message})`,
+      );
+    }
+    const seen = this.#seen;
+    if (seen && seen.ino === current.ino && seen.size === current.size && seen.mtimeMs === current.mtimeMs) {
+      return undefined;
+    }
+    let owner: LockHolder | undefined;
+    try {
+      owner = parseHolder(readFileSync(this.file, 'utf8'));
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') return this.verify();
+      return this.#lose(`its lock file ${this.file} cannot be read (${(error as Error).message})`);
+    }
+    if (owner && this.#isOwn(owner)) {
+      this.#seen = { ino: current.ino, size: current.size, mtimeMs: current.mtimeMs };
+      return undefined;
+    }
+    return this.#lose(
+      owner
+        ? `its lock file ${this.file} now names another owner (pid ${owner.pid} on ${owner.hostname}, started ${owner.startedAt})`
+        : `its lock file ${this.file} was replaced by something that is not a lock`,
+    );
+  }
+
+  /** Calls `onLost` once, with the reason, when verify() finds the lock lost; checked every `intervalMs`. */
+  watch(intervalMs: number, onLost: (reason: string) => void): void {
+    clearInterval(this.#watch);
+    this.#watch = setInterval(() => {
+      const lost = this.verify();
+      if (lost === undefined) return;
+      clearInterval(this.#watch);
+      onLost(lost);
+    }, intervalMs);
+    this.#watch.unref();
+  }
+
+  #isOwn(owner: LockHolder): boolean {
+    const own = this.#holder;
+    return owner.pid === own.pid && owner.hostname === own.hostname && owner.startedAt === own.startedAt;
+  }
+
+  #lose(reason: string): string {
+    this.#lost = reason;
+    clearInterval(this.#timer);
+    return reason;
+  }
+
+  async #remember(): Promise<void> {
+    const current = await stat(this.file).catch(() => undefined);
+    if (current) this.#seen = { ino: current.ino, size: current.size, mtimeMs: current.mtimeMs };
   }
 
   static async acquire(stateDir: string, options: StateLockOptions = {}): Promise<StateLock> {
@@ -78,7 +168,9 @@ export class StateLock {
     const text = `${JSON.stringify(holder)}\n`;
     try {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        if (await createExclusively(file, text)) return new StateLock(file, holder, heartbeatMs, now);
+        if (await createExclusively(file, text)) {
+          return await StateLock.#made(new StateLock(file, holder, heartbeatMs, now));
+        }
         const current = await readText(file);
         // Gone between the two looks: its owner released it.
         if (current === undefined) continue;
@@ -87,7 +179,9 @@ export class StateLock {
           throw new StateFolderLockedError(stateDir, owner, now() - Date.parse(owner.heartbeatAt));
         }
         const outcome = await takeOver(file, current, text, now(), staleAfterMs);
-        if (outcome === 'taken') return new StateLock(file, holder, heartbeatMs, now);
+        if (outcome === 'taken') {
+          return await StateLock.#made(new StateLock(file, holder, heartbeatMs, now, owner));
+        }
         if (outcome !== 'changed') {
           throw new StateFolderLockedError(stateDir, outcome, now() - Date.parse(outcome.heartbeatAt));
         }
@@ -102,10 +196,16 @@ export class StateLock {
     );
   }
 
+  static async #made(lock: StateLock): Promise<StateLock> {
+    await lock.#remember();
+    return lock;
+  }
+
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
     clearInterval(this.#timer);
+    clearInterval(this.#watch);
     const current = await readHolder(this.file);
     if (current?.pid === this.#holder.pid && current.hostname === this.#holder.hostname) {
       await unlink(this.file).catch(() => undefined);
@@ -113,12 +213,14 @@ export class StateLock {
   }
 
   async #beat(): Promise<void> {
-    if (this.#released) return;
+    // A lock no longer this owner's is never written again: that would take it back from the new owner.
+    if (this.#released || this.verify() !== undefined) return;
     this.#holder.heartbeatAt = new Date(this.#now()).toISOString();
     // A failed heartbeat only makes the lock look stale sooner; the journal reports the folder's health.
     await writeFileDurably(this.file, `${JSON.stringify(this.#holder)}\n`, { mode: 0o600 }).catch(
       () => undefined,
     );
+    await this.#remember();
   }
 }
 

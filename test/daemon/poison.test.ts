@@ -1,5 +1,7 @@
 // Poison executions: a replay whose earlier runs all died with the daemon is reported FAILED without running
 // it again once they reach DF_MAX_CRASHES_PER_EXECUTION, and the replay never holds back other tasks' polls.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonObject, TaskExecution } from '../../src/api/types.ts';
@@ -34,6 +36,11 @@ async function diedRunning(
     claimedAt: new Date().toISOString(),
   });
   for (let i = 1; i < starts; i++) await journal.recordStart(execution.id);
+  // The run that claimed it kept its budget too: a journal without budget.json is lost state (a minute's wait).
+  await writeFile(
+    join(h.stateDir, 'budget.json'),
+    JSON.stringify({ monthKey: new Date().toISOString().slice(0, 7), used: 100, sentAt: [] }),
+  );
   return execution;
 }
 

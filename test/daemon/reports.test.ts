@@ -1,6 +1,6 @@
 // How reports end when the service does not simply answer 200: an answer of the wrong shape, an output the
 // service refuses, a report an earlier run already applied; and what a replay leaves in the metrics.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonObject, TaskExecution } from '../../src/api/types.ts';
@@ -34,6 +34,11 @@ async function leftByEarlierRun(
   await journal.recordClaim(
     { executionId: execution.id, taskId: execution.taskId, taskKey, input: execution.input, claimedAt },
     outcome && { status: 'COMPLETED', output: outcome, attempts: 1, finishedAt: claimedAt },
+  );
+  // The run that claimed it kept its budget too: a journal without budget.json is lost state (a minute's wait).
+  await writeFile(
+    join(h.stateDir, 'budget.json'),
+    JSON.stringify({ monthKey: new Date().toISOString().slice(0, 7), used: 100, sentAt: [] }),
   );
   return execution;
 }
@@ -78,6 +83,8 @@ describe('reports', () => {
     const blob = 'x'.repeat(11 * 1024 * 1024); // over the emulator's 10 MiB body limit, as a service has one
     harness = await startHarness({
       handlers: [{ key: 'big', outputKeys: ['blob'], handle: () => ({ blob }) }],
+      // Past the daemon's own output limit too, so that the service is what refuses it.
+      settings: { 'handlers.maxOutputBytes': 16 * 2 ** 20 },
     });
     const { emulator, worker } = harness;
     const e = emulator.enqueueExecution('big', {});

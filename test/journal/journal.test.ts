@@ -225,7 +225,7 @@ describe('Journal ids', () => {
 });
 
 describe('Journal recovery of damaged files', () => {
-  it('sets aside truncated, garbage and foreign records with one warning each and keeps the good ones', async () => {
+  it('keeps truncated, garbage, wrong-shape and misnamed records in place as damaged (their names give the execution), sets aside a file whose name gives none, one warning each', async () => {
     const first = await openJournal();
     await first.recordClaim(claim('good-1'));
     await first.recordClaim(claim('good-2', '2026-01-01T10:01:00.000Z'));
@@ -236,7 +236,10 @@ describe('Journal recovery of damaged files', () => {
       'wrong-shape.json': JSON.stringify({ version: 2, executionId: 'wrong-shape' }),
       'misnamed.json': goodText,
     };
-    for (const [name, text] of Object.entries(damaged)) await writeFile(join(journalDir, name), text);
+    const foreign = { 'notes.v2.json': '{"foreign": true}' };
+    for (const [name, text] of Object.entries({ ...damaged, ...foreign })) {
+      await writeFile(join(journalDir, name), text);
+    }
 
     const lines: string[] = [];
     const sink = new Writable({
@@ -245,20 +248,27 @@ describe('Journal recovery of damaged files', () => {
     const reopened = await openJournal(pino(sink));
 
     expect((await reopened.pending()).map((entry) => entry.executionId)).toEqual(['good-1', 'good-2']);
+    // A second scan (the daemon's, after open's) warns of nothing new.
     const warnings = lines.map((line) => JSON.parse(line) as { level: number; file: string; msg: string });
-    expect(warnings).toHaveLength(4);
-    for (const name of Object.keys(damaged)) {
+    expect(warnings).toHaveLength(5);
+    for (const name of Object.keys({ ...damaged, ...foreign })) {
       const warning = warnings.find((w) => w.file === join(journalDir, name));
       expect(warning?.level).toBe(40);
       expect(warning?.msg).toContain(name);
     }
+    expect(
+      reopened
+        .damaged()
+        .map((d) => d.executionId)
+        .sort(),
+    ).toEqual(['garbage', 'misnamed', 'truncated', 'wrong-shape']);
+    expect(reopened.counts.pending).toBe(6);
     const setAside = await readdir(join(journalDir, 'corrupt'));
-    expect(setAside).toHaveLength(4);
-    for (const [name, text] of Object.entries(damaged)) {
-      const movedTo = setAside.find((file) => file.startsWith(`${name}.`));
-      expect(await readFile(join(journalDir, 'corrupt', movedTo!), 'utf8')).toBe(text);
-    }
-    expect((await readdir(journalDir)).sort()).toEqual(['corrupt', 'good-1.json', 'good-2.json']);
+    expect(setAside).toHaveLength(1);
+    expect(await readFile(join(journalDir, 'corrupt', setAside[0]!), 'utf8')).toBe(foreign['notes.v2.json']);
+    expect((await readdir(journalDir)).sort()).toEqual(
+      ['corrupt', 'good-1.json', 'good-2.json', ...Object.keys(damaged)].sort(),
+    );
   });
 
   it('removes temp files left by a write that was killed, keeping the previous record', async () => {

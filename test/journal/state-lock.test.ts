@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -164,5 +164,59 @@ describe('StateLock', () => {
     await expect(StateLock.acquire(join(dir, 'file', 'state'))).rejects.toBeInstanceOf(
       JournalUnavailableError,
     );
+  });
+});
+
+describe('StateLock ownership checks', () => {
+  it('stays its own across heartbeats, and a stat that matches its last write needs no read', async () => {
+    const lock = await StateLock.acquire(dir, { heartbeatMs: 10 });
+    expect(lock.verify()).toBeUndefined();
+    const first = await readFile(lockFile(), 'utf8');
+    await expect.poll(() => readFile(lockFile(), 'utf8')).not.toBe(first);
+    expect(lock.verify()).toBeUndefined();
+    await lock.release();
+  });
+
+  it('finds a vanished lock at once, and its heartbeat does not bring the file back', async () => {
+    const lock = await StateLock.acquire(dir, { heartbeatMs: 10 });
+    await rm(dir, { recursive: true, force: true });
+    expect(lock.verify()).toMatch(/lock file .*df-worker\.lock vanished/);
+    await mkdir(dir, { recursive: true });
+    // Several heartbeat periods later the folder is still empty: the lost lock is never written again.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await readdir(dir)).toEqual([]);
+    await lock.release();
+  });
+
+  it('finds a lock that names another owner, and leaves that owner its file on release', async () => {
+    const lock = await StateLock.acquire(dir);
+    const other = holder({ pid: 4242, hostname: 'worker-b' });
+    await writeFile(lockFile(), other);
+    expect(lock.verify()).toMatch(/now names another owner \(pid 4242 on worker-b/);
+    await lock.release();
+    expect(await readFile(lockFile(), 'utf8')).toBe(other);
+  });
+
+  it('watch() calls back once with the reason when the lock goes', async () => {
+    const lock = await StateLock.acquire(dir);
+    const reasons: string[] = [];
+    lock.watch(10, (reason) => reasons.push(reason));
+    await rm(lockFile());
+    await expect.poll(() => reasons.length).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toMatch(/vanished/);
+    await lock.release();
+  });
+
+  it('names the holder of a stale lock it took over (a run that died), and none for a free folder', async () => {
+    const free = await StateLock.acquire(dir);
+    expect(free.previousHolder).toBeUndefined();
+    await free.release();
+    const startedAt = '2026-11-27T10:00:00.000Z';
+    await writeFile(lockFile(), holder({ pid: 999_999, hostname: hostname(), startedAt }));
+    const lock = await StateLock.acquire(dir);
+    expect(lock.previousHolder).toMatchObject({ pid: 999_999, startedAt });
+    await lock.release();
   });
 });

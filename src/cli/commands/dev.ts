@@ -194,7 +194,11 @@ async function session(options: SessionOptions): Promise<number> {
   let reportWatch: NodeJS.Timeout | undefined;
   try {
     const url = await emulator.listen(options.port, '127.0.0.1');
-    config = { ...config, api: { ...config.api, url }, state: { dir: path.join(workDir, 'state') } };
+    config = {
+      ...config,
+      api: { ...config.api, url },
+      state: { ...config.state, dir: path.join(workDir, 'state') },
+    };
     const logger = createLogger({
       level: config.log.level,
       pretty: config.log.pretty,
