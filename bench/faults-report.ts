@@ -4,18 +4,27 @@
 // the CPU block of row 10 lasts 30 s, as issue 9 asks (the suite uses 6 s).
 // Rows 10 to 17 run twice, side by side: with DF_HANDLER_ISOLATION=none (handlers on the daemon's own event
 // loop, the naive baseline) and with the daemon's default isolation. Each of their cells reads "none / default".
-//   ./node_modules/.bin/node bench/faults-report.ts [--outage-ms 20000] [--only 6 --only 12]
-//     [--isolation both|none|default]
+// Issue 26's rows (26.x) run twice too: on a worktree of --baseline (default 94977ed, the code the issue
+// measured) and on this checkout, each cell "baseline / now".
+//   ./node_modules/.bin/node bench/faults-report.ts [--outage-ms 20000] [--only 6 --only 12 --only 26]
+//     [--isolation both|none|default] [--baseline <commit>|none]
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { REPO_ROOT } from '../test/cli/process.ts';
 import { POLL_INTERVAL_MS, type HandlerFaultResult, type IsolationMode } from '../test/faults/handler-rig.ts';
 import { HANDLER_SCENARIOS } from '../test/faults/handler-scenarios.ts';
 import { SCENARIOS } from '../test/faults/scenarios.ts';
+import { ISSUE_26_SCENARIOS, type Issue26Result } from '../test/faults/issue-26-scenarios.ts';
 
 const { values } = parseArgs({
   options: {
     'outage-ms': { type: 'string', default: '20000' },
     only: { type: 'string', multiple: true },
     isolation: { type: 'string', default: 'both' },
+    baseline: { type: 'string', default: '94977ed' },
   },
 });
 const outageMs = Number(values['outage-ms']);
@@ -124,6 +133,60 @@ if (handlerRows.length > 0) {
       `unexpected exits). Issue 9's goals: lost 0, 429s 0, held-up at most ${POLL_INTERVAL_MS} ms, alive.`,
   );
   console.log('');
+}
+
+// Issue 26: rows 26.x, once on the baseline and once now ─────────────────────────────────────────────────
+/** A worktree of `commit` sharing this checkout's node_modules; removed at exit. */
+function baselineCheckout(commit: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'df-worker-baseline-'));
+  execFileSync('git', ['worktree', 'add', '--detach', dir, commit], { cwd: REPO_ROOT, stdio: 'ignore' });
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
+  process.on('exit', () => {
+    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: REPO_ROOT, stdio: 'ignore' });
+    if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
+
+const ISSUE_26_COLUMNS: { title: string; cell: (r: Issue26Result) => string }[] = [
+  { title: 'goal met', cell: (r) => (r.completed ? 'yes' : 'no') },
+  { title: 'claimed', cell: (r) => String(r.figures.claimed) },
+  { title: 'reported', cell: (r) => String(r.figures.reported) },
+  { title: 'duplicated', cell: (r) => String(r.figures.duplicated) },
+  { title: 'lost', cell: (r) => String(r.figures.lost) },
+  { title: '429s', cell: (r) => String(r.budget.rateLimited) },
+  { title: 'max/s', cell: (r) => String(r.budget.maxPerSecond) },
+  { title: 'max/min', cell: (r) => String(r.budget.maxPerMinute) },
+];
+const issue26 = ISSUE_26_SCENARIOS.filter((s) => only.size === 0 || only.has('26') || selected(s.name));
+if (issue26.length > 0) {
+  const builds: { label: string; root: string | undefined }[] = [];
+  if (values.baseline !== 'none')
+    builds.push({ label: values.baseline, root: baselineCheckout(values.baseline) });
+  builds.push({ label: 'now', root: undefined });
+  const rows: string[][] = [];
+  for (const scenario of issue26) {
+    const cells: string[][] = ISSUE_26_COLUMNS.map(() => []);
+    for (const build of builds) {
+      if (build.root === undefined) delete process.env.DF_WORKER_UNDER_TEST;
+      else process.env.DF_WORKER_UNDER_TEST = build.root;
+      try {
+        const result = await timed(`${scenario.name} (${build.label})`, () => scenario.run());
+        ISSUE_26_COLUMNS.forEach((column, i) => cells[i]!.push(column.cell(result)));
+        details.push(`${scenario.name} (${build.label}): ${result.detail}`);
+        if (build.root === undefined && !result.completed) remarks.push(`${scenario.name}: goal not met now`);
+      } catch (error) {
+        for (const cell of cells) cell.push('-');
+        const message = (error as Error).message.split('\n')[0]!;
+        details.push(`${scenario.name} (${build.label}): did not complete: ${message}`);
+        if (build.root === undefined) remarks.push(`${scenario.name}: did not complete now: ${message}`);
+      }
+    }
+    rows.push([scenario.name, ...cells.map((c) => c.join(' / '))]);
+  }
+  delete process.env.DF_WORKER_UNDER_TEST;
+  console.log(`Issue 26's rows, each cell ${builds.map((b) => b.label).join(' / ')}:`);
+  printTable(['scenario', ...ISSUE_26_COLUMNS.map((c) => c.title)], rows);
 }
 
 for (const detail of details) console.log(detail);

@@ -13,10 +13,19 @@ export interface CliProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/**
+ * The checkout whose CLI runs: this one, or DF_WORKER_UNDER_TEST (a worktree of an earlier commit, with which
+ * bench/faults-report.ts prints a baseline beside today's figures).
+ */
+function cliRoot(): string {
+  const root = process.env.DF_WORKER_UNDER_TEST;
+  return root === undefined || root === '' ? REPO_ROOT : root.endsWith('/') ? root : `${root}/`;
+}
+
 export function runCli(args: string[], env: Record<string, string>, cwd = REPO_ROOT): CliProcess {
   const child = spawn(
     process.execPath,
-    ['--conditions=df-worker-source', `${REPO_ROOT}src/cli/main.ts`, ...args],
+    ['--conditions=df-worker-source', `${cliRoot()}src/cli/main.ts`, ...args],
     {
       cwd,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
