@@ -56,6 +56,29 @@ export async function lostPollAnswers(daemon: Daemon): Promise<Record<string, nu
   return lost;
 }
 
+/**
+ * Serves SLOW_TASK beside the workload, its poll answers passed through a TrickleProxy (`gapMs` a byte, or cut
+ * after `cutAfterBytes`), and runs `scenario` with the proxy and the URL the daemon must use.
+ */
+async function withSlowTask<T>(
+  rig: FaultRig,
+  options: { gapMs: number; cutAfterBytes?: number },
+  scenario: (proxy: TrickleProxy, proxyUrl: string) => Promise<T>,
+): Promise<T> {
+  const slowId = await rig.addTask({ key: SLOW_TASK }, SLOW_HANDLER);
+  const proxy = new TrickleProxy({
+    target: rig.url,
+    ...options,
+    trickle: (method, path) => method === 'GET' && path.includes(`/tasks/${slowId}/poll`),
+  });
+  const proxyUrl = await proxy.listen();
+  try {
+    return await scenario(proxy, proxyUrl);
+  } finally {
+    await proxy.close();
+  }
+}
+
 // Row 1 ───────────────────────────────────────────────────────────────────────────────────────────────────
 
 export interface TrickleResult extends NetworkResult {
@@ -81,15 +104,8 @@ export function trickleBesideWork(
   const executions = options.executions ?? 12;
   const meanGapMs = options.meanGapMs ?? 500;
   return withRig({ limits: SERVICE_LIMITS }, async (rig) => {
-    const slowId = await rig.addTask({ key: SLOW_TASK }, SLOW_HANDLER);
-    const trickledClaim = rig.emulator.enqueueExecution(SLOW_TASK, {}).id;
-    const proxy = new TrickleProxy({
-      target: rig.url,
-      gapMs: 400,
-      trickle: (method, path) => method === 'GET' && path.includes(`/tasks/${slowId}/poll`),
-    });
-    const proxyUrl = await proxy.listen();
-    try {
+    return await withSlowTask(rig, { gapMs: 400 }, async (proxy, proxyUrl) => {
+      const trickledClaim = rig.emulator.enqueueExecution(SLOW_TASK, {}).id;
       const daemon = rig.start({
         ...DAEMON_LIMITS,
         DF_API_URL: proxyUrl,
@@ -134,9 +150,7 @@ export function trickleBesideWork(
         trickled: proxy.trickled,
         lostAnswers,
       };
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 }
 
@@ -152,16 +166,8 @@ export interface CutAnswersResult extends NetworkResult {
  */
 export function answersCutAfterTheirId(cutAfterBytes = 120): Promise<CutAnswersResult> {
   return withRig({ limits: SERVICE_LIMITS }, async (rig) => {
-    const slowId = await rig.addTask({ key: SLOW_TASK }, SLOW_HANDLER);
-    const claims = [1, 2, 3].map(() => rig.emulator.enqueueExecution(SLOW_TASK, {}).id);
-    const proxy = new TrickleProxy({
-      target: rig.url,
-      gapMs: 0,
-      cutAfterBytes,
-      trickle: (method, path) => method === 'GET' && path.includes(`/tasks/${slowId}/poll`),
-    });
-    const proxyUrl = await proxy.listen();
-    try {
+    return await withSlowTask(rig, { gapMs: 0, cutAfterBytes }, async (proxy, proxyUrl) => {
+      const claims = [1, 2, 3].map(() => rig.emulator.enqueueExecution(SLOW_TASK, {}).id);
       const ids = [...rig.enqueue(3), ...claims];
       const daemon = rig.start({ ...DAEMON_LIMITS, DF_API_URL: proxyUrl });
       const reported = await rig.waitUntil(() => ids.every((id) => rig.reportsOf(id).length > 0), 20_000);
@@ -181,9 +187,7 @@ export function answersCutAfterTheirId(cutAfterBytes = 120): Promise<CutAnswersR
         readBack,
         lostAnswers,
       };
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 }
 
@@ -199,14 +203,7 @@ export interface SigtermResult extends NetworkResult {
 export function sigtermDuringTrickle(): Promise<SigtermResult> {
   const graceMs = 1_000;
   return withRig({ limits: SERVICE_LIMITS }, async (rig) => {
-    const slowId = await rig.addTask({ key: SLOW_TASK }, SLOW_HANDLER);
-    const proxy = new TrickleProxy({
-      target: rig.url,
-      gapMs: 400,
-      trickle: (method, path) => method === 'GET' && path.includes(`/tasks/${slowId}/poll`),
-    });
-    const proxyUrl = await proxy.listen();
-    try {
+    return await withSlowTask(rig, { gapMs: 400 }, async (proxy, proxyUrl) => {
       const daemon = rig.start({
         ...DAEMON_LIMITS,
         DF_API_URL: proxyUrl,
@@ -233,9 +230,7 @@ export function sigtermDuringTrickle(): Promise<SigtermResult> {
         boundMs,
         lostLogged,
       };
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 }
 

@@ -51,32 +51,7 @@ export class SlowAnswersProxy {
   }
 
   async #forward(incoming: IncomingMessage) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of incoming as AsyncIterable<Buffer>) chunks.push(chunk);
-    const answer = await new Promise<{ status: number; headers: Record<string, string>; body: Buffer }>(
-      (resolve, reject) => {
-        const headers = { ...incoming.headers, host: this.#target.host };
-        const forwarded = httpRequest(
-          this.#target,
-          { method: incoming.method, path: incoming.url, headers, agent: false },
-          (response) => {
-            const body: Buffer[] = [];
-            response.on('data', (chunk: Buffer) => body.push(chunk));
-            response.on('error', reject);
-            response.on('end', () => {
-              const { 'content-type': type } = response.headers;
-              resolve({
-                status: response.statusCode ?? 502,
-                headers: type === undefined ? {} : { 'content-type': type },
-                body: Buffer.concat(body),
-              });
-            });
-          },
-        );
-        forwarded.on('error', reject);
-        forwarded.end(Buffer.concat(chunks));
-      },
-    );
+    const answer = await forwardToService(this.#target, incoming);
     if (this.#hold(incoming.method ?? 'GET', incoming.url ?? '/')) {
       this.holding++;
       await new Promise((resolve) => setTimeout(resolve, this.#holdMs));
@@ -84,4 +59,39 @@ export class SlowAnswersProxy {
     }
     return answer;
   }
+}
+
+/** A service answer as a proxy passes it on: its status, its content type alone, and its whole body. */
+export interface ForwardedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** Sends `incoming` on to `target` (the emulator) as it came, and reads the whole answer. */
+export async function forwardToService(target: URL, incoming: IncomingMessage): Promise<ForwardedAnswer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of incoming as AsyncIterable<Buffer>) chunks.push(chunk);
+  return await new Promise<ForwardedAnswer>((resolve, reject) => {
+    const headers = { ...incoming.headers, host: target.host };
+    const forwarded = httpRequest(
+      target,
+      { method: incoming.method, path: incoming.url, headers, agent: false },
+      (response) => {
+        const body: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => body.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => {
+          const { 'content-type': type } = response.headers;
+          resolve({
+            status: response.statusCode ?? 502,
+            headers: type === undefined ? {} : { 'content-type': type },
+            body: Buffer.concat(body),
+          });
+        });
+      },
+    );
+    forwarded.on('error', reject);
+    forwarded.end(Buffer.concat(chunks));
+  });
 }

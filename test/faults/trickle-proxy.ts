@@ -1,8 +1,9 @@
 // A loopback proxy in front of the emulator that sends chosen answers one byte at a time: their headers at
 // once, then each byte after `gapMs`, every gap shorter than the client's silence limit, so only a deadline on
 // the whole answer ends them. Other requests pass through untouched.
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { forwardToService } from './slow-answers-proxy.ts';
 
 export class TrickleProxy {
   readonly #target: URL;
@@ -30,13 +31,10 @@ export class TrickleProxy {
 
   async listen(): Promise<string> {
     const server = createServer((incoming, outgoing) => {
-      void this.#forward(incoming).then(
+      void forwardToService(this.#target, incoming).then(
         (answer) => {
           if (outgoing.destroyed) return;
-          const headers = {
-            'content-type': answer.contentType,
-            'content-length': String(answer.body.length),
-          };
+          const headers = { ...answer.headers, 'content-length': String(answer.body.length) };
           outgoing.writeHead(answer.status, headers);
           if (!this.#trickle(incoming.method ?? 'GET', incoming.url ?? '/')) {
             outgoing.end(answer.body);
@@ -80,31 +78,5 @@ export class TrickleProxy {
     for (const timer of this.#timers) clearTimeout(timer);
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  async #forward(incoming: IncomingMessage): Promise<{ status: number; contentType: string; body: Buffer }> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of incoming as AsyncIterable<Buffer>) chunks.push(chunk);
-    return await new Promise((resolve, reject) => {
-      const headers = { ...incoming.headers, host: this.#target.host };
-      const forwarded = httpRequest(
-        this.#target,
-        { method: incoming.method, path: incoming.url, headers, agent: false },
-        (response) => {
-          const body: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => body.push(chunk));
-          response.on('error', reject);
-          response.on('end', () =>
-            resolve({
-              status: response.statusCode ?? 502,
-              contentType: response.headers['content-type'] ?? 'application/json',
-              body: Buffer.concat(body),
-            }),
-          );
-        },
-      );
-      forwarded.on('error', reject);
-      forwarded.end(Buffer.concat(chunks));
-    });
   }
 }
