@@ -83,10 +83,7 @@ async function runMemoryRow(row: Row, options: MemoryRowOptions): Promise<Memory
             h.healthyIds.every((id) => h.reported(id))),
         25_000,
       );
-      h.stopSteadyWork();
-      const responsive = await h.supervisor.responsive();
-      await h.settle(responsive ? 5_000 : 0);
-      await h.stop(responsive);
+      const responsive = await h.wrapUp();
       return {
         ...h.result({ responsive }),
         budget: budgetFigures(h.rig),

@@ -233,6 +233,18 @@ export class HandlerFaultRig {
     return this.supervisor.stop(responsive ? graceMs + FLUSH_BOUND_MS + 3_000 : 1_000);
   }
 
+  /**
+   * The usual end of a scenario: steady work stops, the daemon's responsiveness is taken, what it claimed gets
+   * `settleMs` to be reported (none when it does not answer), and it is stopped. Resolves `responsive`.
+   */
+  async wrapUp(settleMs = 5_000): Promise<boolean> {
+    this.stopSteadyWork();
+    const responsive = await this.supervisor.responsive();
+    await this.settle(responsive ? settleMs : 0);
+    await this.stop(responsive);
+    return responsive;
+  }
+
   async fate(id: string): Promise<ExecutionFate> {
     const runs = (await this.rig.runs()).get(id) ?? 0;
     const reports = this.rig.reportsOf(id).map((report) => {

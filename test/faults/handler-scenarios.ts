@@ -103,10 +103,7 @@ export function hungHandler(
     const hung = h.enqueueFaulty('hang');
     await h.rig.waitUntil(() => h.claimed(hung), 10_000);
     await faultWindow(options.observeMs ?? 5_000);
-    h.stopSteadyWork();
-    const responsive = await h.supervisor.responsive();
-    await h.settle(responsive ? 5_000 : 0);
-    await h.stop(responsive);
+    const responsive = await h.wrapUp();
     return { ...h.result({ responsive }), timeoutMs, hung: await h.fate(hung) };
   });
 }
@@ -139,10 +136,7 @@ export function memoryHogHandler(options: HandlerFaultOptions = {}): Promise<Mem
     await h.rig.waitUntil(() => h.reported(hog) || h.supervisor.gaveUp, 20_000);
     // Healthy work goes on a while after the hog's end, so the figures show whether it still flows.
     await faultWindow(2_000);
-    h.stopSteadyWork();
-    const responsive = await h.supervisor.responsive();
-    await h.settle(responsive ? 5_000 : 0);
-    await h.stop(responsive);
+    const responsive = await h.wrapUp();
     return {
       ...h.result({ responsive }),
       memoryMb,
@@ -181,10 +175,7 @@ export function processExitInHandler(options: HandlerFaultOptions = {}): Promise
         (h.reported(exiting) && h.healthyIds.length === 6 && h.healthyIds.every((id) => h.reported(id))),
       20_000,
     );
-    h.stopSteadyWork();
-    const responsive = await h.supervisor.responsive();
-    await h.settle(responsive ? 5_000 : 0);
-    await h.stop(responsive);
+    const responsive = await h.wrapUp();
     return {
       ...h.result({ responsive }),
       exiting: await h.fate(exiting),
@@ -458,10 +449,7 @@ export function lateErrorsAfterReturn(options: HandlerFaultOptions = {}): Promis
       5_000,
     );
     await faultWindow(1_000);
-    h.stopSteadyWork();
-    const responsive = await h.supervisor.responsive();
-    await h.settle(responsive ? 5_000 : 0);
-    await h.stop(responsive);
+    const responsive = await h.wrapUp();
     const late = await Promise.all(
       ids.map(async (id) => ({
         ...(await h.fate(id)),
