@@ -1,26 +1,15 @@
-// Runs a Worker as a process: health server first (probes answer during start-up), then the worker, then
-// waits for SIGTERM/SIGINT to drain. Shared by `start` and `demo`.
+// Runs a daemon (its contract: daemon/contract.ts) as a process: health server first (probes answer during
+// start-up), then the worker, then waits for SIGTERM/SIGINT to drain. Shared by `start` and `demo`.
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/errors.ts';
 import type { WorkerConfig } from '../config/schema.ts';
-import { Worker, type Readiness, type WorkerOptions } from '../daemon/worker.ts';
-import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import type { DaemonWorker, WorkerOptions } from '../daemon/contract.ts';
+import { Worker } from '../daemon/worker.ts';
 import { failCurrentAttempt } from '../runner/attempt-scope.ts';
 import { WorkerHttpServer } from '../telemetry/http-server.ts';
 
 /** sysexits EX_SOFTWARE: the daemon met an error of its own and exited rather than go on in doubt. */
 export const EXIT_INTERNAL_ERROR = 70;
-
-/** What the process runs: the standalone Worker, or clustered mode's ClusteredWorker. */
-export interface DaemonWorker {
-  readonly metrics: WorkerMetrics;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  readiness(): Readiness;
-  wake(taskKey?: string): number;
-  /** Resolves with the exit code when the worker stopped on its own (standalone: its state lock lost). */
-  readonly stoppedOnItsOwn?: Promise<number>;
-}
 
 export interface RunningDaemon<W extends DaemonWorker = Worker> {
   worker: W;

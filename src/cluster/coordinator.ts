@@ -4,17 +4,16 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
+import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
+import type { WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
 import type { ExecutionJobData } from './queue-journal.ts';
 
 /** Wait between two looks at the queue while the cluster's handler slots are all taken, in ms. */
 const ROOM_CHECK_MS = 200;
-/** Wait before adding a claimed execution to the queue again while Redis does not answer, in ms. */
-const ADD_RETRY_MS = 500;
 /** How often a coordinator saves what it learnt of arrivals, besides at the end of its term, in ms. */
 const PROFILE_SAVE_MS = 10 * 60_000;
 
@@ -31,7 +30,9 @@ export interface CoordinatorOptions {
   planner: PollPlanner;
   clock: Clock;
   logger: Logger;
-  metrics: WorkerMetrics;
+  events: WorkerEvents;
+  /** Between adds of a claimed execution to the queue while Redis refuses them (DF_RETRY_BASE_MS...). */
+  backoff: BackoffOptions;
   /** While the key is refused (401), one poll is tried this often, in ms. */
   unauthorizedRetryMs: number;
   /** Executions the live replicas run at once, added up (from their heartbeats). */
@@ -125,7 +126,7 @@ export class Coordinator {
   }
 
   #startTerm(): void {
-    const { clock, logger, metrics } = this.#o;
+    const { clock, logger, events } = this.#o;
     const stop = new AbortController();
     const claimedAt = () => new Date(clock.now()).toISOString();
     const scheduler = new Scheduler({
@@ -162,8 +163,8 @@ export class Coordinator {
           },
           stop.signal,
         ),
-      onPoll: (task, result) => metrics.polls.inc({ task: task.key, result }),
-      onPollAnswerLost: (task, reason) => metrics.pollAnswersLost.inc({ task: task.key, reason }),
+      onPoll: (task, result, durationMs) => events.emit('poll', { task: task.key, result, durationMs }),
+      onPollAnswerLost: (task, reason) => events.emit('pollAnswerLost', { task: task.key, reason }),
     });
     // The first poll waits for room too: the previous coordinator may have filled the queue.
     scheduler.enqueue(() => this.#roomInCluster(stop.signal));
@@ -173,6 +174,7 @@ export class Coordinator {
       .then(() => scheduler.drained())
       .catch((error: unknown) => logger.error({ err: error as Error }, 'the poll loop failed'));
     this.#term = { scheduler, stop, done };
+    events.emit('lease', { held: true });
     logger.info('took the coordinator lease: polling for the cluster');
   }
 
@@ -182,6 +184,7 @@ export class Coordinator {
     this.#term = undefined;
     term.stop.abort(new Error(reason));
     await term.done;
+    this.#o.events.emit('lease', { held: false, reason });
     this.#o.logger.info({ reason }, 'stopped polling for the cluster');
   }
 
@@ -193,9 +196,10 @@ export class Coordinator {
         await this.#o.queue.add('execution', data, {
           // A second add of the same execution is a no-op while the job is kept.
           jobId: data.executionId,
-          // Retries only of a report a replica could not deliver before it stopped (the outcome is kept).
+          // Retries only of a report a replica could not deliver before it stopped (the outcome is kept), at
+          // the queue worker's back-off (clustered-worker.ts: DF_RETRY_BASE_MS, DF_ERROR_BACKOFF_MAX_MS).
           attempts: 1_000,
-          backoff: { type: 'fixed', delay: 1_000 },
+          backoff: { type: 'df-worker' },
           removeOnComplete: { age: 3_600 },
           removeOnFail: { age: 7 * 86_400 },
         });
@@ -211,7 +215,7 @@ export class Coordinator {
         if (attempt === 1) {
           logger.warn({ err: error as Error }, 'cannot add the claimed execution to the queue yet; retrying');
         }
-        await this.#o.clock.sleep(ADD_RETRY_MS);
+        await this.#o.clock.sleep(backoffDelayMs(attempt, this.#o.backoff));
       }
     }
     logger.info('execution claimed and queued');

@@ -3,15 +3,15 @@
 // the job as the report ended: completed, failed for good (a dead letter), or failed to be retried elsewhere.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { TaskExecution } from '../api/types.ts';
+import type { WorkerEvents } from '../daemon/events.ts';
 import type { ExecutionPipeline } from '../daemon/execution-pipeline.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
-import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { entryOfJob, type ExecutionJobData, type JobEnd, type QueueJournal } from './queue-journal.ts';
 
 export interface ExecutionProcessorOptions {
   pipeline: ExecutionPipeline;
   journal: QueueJournal;
-  metrics: WorkerMetrics;
+  events: WorkerEvents;
   /** DF_JOURNAL_REPLAY: run again, or report FAILED, an execution whose replica died under it. */
   replay: 'rerun' | 'fail';
   /** Returned as the job's value: which replica ran it. */
@@ -32,7 +32,7 @@ export function executionProcessor(
       } else if (data.outcome || job.stalledCounter > 0 || job.attemptsMade > 0) {
         // Taken up again: its replica died under it (stalled) or stopped before the report got through. The
         // pipeline applies the poison-execution limit to the runs that died (the job's stalled counter).
-        o.metrics.replayed.inc({ phase: data.outcome ? 'finished' : 'claimed' });
+        o.events.emit('replay', { phase: data.outcome ? 'finished' : 'claimed' });
         await o.pipeline.resume(entryOfJob(job), o.replay);
       } else {
         const execution: TaskExecution = {

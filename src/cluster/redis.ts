@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis, type RedisOptions } from 'ioredis';
+import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
 import { redactUrl } from '../config/describe.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 
@@ -58,24 +59,35 @@ export function redisUrlForLogs(url: string): string {
   return redactUrl(url);
 }
 
+/** Longest wait between two reconnection attempts, in ms: Redis coming back is noticed within it. */
+export const RECONNECT_MAX_MS = 1_000;
+
+/**
+ * Wait before reconnection attempt `times`: the daemon's back-off (DF_RETRY_BASE_MS, jittered), its cap
+ * DF_ERROR_BACKOFF_MAX_MS or RECONNECT_MAX_MS, whichever is smaller: an attempt costs the service nothing.
+ */
+export function reconnectDelayMs(times: number, backoff: BackoffOptions = DEFAULT_BACKOFF): number {
+  return backoffDelayMs(times, { ...backoff, maxMs: Math.min(backoff.maxMs, RECONNECT_MAX_MS) });
+}
+
 /**
  * Options of every connection: bounded connect and command times, and commands refused at once while the
  * connection is down (the callers wait and retry, rather than pile up behind a dead server).
  */
-export function redisOptions(): RedisOptions {
+export function redisOptions(backoff: BackoffOptions = DEFAULT_BACKOFF): RedisOptions {
   return {
     connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
-    // Reconnects for ever, at most a second apart: Redis coming back is noticed within a second.
-    retryStrategy: (times) => Math.min(1_000, 50 * times),
+    // Reconnects for ever.
+    retryStrategy: (times) => reconnectDelayMs(times, backoff),
     lazyConnect: true,
   };
 }
 
 /** BullMQ's connections block (BRPOPLPUSH and friends): no command timeout, and retried until Redis answers. */
-export function bullConnectionOptions(url: string): RedisOptions {
+export function bullConnectionOptions(url: string, backoff: BackoffOptions = DEFAULT_BACKOFF): RedisOptions {
   const parsed = new URL(url);
   return {
     host: parsed.hostname,
@@ -86,7 +98,7 @@ export function bullConnectionOptions(url: string): RedisOptions {
     ...(parsed.protocol === 'rediss:' ? { tls: {} } : {}),
     connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: null,
-    retryStrategy: (times) => Math.min(1_000, 50 * times),
+    retryStrategy: (times) => reconnectDelayMs(times, backoff),
   };
 }
 
@@ -94,8 +106,8 @@ export function bullConnectionOptions(url: string): RedisOptions {
  * A connection (made by `connect()`). Its errors are not events to handle: the commands that meet them fail,
  * and their callers wait and retry, and say so in readiness; ioredis reconnects by itself.
  */
-export function connectRedis(url: string): Redis {
-  const redis = new Redis(url, redisOptions());
+export function connectRedis(url: string, backoff: BackoffOptions = DEFAULT_BACKOFF): Redis {
+  const redis = new Redis(url, redisOptions(backoff));
   redis.on('error', () => undefined);
   return redis;
 }

@@ -11,14 +11,14 @@ import type { Clock } from '../clock/clock.ts';
 import type { DamagedRecord, Journal, JournalEntry } from '../journal/journal.ts';
 import type { ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
-import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import type { WorkerEvents } from './events.ts';
 import type { ExecutionPipeline } from './execution-pipeline.ts';
 
 export interface JournalReplayOptions {
   pipeline: ExecutionPipeline;
   scheduler: Scheduler;
   logger: Logger;
-  metrics: WorkerMetrics;
+  events: WorkerEvents;
   mode: 'rerun' | 'fail';
   /** DF_HANDLER_ISOLATION=none: a handler may kill the daemon, so no claim is made while a suspect runs. */
   quarantine: boolean;
@@ -199,11 +199,11 @@ export class JournalReplay {
 
   /** Hands every record to the scheduler, in the slots beside polling (never ahead of all of it). */
   start(pending: JournalEntry[]): void {
-    const { scheduler, logger, metrics, mode, quarantine } = this.#o;
+    const { scheduler, logger, events, mode, quarantine } = this.#o;
     if (pending.length === 0) return;
     logger.warn({ count: pending.length, mode }, 'replaying the journal beside polling');
     const replay = async (entry: JournalEntry) => {
-      metrics.replayed.inc({ phase: entry.phase });
+      events.emit('replay', { phase: entry.phase });
       try {
         await this.#o.pipeline.resume(entry, mode);
       } catch (error) {

@@ -1,6 +1,6 @@
 // Builds the budget and the service client from the configuration: one place, shared by the daemon and by
 // CLI commands that talk to the service, so every request of a key counts against the same budget.
-import { ServiceClient, type RequestGate, type ResponseEvent } from '../api/client.ts';
+import { ServiceClient, type RequestGate, type ResponseEvent, type ServiceTransport } from '../api/client.ts';
 import { Budget, type RateLimitPause } from '../budget/budget.ts';
 import { fileBudgetStore, type BudgetStore } from '../budget/store.ts';
 import type { BackoffOptions } from '../clock/backoff.ts';
@@ -44,27 +44,6 @@ export function reportReserveFor(owed: number): number {
   return 2 * (owed + 1);
 }
 
-/**
- * Says, once per pause, that a 429 paused every request: how long the service asked (Retry-After) and how long
- * the budget took. One line per pause, however many requests met the 429 at once.
- */
-export function logRateLimitPause(logger: Logger): (pause: RateLimitPause) => void {
-  return ({ operation, retryAfterMs, pauseMs, until }) => {
-    logger.warn(
-      {
-        operation,
-        retryAfterMs: retryAfterMs ?? null,
-        pauseMs,
-        pausedUntil: new Date(until).toISOString(),
-        ...(retryAfterMs !== undefined && retryAfterMs > pauseMs
-          ? { capSetting: 'DF_RETRY_AFTER_MAX_MS' }
-          : {}),
-      },
-      'the service answered 429 RATE_LIMIT',
-    );
-  };
-}
-
 /** The back-off of every retry (handler attempts, reports, polls, the task list at start). */
 export function backoffFromConfig(config: WorkerConfig): BackoffOptions {
   return { baseMs: config.scheduler.retryBaseMs, maxMs: config.scheduler.errorBackoffMaxMs };
@@ -74,6 +53,7 @@ export function clientFromConfig(
   config: WorkerConfig,
   budget: RequestGate,
   onResponse?: (event: ResponseEvent) => void,
+  transport?: ServiceTransport,
 ): ServiceClient {
   return new ServiceClient({
     baseUrl: config.api.url,
@@ -95,6 +75,7 @@ export function clientFromConfig(
     },
     gate: budget,
     ...(onResponse ? { onResponse } : {}),
+    ...(transport ? { transport } : {}),
   });
 }
 

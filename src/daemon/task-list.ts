@@ -8,8 +8,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { classifyFailure } from '../scheduler/retry-policy.ts';
-import { POLL_ANSWER_LOSSES } from '../scheduler/scheduler.ts';
-import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import type { WorkerEvents } from './events.ts';
 import { backoffFromConfig, taskRefreshIntervalMs } from './service-wiring.ts';
 import type { TaskMatch, TaskRegistry } from './task-registry.ts';
 
@@ -26,7 +25,8 @@ export interface TaskListOptions {
   config: WorkerConfig;
   logger: Logger;
   clock: Clock;
-  metrics: WorkerMetrics;
+  /** Each task list read and matched is emitted as 'tasks'. */
+  events: WorkerEvents;
   /**
    * Runs each read of the list alone among the daemons sharing the key (clustered mode with DF_TASK_SYNC, so
    * that two replicas do not both create a missing task). Default: as it is.
@@ -150,20 +150,18 @@ export class TaskList {
     this.#everyHandlerServed = match.missing.length === 0;
     this.#planTasks();
     this.#withoutTask = match.missing;
-    this.#o.metrics.observeTaskMatch(match.registered.length, match.missing);
+    this.#o.events.emit('tasks', {
+      served: match.registered.map((r) => r.task.key),
+      withoutTask: match.missing,
+    });
   }
 
   #planTasks(): void {
     const planner = this.#planner;
     if (!planner) return;
-    const { clock, config, logger, metrics } = this.#o;
+    const { clock, config, logger } = this.#o;
     const tasks = this.#o.registry.tasks.map((r) => ({ id: r.task.id, key: r.task.key }));
     planner.setTasks(tasks, clock.now());
-    metrics.tasksServed.set(tasks.length);
-    // Present at 0 for each task served, so increase() in an alert sees the first lost answer too.
-    for (const task of tasks) {
-      for (const reason of POLL_ANSWER_LOSSES) metrics.pollAnswersLost.inc({ task: task.key, reason }, 0);
-    }
     if (tasks.length > 0 && planner.paceExceedsMaxInterval(clock.now())) {
       logger.warn(
         {

@@ -1,0 +1,53 @@
+// What every daemon meets (the standalone Worker, clustered mode's ClusteredWorker): the contract the CLI
+// runs (src/cli/run-daemon.ts), and the options both take.
+import type { Logger } from 'pino';
+import type { ServiceTransport } from '../api/client.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { WorkerConfig } from '../config/schema.ts';
+import type { TaskModule } from '../handlers/define-task.ts';
+import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import type { WorkerEvents } from './events.ts';
+
+export type WorkerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+export interface WorkerOptions {
+  config: WorkerConfig;
+  logger: Logger;
+  clock?: Clock;
+  /** Handlers already loaded (tests, demo, the month replay); default: loaded from `config.handlers.dir`. */
+  handlers?: ReadonlyMap<string, TaskModule>;
+  /**
+   * Handlers from `config.handlers.dir` whose loading began before the worker was made (`df-worker start`
+   * starts it before the daemon's own modules load, and the two run side by side); a rejection fails start()
+   * as a load by the worker would. Default: loaded by start().
+   */
+  handlersLoading?: Promise<ReadonlyMap<string, TaskModule>>;
+  metrics?: WorkerMetrics;
+  /** Where the core's events go; telemetry listens on it. Default: a new one. */
+  events?: WorkerEvents;
+  /** How requests reach the service (the month replay: the emulator in process). Default: HTTP. */
+  transport?: ServiceTransport;
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, { ok: boolean; reason?: string }>;
+  /**
+   * The tasks polled, and the handlers whose task is not on the service (as of the last task list). Information,
+   * not a check: a worker serving no task stays ready; the alerts DfWorkerNoTaskServed and
+   * DfWorkerHandlerWithoutTask report it.
+   */
+  tasks: { served: string[]; withoutTask: string[] };
+}
+
+/** What the process runs: the standalone Worker, or clustered mode's ClusteredWorker. */
+export interface DaemonWorker {
+  readonly metrics: WorkerMetrics;
+  readonly events: WorkerEvents;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  readiness(): Readiness;
+  wake(taskKey?: string): number;
+  /** Resolves with the exit code when the worker stopped on its own (standalone: its state lock lost). */
+  readonly stoppedOnItsOwn?: Promise<number>;
+}

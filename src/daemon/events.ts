@@ -1,0 +1,39 @@
+// What the daemon core does, as typed events (as BullMQ's WorkerListener): the core and its parts emit,
+// telemetry (metrics, logs, traces) listens in one place, the same way in standalone and clustered mode.
+import { EventEmitter } from 'node:events';
+import type { ResponseEvent } from '../api/client.ts';
+import type { RateLimitPause } from '../budget/budget.ts';
+import type { ExecutionOutcome } from '../runner/run-execution.ts';
+import type { PollAnswerLoss, PollResult } from '../scheduler/scheduler.ts';
+
+/** How a report ended: accepted, refused for good (a dead letter), or kept for a later run. */
+export type ReportResult = 'delivered' | 'dead-lettered' | 'left-in-journal';
+
+export interface WorkerEventMap {
+  /** A poll of one task was answered (or failed). */
+  poll: [{ task: string; result: PollResult; durationMs: number }];
+  /** A poll's answer was lost after it left: the execution it may have claimed is looked for again. */
+  pollAnswerLost: [{ task: string; reason: PollAnswerLoss }];
+  /** A request to the service ended (any operation). */
+  response: [ResponseEvent];
+  /** A 429 paused every request of the key. */
+  rateLimited: [RateLimitPause];
+  /** The task list was read and matched to the handlers: tasks polled, handlers without a task. */
+  tasks: [{ served: readonly string[]; withoutTask: readonly string[] }];
+  /** An execution entered the pipeline: freshly claimed, or taken up again from the journal or the queue. */
+  claim: [{ task: string; executionId: string; createdAt?: string; resumed: boolean }];
+  /** An execution's handler attempts ended with its outcome (before the report). */
+  outcome: [{ task: string; executionId: string; outcome: ExecutionOutcome }];
+  /** An execution's report ended. */
+  report: [{ task: string; executionId: string; result: ReportResult; attempts: number }];
+  /** A record left by an earlier run (journal or queue) was taken up again. */
+  replay: [{ phase: 'claimed' | 'finished' }];
+  /** Records owed a report, and dead letters, in the journal (standalone) after a change. */
+  journal: [{ pending: number; deadLettered: number }];
+  /** A handler worker (thread or process) started, or ended and why. */
+  handlerWorker: [{ started: true } | { started: false; reason: string }];
+  /** This replica took or gave up the coordinator lease (clustered mode). */
+  lease: [{ held: boolean; reason?: string }];
+}
+
+export class WorkerEvents extends EventEmitter<WorkerEventMap> {}
