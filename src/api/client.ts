@@ -1,13 +1,23 @@
 // ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
 // page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
-import { readFileSync } from 'node:fs';
-import { ReportValidationError, ResponseValidationError, ServiceClientError } from './errors.ts';
-import type { TimeoutPhase } from './errors.ts';
+import { redactor } from '../errors/redact.ts';
+import { defaultUserAgent, httpTransport } from './client-options.ts';
+import type {
+  ExecutionReport,
+  FileUpload,
+  RequestGate,
+  ResponseEvent,
+  ServiceClientOptions,
+  ServiceTransport,
+  VariableUpdateOptions,
+} from './client-options.ts';
+import { ResponseValidationError, ServiceClientError } from './errors.ts';
+import { checkPageSize, MAX_PAGE_SIZE, parseBaseUrl, serializeReport, toBlob } from './outgoing.ts';
 import { servicePaths } from './paths.ts';
 import type { PathStyle, ServicePaths } from './paths.ts';
 import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
-import { Transport } from './transport.ts';
+import { URL_SETTING } from './settings.ts';
 import type { OutgoingRequest } from './transport.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import {
@@ -23,7 +33,6 @@ import type {
   JsonObject,
   ListEnvelope,
   Operation,
-  ReportStatus,
   ServiceFile,
   Task,
   TaskDefinition,
@@ -32,126 +41,23 @@ import type {
   VersionedVariable,
 } from './types.ts';
 
-/** The daemon's budget: every request waits for a slot before it is sent, and the budget hears every answer. */
-export interface RequestGate {
-  /** Resolves when `operation` may be sent; rejects (e.g. with the signal's reason) to cancel the request. */
-  acquire(operation: Operation, signal?: AbortSignal): Promise<void>;
-  /**
-   * Told of every answer to a request the gate let through, before the caller sees it: the gate alone decides
-   * how the key's budget reacts (a 429 pauses every request), so a caller that retries just retries.
-   */
-  observe?(answer: GateAnswer): void;
-}
-
-/** What the gate learns of an answer. Carries no URL, header or body, so it can never leak the API key. */
-export interface GateAnswer {
-  operation: Operation;
-  /** HTTP status of the answer. */
-  status: number;
-  /** From the answer's `Retry-After` header, in milliseconds; undefined when absent or unreadable. */
-  retryAfterMs: number | undefined;
-}
-
-/** One per request sent, for metrics. Carries no URL, header or body, so it can never leak the API key. */
-export interface ResponseEvent {
-  operation: Operation;
-  /** HTTP status, or 0 when no answer came (network error, timeout, caller's abort). */
-  status: number;
-  /** From sending (after the gate) to the body fully read or the failure, in milliseconds. */
-  durationMs: number;
-  /** The error the call threw, when it was a ServiceClientError; absent on success and on a caller's abort. */
-  error?: ServiceClientError;
-}
-
-export interface ServiceClientOptions {
-  /** Service base address, e.g. `https://api.example.com` or the emulator's URL; may carry a path prefix. */
-  baseUrl: string;
-  /**
-   * How error messages name the setting `baseUrl` came from, so they say what to change: `DF_API_URL` in the
-   * daemon and the CLI. Default `'baseUrl'`.
-   */
-  urlSetting?: string;
-  /** The API key. Never logged, never in an error message or event. */
-  apiKey: string;
-  /** How the key travels: `X-Api-Key` header, `Authorization: Bearer`, or `api_key` in the URL (opt-in only: URLs end up in logs). Default `'header'`. */
-  authMode?: 'header' | 'query' | 'bearer';
-  /** `data-factory/task-executions` or `data_factory/task_executions`. Default `'hyphen'`. */
-  pathStyle?: PathStyle;
-  /** Time to establish a connection, ms. Default 5_000. */
-  connectTimeoutMs?: number;
-  /** Time from sending to the response headers, ms. Default 15_000. */
-  headersTimeoutMs?: number;
-  /** Longest idle time between body chunks, ms. Default 15_000. */
-  bodyTimeoutMs?: number;
-  /**
-   * Deadline from sending a request (gate wait excluded, connecting included) to the answer's headers, ms. The
-   * body then runs as long as chunks keep coming within `bodyTimeoutMs`. Default 30_000.
-   */
-  requestTimeoutMs?: number;
-  /**
-   * Deadline of the whole answer, from sending to the body's last byte, however its chunks are spaced, ms: an
-   * answer that trickles fails with a TimeoutError (phase `answer`). Default 60_000.
-   */
-  answerTimeoutMs?: number;
-  /**
-   * How timeout errors name each limit, so they say what to change (`DF_API_BODY_TIMEOUT_MS` in the daemon).
-   * Default: the option's own name (`bodyTimeoutMs`).
-   */
-  timeoutSettings?: Partial<Record<TimeoutPhase, string>>;
-  /**
-   * Most parallel connections. Default: no limit. A request the budget let through must leave at once: one
-   * held in a queue for a busy connection would leave later in a burst with others the budget counted apart.
-   * The budget and the daemon's concurrency bound the connections in use.
-   */
-  connections?: number;
-  /** Budget gate awaited before every request. Default: none. */
-  gate?: RequestGate;
-  /** Metrics hook, called once per request; whatever it throws is swallowed. */
-  onResponse?: (event: ResponseEvent) => void;
-  /** Default `df-worker/<package version>`. */
-  userAgent?: string;
-  /**
-   * Carries the requests instead of HTTP (the timeouts and `connections` above then do not apply): the
-   * month replay answers them in process, in virtual time. Default: node:http(s) with keep-alive.
-   */
-  transport?: ServiceTransport;
-}
-
-/** What carries a request to the service and brings its answer back. */
-export interface ServiceTransport {
-  send(operation: Operation, request: OutgoingRequest, signal?: AbortSignal): Promise<Answer>;
-  close(): Promise<void>;
-}
-
-/** What a client reports for a claimed execution (part 4.2: only status and output are updatable). */
-export interface ExecutionReport {
-  status: ReportStatus;
-  output: JsonObject;
-}
-
-export interface FileUpload {
-  name: string;
-  data: Uint8Array | Blob;
-  /** Default: the Blob's own type, or `application/octet-stream`. */
-  contentType?: string;
-}
-
-export interface VariableUpdateOptions {
-  /**
-   * The ETag a read returned: the update applies only if the variable still has that version, else it is
-   * refused with PreconditionFailedError (412) and nothing changes. Default: none, the update is unconditional.
-   */
-  ifMatch?: string;
-  signal?: AbortSignal;
-}
-
-const MAX_PAGE_SIZE = 1000;
-const REDACTED = '[redacted]';
+export type {
+  ExecutionReport,
+  FileUpload,
+  GateAnswer,
+  RequestGate,
+  ResponseEvent,
+  ServiceClientOptions,
+  ServiceTransport,
+  VariableUpdateOptions,
+} from './client-options.ts';
 
 type AuthMode = NonNullable<ServiceClientOptions['authMode']>;
 
 export class ServiceClient {
   readonly #apiKey: string;
+  /** Removes the API key (raw or URL-encoded) from text that came from outside, e.g. an echoed URL. */
+  readonly #redact: (text: string) => string;
   readonly #authMode: AuthMode;
   readonly #pathStyle: PathStyle;
   readonly #baseUrl: string;
@@ -170,36 +76,23 @@ export class ServiceClient {
     if (typeof options.apiKey !== 'string' || options.apiKey === '') {
       throw new TypeError('ServiceClient needs a non-empty apiKey');
     }
-    const url = parseBaseUrl(options.baseUrl);
+    this.#urlSetting = options.urlSetting ?? URL_SETTING;
+    const url = parseBaseUrl(options.baseUrl, this.#urlSetting);
     this.#apiKey = options.apiKey;
+    this.#redact = redactor([options.apiKey]);
     this.#authMode = options.authMode ?? 'header';
     this.#pathStyle = options.pathStyle ?? 'hyphen';
     this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
     this.#paths = servicePaths(this.#pathStyle, url.pathname);
     this.#gate = options.gate;
     this.#onResponse = options.onResponse;
-    this.#userAgent = options.userAgent ?? `df-worker/${packageVersion()}`;
+    this.#userAgent = options.userAgent ?? defaultUserAgent();
     this.#ownsTransport = shared === undefined;
     this.#options = options;
-    this.#urlSetting = options.urlSetting ?? 'baseUrl';
     this.#transport =
       shared?.transport ??
       options.transport ??
-      new Transport(
-        {
-          origin: url.origin,
-          connectTimeoutMs: positive(options.connectTimeoutMs, 5_000, 'connectTimeoutMs'),
-          headersTimeoutMs: positive(options.headersTimeoutMs, 15_000, 'headersTimeoutMs'),
-          bodyTimeoutMs: positive(options.bodyTimeoutMs, 15_000, 'bodyTimeoutMs'),
-          requestTimeoutMs: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
-          answerTimeoutMs: positive(options.answerTimeoutMs, 60_000, 'answerTimeoutMs'),
-          ...(options.timeoutSettings ? { timeoutSettings: options.timeoutSettings } : {}),
-          connections:
-            options.connections === undefined ? null : positive(options.connections, 0, 'connections'),
-          urlSetting: this.#urlSetting,
-        },
-        (text) => this.#redact(text),
-      );
+      httpTransport(options, url.origin, this.#urlSetting, this.#redact);
   }
 
   /** Every task, following pages until `totalElements` are collected or a page comes back empty. */
@@ -279,7 +172,7 @@ export class ServiceClient {
       signal,
       (answer) => {
         if (answer.status === 404) {
-          const error = toServiceError('tasks.poll', answer, (text) => this.#redact(text));
+          const error = toServiceError('tasks.poll', answer, this.#redact);
           // A non-JSON 404 (an HTML page) is not the service saying "nothing pending" but a wrong baseUrl or a
           // proxy: reporting it as null would poll an empty queue forever without anyone noticing.
           const fromService = error.bodySnippet === undefined || error.bodySnippet.trim() === '';
@@ -502,7 +395,7 @@ export class ServiceClient {
 
   #ensureSuccess(operation: Operation, answer: Answer): void {
     if (answer.status < 200 || answer.status > 299) {
-      throw toServiceError(operation, answer, (text) => this.#redact(text));
+      throw toServiceError(operation, answer, this.#redact);
     }
   }
 
@@ -523,96 +416,4 @@ export class ServiceClient {
     if (body !== undefined) request.body = body;
     return request;
   }
-
-  /** Removes the API key (raw or URL-encoded) from text that came from outside, e.g. an echoed URL. */
-  #redact(text: string): string {
-    let result = text.split(this.#apiKey).join(REDACTED);
-    const encoded = encodeURIComponent(this.#apiKey);
-    if (encoded !== this.#apiKey) result = result.split(encoded).join(REDACTED);
-    return result;
-  }
-}
-
-function parseBaseUrl(baseUrl: string): URL {
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TypeError(
-      `baseUrl ${JSON.stringify(baseUrl)} is not a URL; expected e.g. https://api.example.com`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`baseUrl must use http or https, got ${url.protocol}`);
-  }
-  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
-    throw new TypeError(
-      'baseUrl must not carry a query, fragment or credentials; set apiKey and authMode instead',
-    );
-  }
-  return url;
-}
-
-function positive(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value <= 0)
-    throw new RangeError(`${name} must be a positive number, got ${value}`);
-  return value;
-}
-
-function checkPageSize(size: number): void {
-  if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) {
-    throw new RangeError(
-      `page size must be an integer from 1 to ${MAX_PAGE_SIZE} (the service's maximum), got ${size}`,
-    );
-  }
-}
-
-function serializeReport(id: string, report: ExecutionReport): string {
-  const status: unknown = report.status;
-  if (status !== 'COMPLETED' && status !== 'FAILED') {
-    throw new ReportValidationError(
-      `report for execution ${id} has status ${JSON.stringify(status) ?? String(status)}; ` +
-        `only COMPLETED or FAILED may be reported. Nothing was sent`,
-    );
-  }
-  const output: unknown = report.output;
-  if (!isPlainObject(output)) {
-    const kind = Array.isArray(output) ? 'an array' : output === null ? 'null' : typeof output;
-    throw new ReportValidationError(
-      `report for execution ${id} has output of type ${kind}; output must be a plain object (use {} for none). ` +
-        `Nothing was sent`,
-    );
-  }
-  try {
-    return JSON.stringify({ id, status, output });
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new ReportValidationError(
-      `report for execution ${id} has output that cannot be serialized as JSON (${reason}). Nothing was sent`,
-      { cause: error },
-    );
-  }
-}
-
-function toBlob(file: FileUpload): Blob {
-  if (file.data instanceof Blob) {
-    return file.contentType === undefined ? file.data : new Blob([file.data], { type: file.contentType });
-  }
-  // Copied into a fresh ArrayBuffer-backed view: Blob does not accept views over a SharedArrayBuffer.
-  return new Blob([new Uint8Array(file.data)], { type: file.contentType ?? 'application/octet-stream' });
-}
-
-let cachedVersion: string | undefined;
-
-function packageVersion(): string {
-  if (cachedVersion !== undefined) return cachedVersion;
-  try {
-    const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
-    const version = (JSON.parse(text) as { version?: unknown }).version;
-    cachedVersion = typeof version === 'string' ? version : '0.0.0';
-  } catch {
-    cachedVersion = '0.0.0';
-  }
-  return cachedVersion;
 }

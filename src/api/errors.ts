@@ -1,10 +1,17 @@
 // The service client's failures, one class per way a caller reacts: the service said no (ServiceError),
 // the answer never came (NetworkError, TimeoutError), the answer made no sense, or our own report was bad.
+import type { ErrorCode } from '../errors/catalogue.ts';
+import { URL_SETTING } from './settings.ts';
 import type { Operation } from './types.ts';
 
 /** Base of every error the service client throws; `instanceof ServiceClientError` catches them all. */
 export class ServiceClientError extends Error {
   override name = 'ServiceClientError';
+  /**
+   * The catalogue's code (src/errors/catalogue.ts), e.g. `DFW_API_TIMEOUT`; on a ServiceError, the service's
+   * own code instead (its catalogue code, DFW_API_STATUS, goes by its class).
+   */
+  readonly code: string | undefined = 'DFW_API_CLIENT' satisfies ErrorCode;
 }
 
 export interface ServiceErrorDetails {
@@ -22,7 +29,7 @@ export class ServiceError extends ServiceClientError {
   readonly operation: Operation;
   readonly status: number;
   /** The envelope's `code` (e.g. `NOT_FOUND`, `RATE_LIMIT`); undefined for `{message}`-only or non-JSON bodies. */
-  readonly code: string | undefined;
+  override readonly code: string | undefined;
   /** From the `Retry-After` header (seconds or HTTP date), in milliseconds from when the answer arrived. */
   readonly retryAfterMs: number | undefined;
   /** The envelope's `message`, as the service wrote it. */
@@ -98,6 +105,7 @@ export interface RequestReach {
 /** No answer: connection refused or reset, socket closed before the answer, DNS failure. */
 export class NetworkError extends ServiceClientError {
   override name = 'NetworkError';
+  override readonly code: ErrorCode = 'DFW_API_NETWORK';
   readonly operation: Operation;
   /** The request was fully written before the failure: the service may have acted on it. */
   readonly sent: boolean;
@@ -135,6 +143,7 @@ export class NetworkError extends ServiceClientError {
 /** No answer in time; a kind of NetworkError so callers that treat both alike need one `instanceof`. */
 export class TimeoutError extends NetworkError {
   override name = 'TimeoutError';
+  override readonly code: ErrorCode = 'DFW_API_TIMEOUT';
   readonly phase: TimeoutPhase;
 
   constructor(
@@ -152,6 +161,7 @@ export class TimeoutError extends NetworkError {
 /** A 2xx answer whose body is not what the service documents (not JSON, a field missing or of the wrong type). */
 export class ResponseValidationError extends ServiceClientError {
   override name = 'ResponseValidationError';
+  override readonly code: ErrorCode = 'DFW_API_BAD_ANSWER';
   readonly operation: Operation;
   /** The offending field's path, e.g. `input` or `data[3].id`; `(body)` when the body itself is unusable. */
   readonly field: string;
@@ -170,7 +180,7 @@ export class ResponseValidationError extends ServiceClientError {
     field: string,
     problem: string,
     executionId?: string,
-    urlSetting = 'DF_API_URL',
+    urlSetting = URL_SETTING,
   ) {
     super(
       `${operation} answer ${problem}; the service's answer does not match its documented shape ` +
@@ -199,4 +209,5 @@ export class ResponseValidationError extends ServiceClientError {
 /** A report the service would refuse (status not COMPLETED/FAILED, output not a plain object); nothing was sent. */
 export class ReportValidationError extends ServiceClientError {
   override name = 'ReportValidationError';
+  override readonly code: ErrorCode = 'DFW_API_BAD_REPORT';
 }

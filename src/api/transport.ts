@@ -10,6 +10,7 @@ import { NetworkError, TimeoutError } from './errors.ts';
 import { adviseNetworkFailure } from './network-failure.ts';
 import type { RequestReach, TimeoutPhase } from './errors.ts';
 import type { Answer } from './response.ts';
+import { TIMEOUT_SETTINGS } from './settings.ts';
 import type { Operation } from './types.ts';
 
 export interface TransportOptions {
@@ -21,7 +22,7 @@ export interface TransportOptions {
   requestTimeoutMs: number;
   /** From sending to the body's last byte, in ms. */
   answerTimeoutMs: number;
-  /** How timeout errors name each limit, e.g. `DF_API_BODY_TIMEOUT_MS`; default the option's own name. */
+  /** How timeout errors name each limit; default the daemon's DF_* setting for it (settings.ts). */
   timeoutSettings?: Partial<Record<TimeoutPhase, string>>;
   /** Most parallel connections; null for no limit. */
   connections: number | null;
@@ -189,7 +190,7 @@ function describePhase(
   options: TransportOptions,
 ): { what: string; ms: number; setting: string } {
   const { what, option } = PHASES[phase];
-  return { what, ms: options[option], setting: options.timeoutSettings?.[phase] ?? option };
+  return { what, ms: options[option], setting: options.timeoutSettings?.[phase] ?? TIMEOUT_SETTINGS[phase] };
 }
 
 /** The body as bytes with the headers that describe it; a form is encoded as multipart/form-data. */

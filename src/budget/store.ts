@@ -5,6 +5,7 @@ import path from 'node:path';
 import { readJsonFile, writeFileDurably } from '../journal/durable-file.ts';
 import { errorCode } from '../journal/durable-file.ts';
 import { calendarMonthWindow, parseMonthKey } from './month.ts';
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 export interface BudgetState {
   /** `YYYY-MM` in the budget's time zone. */
@@ -178,6 +179,7 @@ function contradiction(
 
 /** A budget.json the rest of the state folder contradicts (see checkedBudgetStore). */
 export class BudgetStateLostError extends Error {
+  readonly code: ErrorCode = 'DFW_BUDGET_STATE_LOST';
   readonly file: string;
 
   constructor(file: string, problem: string) {
@@ -227,6 +229,7 @@ export function handOffBudgetStore(file: string, untilMs: number): HandOffBudget
 
 /** A budget file that is valid JSON but not a month's usage: damaged, or written by something else. */
 export class BudgetStateError extends Error {
+  readonly code: ErrorCode = 'DFW_BUDGET_STATE_INVALID';
   readonly file: string;
 
   constructor(file: string) {

@@ -49,8 +49,9 @@ main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (error: unknown) => {
-    process.stderr.write(`df-worker: ${error instanceof Error ? error.message : String(error)}\n`);
+  async (error: unknown) => {
+    const { describeError } = await import('../errors/catalogue.ts');
+    process.stderr.write(`df-worker: ${describeError(error)}\n`);
     process.exitCode = 1;
   },
 );

@@ -8,6 +8,7 @@ import { BudgetExhaustedError } from '../budget/budget.ts';
 import { systemClock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import { budgetFromConfig, clientFromConfig } from '../daemon/service-wiring.ts';
+import { errorCode } from '../journal/durable-file.ts';
 import { JournalUnavailableError } from '../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../journal/state-lock.ts';
 
@@ -121,7 +122,7 @@ function describeMonth(budget: Budget): string {
 }
 
 function stateFolderProblem(config: WorkerConfig, error: unknown): string {
-  const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  const reason = errorCode(error) ?? (error as Error).message;
   return (
     `budget: cannot use the state folder ${config.state.dir} (${reason}); ` +
     'make it writable or set DF_STATE_DIR to a writable folder'

@@ -1,5 +1,6 @@
 // Views of the schema and of a loaded configuration that are safe to print: the settings table for docs,
 // and a configuration with its secrets masked for `check` and startup logs.
+import { REDACTED } from '../errors/redact.ts';
 import { FORMAT } from './formats.ts';
 import { listSettings } from './schema.ts';
 import type { WorkerConfig } from './schema.ts';
@@ -24,7 +25,7 @@ export function describeConfig(): SettingDescription[] {
   }));
 }
 
-export const REDACTED = '[redacted]';
+export { REDACTED } from '../errors/redact.ts';
 
 const SENSITIVE_SETTINGS = listSettings()
   .filter(({ entry }) => entry.sensitive === true)

@@ -1,4 +1,5 @@
 // The one error configuration loading throws: every bad setting at once, so a user fixes them in one go.
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 /** One bad setting. `message` never contains a sensitive value (the API key, the wake token). */
 export interface ConfigProblem {
@@ -20,6 +21,7 @@ export function formatProblem(problem: ConfigProblem): string {
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+  readonly code: ErrorCode = 'DFW_CONFIG_INVALID';
   readonly problems: ConfigProblem[];
 
   constructor(problems: ConfigProblem[]) {

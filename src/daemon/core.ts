@@ -267,11 +267,11 @@ export class DaemonCore<G extends BudgetGate> {
     this.#loops = [...claimer.loops, taskList.refreshLoop(this.#pollStop.signal)];
     logger.info(
       {
-        mode: this.#mode.label,
         tasks: registry.tasks.map((t) => t.task.key),
         concurrency: config.concurrency,
         budget: config.budget,
         idlePollIntervalSeconds: Math.round(planner.idleIntervalMs(clock.now()) / 1000),
+        mode: this.#mode.label,
       },
       this.#mode.label === 'clustered' ? 'df-worker started (clustered)' : 'df-worker started',
     );

@@ -57,7 +57,6 @@ export function clientFromConfig(
 ): ServiceClient {
   return new ServiceClient({
     baseUrl: config.api.url,
-    urlSetting: 'DF_API_URL',
     apiKey: config.api.key,
     authMode: config.api.authMode,
     pathStyle: config.api.pathStyle,
@@ -66,13 +65,6 @@ export function clientFromConfig(
     bodyTimeoutMs: config.api.bodyTimeoutMs,
     requestTimeoutMs: config.api.requestTimeoutMs,
     answerTimeoutMs: config.api.answerTimeoutMs,
-    timeoutSettings: {
-      connect: 'DF_API_CONNECT_TIMEOUT_MS',
-      headers: 'DF_API_HEADERS_TIMEOUT_MS',
-      body: 'DF_API_BODY_TIMEOUT_MS',
-      request: 'DF_API_REQUEST_TIMEOUT_MS',
-      answer: 'DF_API_ANSWER_TIMEOUT_MS',
-    },
     gate: budget,
     ...(onResponse ? { onResponse } : {}),
     ...(transport ? { transport } : {}),

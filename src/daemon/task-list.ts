@@ -6,6 +6,7 @@ import { ServiceError } from '../api/errors.ts';
 import { backoffDelayMs } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
+import type { ErrorCode } from '../errors/catalogue.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { classifyFailure } from '../scheduler/retry-policy.ts';
 import type { WorkerEvents } from './events.ts';
@@ -14,6 +15,8 @@ import type { TaskMatch, TaskRegistry } from './task-registry.ts';
 
 /** start() refused to run: the message says what to fix. The CLI exits non-zero with it. */
 export class StartupError extends Error {
+  readonly code: ErrorCode = 'DFW_STARTUP_FAILED';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'StartupError';

@@ -1,10 +1,15 @@
-// Reference tables generated from the single sources of truth (the configuration schema, the metrics registry), so the
-// guides cannot drift from the code: `npm run docs` rewrites them, a test fails when they differ.
+// Reference tables generated from the single sources of truth (the configuration schema, the metrics registry, the
+// error catalogue), so the guides cannot drift from the code: `npm run docs` rewrites them, a test fails when they differ.
 import { describeConfig } from '../config/describe.ts';
+import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 
 export const CONFIG_MARKERS = ['<!-- config-table:start -->', '<!-- config-table:end -->'] as const;
 export const METRICS_MARKERS = ['<!-- metrics-table:start -->', '<!-- metrics-table:end -->'] as const;
+export const ERROR_CODES_MARKERS = [
+  '<!-- error-codes-table:start -->',
+  '<!-- error-codes-table:end -->',
+] as const;
 
 function cell(text: string): string {
   return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -31,6 +36,14 @@ export function metricsTable(): string {
   return ['| Metric | Type | Labels | Meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
+export function errorCodesTable(): string {
+  const rows = Object.entries(ERROR_CATALOGUE).map(([code, entry]) => {
+    const classes = entry.errors.map((name) => `\`${name}\``).join(', ');
+    return `| \`${code}\` | ${cell(entry.meaning)} | ${classes} |`;
+  });
+  return ['| Code | Meaning | Error class |', '|---|---|---|', ...rows].join('\n');
+}
+
 /** Replaces the text between two markers; throws when the markers are missing. */
 export function replaceBetween(text: string, markers: readonly [string, string], content: string): string {
   const start = text.indexOf(markers[0]);
@@ -50,4 +63,8 @@ export interface GeneratedDoc {
 export const GENERATED_DOCS: readonly GeneratedDoc[] = [
   { path: 'config/README.md', render: (text) => replaceBetween(text, CONFIG_MARKERS, configTable()) },
   { path: 'helm/README.md', render: (text) => replaceBetween(text, METRICS_MARKERS, metricsTable()) },
+  {
+    path: 'src/errors/README.md',
+    render: (text) => replaceBetween(text, ERROR_CODES_MARKERS, errorCodesTable()),
+  },
 ];

@@ -1,5 +1,5 @@
 // `npm run docs`: rewrites the generated tables of the guides (configuration in config/README.md, metrics in
-// helm/README.md) from the code.
+// helm/README.md, error codes in src/errors/README.md) from the code.
 import { readFile, writeFile } from 'node:fs/promises';
 import { GENERATED_DOCS } from './reference.ts';
 

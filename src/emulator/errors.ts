@@ -1,8 +1,10 @@
 // Errors the emulator's in-process API throws; over HTTP the admin surface turns them into 4xx answers.
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 /** `enqueueExecution` (or the admin surface) named a task that does not exist. */
 export class UnknownTaskError extends Error {
   override name = 'UnknownTaskError';
+  readonly code: ErrorCode = 'DFW_EMULATOR_UNKNOWN_TASK';
   readonly task: string;
   constructor(task: string) {
     super(
@@ -15,14 +17,17 @@ export class UnknownTaskError extends Error {
 /** A task definition lacks its key or has a member of the wrong type. */
 export class InvalidTaskDefinitionError extends Error {
   override name = 'InvalidTaskDefinitionError';
+  readonly code: ErrorCode = 'DFW_EMULATOR_TASK_INVALID';
 }
 
 /** A fault rule is malformed; the message names the rule's index and the bad member. */
 export class InvalidFaultRuleError extends Error {
   override name = 'InvalidFaultRuleError';
+  readonly code: ErrorCode = 'DFW_EMULATOR_FAULT_INVALID';
 }
 
 /** The emulator was asked for its URL before `listen()`, or to listen twice. */
 export class EmulatorStateError extends Error {
   override name = 'EmulatorStateError';
+  readonly code: ErrorCode = 'DFW_EMULATOR_STATE';
 }

@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import type { JobContext, JsonObject, KeyDescription, TaskExecution } from '../api/types.ts';
 import { issuePath, record } from '../schema/record.ts';
 import type { TaskServiceClient } from './task-service.ts';
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 /** The task an execution belongs to, as the runner sees it: the service's record, or the handler's own declarations when run locally. */
 export interface TaskSummary {
@@ -74,6 +75,8 @@ export interface TaskModule<I extends JsonObject = JsonObject, O extends JsonObj
 
 /** Thrown by a handler to fail the execution at once: the runner does not retry it (bad input, a 4xx answer...). */
 export class NonRetryableError extends Error {
+  readonly code: ErrorCode = 'DFW_HANDLER_NON_RETRYABLE';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'NonRetryableError';
@@ -102,6 +105,7 @@ export interface TaskDefinitionProblem {
 
 /** A task spec that `defineTask` rejects; lists every problem found. */
 export class TaskDefinitionError extends Error {
+  readonly code: ErrorCode = 'DFW_TASK_DEFINITION_INVALID';
   /** The first bad member (see `problems` for all of them). */
   readonly member: string;
   readonly problems: TaskDefinitionProblem[];

@@ -4,6 +4,7 @@
 import { fromErrorRecord, type ErrorRecord } from '../api/error-record.ts';
 import { ServiceClientError } from '../api/errors.ts';
 import type { ServiceClient } from '../api/client.ts';
+import type { ErrorCode } from '../errors/catalogue.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import type {
   JobExecution,
@@ -69,6 +70,7 @@ export interface ServiceCall {
 /** A `ctx.service` call that was not sent: its attempt had ended, it was aborted, or no service is set up. */
 export class ServiceCallRefusedError extends ServiceClientError {
   override name = 'ServiceCallRefusedError';
+  override readonly code: ErrorCode = 'DFW_SERVICE_CALL_REFUSED';
 }
 
 /** The error a call's answer carries, re-created on the handler's side as the class it was thrown as. */

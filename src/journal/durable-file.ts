@@ -2,6 +2,7 @@
 // the new one, never a mix. Used by the journal and by any module that keeps state across restarts.
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { isErrorCode, type ErrorCode } from '../errors/catalogue.ts';
 
 // Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
 const { randomBytes } = process.getBuiltinModule('node:crypto');
@@ -13,6 +14,7 @@ export interface WriteDurablyOptions {
 
 /** A file that exists but does not hold valid JSON. */
 export class JsonFileError extends Error {
+  readonly code: ErrorCode = 'DFW_STATE_FILE_INVALID';
   readonly path: string;
   override readonly cause: Error;
 
@@ -111,8 +113,11 @@ export async function syncDirectory(folder: string): Promise<void> {
   }
 }
 
-/** The `code` of a Node.js system error (ENOENT, EROFS...), if any. */
+/**
+ * The `code` of a Node.js system error (ENOENT, EROFS...), if any; undefined for df-worker's own errors, whose
+ * `DFW_*` code says nothing about the file system.
+ */
 export function errorCode(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
-  return typeof error.code === 'string' ? error.code : undefined;
+  return typeof error.code === 'string' && !isErrorCode(error.code) ? error.code : undefined;
 }

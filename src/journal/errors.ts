@@ -1,9 +1,11 @@
 // Failures of the journal a caller acts on: an unusable state folder at start, a write that did not
 // reach the disk (stop claiming), an execution the journal does not know (a bug in the caller).
 import { errorCode } from './durable-file.ts';
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 /** The state folder cannot hold the journal (raised by Journal.open and by reads of the folder). */
 export class JournalUnavailableError extends Error {
+  readonly code: ErrorCode = 'DFW_JOURNAL_UNAVAILABLE';
   /** The folder that failed. */
   readonly folder: string;
   override readonly cause: Error;
@@ -21,6 +23,7 @@ export class JournalUnavailableError extends Error {
 
 /** A journal record could not be written; the journal turns unwritable until recheck() succeeds. */
 export class JournalWriteError extends Error {
+  readonly code: ErrorCode = 'DFW_JOURNAL_WRITE';
   readonly executionId: string;
   /** The folder the write was aimed at. */
   readonly folder: string;
@@ -40,6 +43,7 @@ export class JournalWriteError extends Error {
 
 /** An operation named an execution that has no record (never claimed, or already completed). */
 export class JournalEntryNotFoundError extends Error {
+  readonly code: ErrorCode = 'DFW_JOURNAL_ENTRY_NOT_FOUND';
   readonly executionId: string;
 
   constructor(executionId: string, action: string) {

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import * as v from 'valibot';
 import { errorCode, syncDirectory, temporaryFileName, writeFileDurably } from './durable-file.ts';
 import { JournalUnavailableError } from './errors.ts';
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 // Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).
 const { createHash } = process.getBuiltinModule('node:crypto');
@@ -23,6 +24,7 @@ export interface LockHolder {
 }
 
 export class StateFolderLockedError extends Error {
+  readonly code: ErrorCode = 'DFW_STATE_LOCKED';
   readonly holder: LockHolder;
 
   constructor(folder: string, holder: LockHolder, ageMs: number) {

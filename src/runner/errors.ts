@@ -1,10 +1,12 @@
 // Failures the runner produces itself, and how any thrown value becomes the `error`/`errorName` pair of a
 // FAILED report: message only (a stack trace would leak the worker's internals into the service), bounded in size.
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 export const MAX_ERROR_MESSAGE_LENGTH = 1000;
 
 /** An attempt that ran past its time limit; also the reason `ctx.signal` aborts with. */
 export class HandlerTimeoutError extends Error {
+  readonly code: ErrorCode = 'DFW_HANDLER_TIMEOUT';
   readonly timeoutMs: number;
 
   constructor(taskKey: string, timeoutMs: number) {
@@ -14,6 +16,16 @@ export class HandlerTimeoutError extends Error {
     );
     this.name = 'HandlerTimeoutError';
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/** What ran the handler died during the attempt (see HostResult 'crashed'). */
+export class HandlerCrashError extends Error {
+  readonly code: ErrorCode = 'DFW_HANDLER_CRASH';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'HandlerCrashError';
   }
 }
 

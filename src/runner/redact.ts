@@ -1,19 +1,9 @@
 // Cleans secret values (the API key, the wake token) out of what a handler returned, threw or logged, before
 // the daemon logs or reports it: handler code can read them in ways no environment scrubbing stops.
+// Scrubbing text itself is errors/redact.ts's: one marker and one way for the whole daemon.
+import type { Redact } from '../errors/redact.ts';
 
-import { REDACTED } from '../telemetry/logger.ts';
-
-/** What a secret is replaced with: the same marker the logger's path redaction writes. */
-export const REDACTED_SECRET = REDACTED;
-
-export type Redact = (text: string) => string;
-
-/** Replaces every occurrence of each secret in a text. */
-export function redactor(secrets: readonly string[]): Redact {
-  const present = secrets.filter((secret) => secret.length > 0);
-  if (present.length === 0) return (text) => text;
-  return (text) => present.reduce((out, secret) => out.replaceAll(secret, REDACTED_SECRET), text);
-}
+export { redactor, type Redact } from '../errors/redact.ts';
 
 /**
  * A copy of a JSON-like value with `redact` applied to every string, object keys included. Values that are not

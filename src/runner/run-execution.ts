@@ -7,7 +7,7 @@ import type { Clock } from '../clock/clock.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
 import { isNonRetryableError, type TaskModule, type TaskSummary } from '../handlers/define-task.ts';
 import { inlineHost, type AttemptHost, type HostResult } from './attempt-host.ts';
-import { HandlerTimeoutError, summariseError, truncateMessage } from './errors.ts';
+import { HandlerCrashError, HandlerTimeoutError, summariseError, truncateMessage } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput, type OutputCheck } from './output.ts';
 import { redactDeep, type Redact } from './redact.ts';
@@ -160,14 +160,6 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     } catch {
       return aborted(attempt);
     }
-  }
-}
-
-/** What ran the handler died during the attempt (see HostResult 'crashed'). */
-export class HandlerCrashError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'HandlerCrashError';
   }
 }
 

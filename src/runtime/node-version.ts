@@ -1,6 +1,7 @@
 // Which Node.js df-worker runs on: checked first by every entry point (the CLI, the package import), before a
 // module that needs a newer Node (undici, node:module's compile cache, type stripping) fails with its own stack.
-// This file imports nothing, so it loads on any Node that runs ES modules.
+// This file imports nothing at run time (types only), so it loads on any Node that runs ES modules.
+import type { ErrorCode } from '../errors/catalogue.ts';
 
 /** The oldest Node.js df-worker supports, as package.json's "engines" says. */
 export const REQUIRED_NODE = { major: 22, minor: 19 } as const;
@@ -21,6 +22,8 @@ export function nodeVersionProblem(version: string = process.versions.node): str
 
 /** Thrown when df-worker is imported on a Node.js older than REQUIRED_NODE. */
 export class UnsupportedNodeError extends Error {
+  readonly code: ErrorCode = 'DFW_NODE_UNSUPPORTED';
+
   constructor(message: string) {
     super(message);
     this.name = 'UnsupportedNodeError';

@@ -4,6 +4,8 @@
 import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import type PinoPretty from 'pino-pretty';
+import { errorCodeOf } from '../errors/catalogue.ts';
+import { REDACTED } from '../errors/redact.ts';
 
 export type Logger = pino.Logger;
 
@@ -22,7 +24,7 @@ export interface LoggerOptions {
   destination?: pino.DestinationStream | NodeJS.WritableStream;
 }
 
-export const REDACTED = '[redacted]';
+export { REDACTED } from '../errors/redact.ts';
 
 // Specific paths only: a bare `key` would hide harmless fields such as an idempotency or task key.
 export const REDACTED_PATHS = [
@@ -45,11 +47,24 @@ export function createLogger(options: LoggerOptions): Logger {
     base: { name: 'df-worker' },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACTED_PATHS, censor: REDACTED },
-    serializers: { err: pino.stdSerializers.err },
+    serializers: { err: serializeError },
   };
   const destination = options.destination ?? process.stdout;
   if (wantsPretty(options.pretty ?? false, destination)) return pino(settings, prettyStream(destination));
   return options.destination === undefined ? pino(settings) : pino(settings, options.destination);
+}
+
+/**
+ * pino's own serializer (message, stack, cause and every enumerable member, `code` among them), plus the
+ * catalogue's code for an error that carries none of its own, so every log line of a df-worker error names it.
+ */
+export function serializeError(error: Error): ReturnType<typeof pino.stdSerializers.err> {
+  const serialized = pino.stdSerializers.err(error);
+  if (serialized.code === undefined) {
+    const code = errorCodeOf(error);
+    if (code !== undefined) serialized.code = code;
+  }
+  return serialized;
 }
 
 /** Whether `mode` makes the lines written to `destination` readable rather than JSON. */

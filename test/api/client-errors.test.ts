@@ -141,18 +141,16 @@ describe('ServiceClient response validation', () => {
     });
   });
 
-  it("tells the daemon's user to check DF_API_URL, and a bare client's user baseUrl, on a wrong-shape answer", async () => {
+  it('tells the user to check DF_API_URL, or the setting the client was told, on a wrong-shape answer', async () => {
     forcePoll(200, '<html>ok</html>', 'text/html');
-    const daemon = await failure(
-      client({ urlSetting: 'DF_API_URL' }).pollTask('t1'),
-      ResponseValidationError,
-    );
+    const daemon = await failure(client().pollTask('t1'), ResponseValidationError);
+    expect(daemon).toMatchObject({ code: 'DFW_API_BAD_ANSWER', urlSetting: 'DF_API_URL' });
     expect(daemon.message).toContain('check DF_API_URL and report this if it persists');
     expect(daemon.message).not.toContain('baseUrl');
     emu().setFaults([{ operation: 'tasks.get', kind: 'status', status: 200, body: '{}', count: 1 }]);
-    const bare = await failure(client().getTask('t1'), ResponseValidationError);
-    expect(bare).toMatchObject({ operation: 'tasks.get', urlSetting: 'baseUrl' });
-    expect(bare.message).toContain('check baseUrl and report this if it persists');
+    const named = await failure(client({ urlSetting: 'SERVICE_URL' }).getTask('t1'), ResponseValidationError);
+    expect(named).toMatchObject({ operation: 'tasks.get', urlSetting: 'SERVICE_URL' });
+    expect(named.message).toContain('check SERVICE_URL and report this if it persists');
   });
 });
 
@@ -165,7 +163,9 @@ describe('ServiceClient network failures', () => {
     const error = await failure(api.getTask('t1'), TimeoutError);
     expect(error).toBeInstanceOf(NetworkError);
     expect(error).toMatchObject({ operation: 'tasks.get', phase: 'headers' });
-    expect(error.message).toContain('headersTimeoutMs');
+    expect(error.code).toBe('DFW_API_TIMEOUT');
+    expect(error.message).toContain('after 50 ms (DF_API_HEADERS_TIMEOUT_MS)');
+    expect(error.message).not.toContain('headersTimeoutMs');
     expect(events).toMatchObject([{ operation: 'tasks.get', status: 0, error }]);
   });
 

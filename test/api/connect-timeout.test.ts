@@ -62,7 +62,7 @@ describe('the connect limit', () => {
     await client.close();
     expect(error).toBeInstanceOf(TimeoutError);
     expect((error as TimeoutError).phase).toBe('connect');
-    expect((error as Error).message).toContain('after 400 ms (connectTimeoutMs)');
+    expect((error as Error).message).toContain('after 400 ms (DF_API_CONNECT_TIMEOUT_MS)');
     expect(tookMs).toBeGreaterThanOrEqual(390);
     expect(tookMs).toBeLessThan(2_000);
   });

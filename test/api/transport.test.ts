@@ -91,7 +91,7 @@ describe('a poll answer that is lost', () => {
     const { url } = await serve({ bodyAfterMs: 'never' });
     const error = await failure(client(url, { bodyTimeoutMs: 200 }).pollTask('t1'), TimeoutError);
     expect(error).toMatchObject({ phase: 'body', sent: true, answerStatus: 200, mayHaveBeenApplied: true });
-    expect(error.message).toContain('bodyTimeoutMs');
+    expect(error.message).toContain('raise DF_API_BODY_TIMEOUT_MS');
   });
 
   it('fails with a headers TimeoutError that says the poll was sent', async () => {

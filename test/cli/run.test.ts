@@ -208,7 +208,9 @@ export default defineTask({
     const dir = await handlersDir();
     const result = await cli(['run', 'broken', '--input', '{}', '--dir', dir]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain(`df-worker run: ${path.join(dir, 'broken.ts')}: syntax error`);
+    expect(result.stderr).toContain(
+      `df-worker run: error DFW_HANDLER_LOAD: ${path.join(dir, 'broken.ts')}: syntax error`,
+    );
     expect(result.stderr).not.toContain('warning:');
   });
 });

@@ -149,7 +149,9 @@ describe('df-worker start', () => {
     cli = runCli(['start'], env({ DF_HANDLERS_DIR: join(dir, 'nowhere') }));
     const { code } = await cli.exited;
     expect(code).toBe(1);
-    expect(cli.stderr()).toMatch(/^df-worker: could not start: .*nowhere.* does not exist/m);
+    expect(cli.stderr()).toMatch(
+      /^df-worker: error DFW_HANDLERS_DIR: could not start: .*nowhere.* does not exist/m,
+    );
     expect(cli.stderr()).not.toMatch(/unhandled rejection|uncaught exception/);
 
     await writeHandlers({ 'slow.ts': SLOW_HANDLER });
@@ -188,7 +190,9 @@ describe('df-worker start', () => {
     const { code } = await cli.exited;
     expect(code).toBe(1);
     const stderr = cli.stderr();
-    expect(stderr).toMatch(/^df-worker: could not start: 1 handler module in ".*" failed to load/);
+    expect(stderr).toMatch(
+      /^df-worker: error DFW_HANDLERS_LOAD: could not start: 1 handler module in ".*" failed to load/,
+    );
     expect(stderr.split('helpers.ts: has no default export').length - 1).toBe(1);
     expect(stderr).toContain(
       '(a helper module that is not a handler: name it _helpers.ts or move it into a subfolder)',

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { describeError } from '../../errors/catalogue.ts';
 import { maxInWindow } from '../../budget/sliding-window.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { loadHandlersOrThrow } from '../../handlers/loader.ts';
@@ -79,7 +80,7 @@ Options:
         });
       } catch (error) {
         if (error instanceof ConfigError) {
-          process.stderr.write(`df-worker: ${error.message}\n`);
+          process.stderr.write(`df-worker: ${describeError(error)}\n`);
           return EXIT_CONFIG;
         }
         throw error;
@@ -101,7 +102,8 @@ Options:
       try {
         daemon = await runDaemon(config, logger, { handlers });
       } catch (error) {
-        process.stderr.write(`df-worker: could not start: ${describeStartupFailure(error)}\n`);
+        const message = describeStartupFailure(error);
+        process.stderr.write(`df-worker: ${describeError(error, `could not start: ${message}`)}\n`);
         return 1;
       }
       const snapshot = daemon.worker.budget?.snapshot();

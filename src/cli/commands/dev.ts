@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { JsonObject } from '../../api/types.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { Emulator, type EmulatedExecution } from '../../emulator/index.ts';
 import type { LoadedHandler } from '../../handlers/loader.ts';
@@ -120,7 +121,7 @@ async function enqueue(
     devSession = await readLiveSession(stateDir);
   } catch (error) {
     if (!(error instanceof NoDevSessionError)) throw error;
-    process.stderr.write(`df-worker dev: ${error.message}\n`);
+    process.stderr.write(`df-worker dev: ${describeError(error)}\n`);
     return 1;
   }
   const result = await enqueueIntoSession({ session: devSession, taskKey, input, waitMs, say });
@@ -169,7 +170,7 @@ async function session(options: SessionOptions): Promise<number> {
     config = devConfig(options);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`df-worker dev: ${error.message}\n`);
+    process.stderr.write(`df-worker dev: ${describeError(error)}\n`);
     return EXIT_CONFIG;
   }
   const workDir = await mkdtemp(path.join(tmpdir(), 'df-worker-dev-'));
@@ -210,13 +211,14 @@ async function session(options: SessionOptions): Promise<number> {
     try {
       first = await loader.load();
     } catch (error) {
-      process.stderr.write(`df-worker dev: ${describeStartupFailure(error)}\n`);
+      process.stderr.write(`df-worker dev: ${describeError(error, describeStartupFailure(error))}\n`);
       return 1;
     }
     try {
       daemon = await runDaemon(config, logger, { handlers: first });
     } catch (error) {
-      process.stderr.write(`df-worker dev: could not start: ${describeStartupFailure(error)}\n`);
+      const message = describeStartupFailure(error);
+      process.stderr.write(`df-worker dev: ${describeError(error, `could not start: ${message}`)}\n`);
       return 1;
     }
     const file = await writeSessionFile(options.stateDir, {

@@ -4,6 +4,8 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { describeError } from '../../errors/catalogue.ts';
+import { errorCode } from '../../journal/durable-file.ts';
 import { DEAD_LETTER_FOLDER, JOURNAL_FOLDER } from '../../journal/journal-folder.ts';
 import { describeJournal, type DeadLetter, type JournalEntry } from '../../journal/journal.ts';
 import { wantsHelp, type Command, parseCommandArgs } from '../command.ts';
@@ -95,7 +97,7 @@ Options:
         stateDir = loadConfig({ require: 'none' }).state.dir;
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
-        process.stderr.write(`df-worker journal: ${error.message}\n`);
+        process.stderr.write(`df-worker journal: ${describeError(error)}\n`);
         return EXIT_CONFIG;
       }
     }
@@ -115,7 +117,7 @@ Options:
       }
       journal = await describeJournal(stateDir);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errorCode(error);
       if (code === undefined) throw error;
       process.stderr.write(
         `df-worker journal: cannot read the journal in ${stateDir} (${code}); check the folder's permissions\n`,

@@ -5,6 +5,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { describeError } from '../../errors/catalogue.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
 import {
@@ -16,6 +17,7 @@ import {
   type ModuleScope,
 } from '../templates/handler.ts';
 import { EXIT_CONFIG } from './start.ts';
+import type { ErrorCode } from '../../errors/catalogue.ts';
 
 /** Every extension the loader picks up: a handler under another one would make the key defined twice. */
 const HANDLER_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
@@ -105,6 +107,7 @@ export async function scaffoldHandler(
 
 /** A file `new` would write, or another handler for the same key, already exists. */
 export class ScaffoldExistsError extends Error {
+  readonly code: ErrorCode = 'DFW_CLI_SCAFFOLD_EXISTS';
   readonly files: string[];
 
   constructor(files: string[]) {
@@ -167,7 +170,7 @@ Options:
         dir = loadConfig({ require: 'none' }).handlers.dir;
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
-        process.stderr.write(`df-worker new: ${error.message}\n`);
+        process.stderr.write(`df-worker new: ${describeError(error)}\n`);
         return EXIT_CONFIG;
       }
     }
@@ -177,7 +180,7 @@ Options:
       scaffold = await scaffoldHandler(path.resolve(dir), key, language);
     } catch (error) {
       if (!(error instanceof ScaffoldExistsError)) throw error;
-      process.stderr.write(`df-worker new: ${error.message}\n`);
+      process.stderr.write(`df-worker new: ${describeError(error)}\n`);
       return 1;
     }
     process.stdout.write(nextSteps(key, scaffold, parsed.values.dir));

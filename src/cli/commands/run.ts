@@ -9,6 +9,7 @@ import { ConfigError } from '../../config/errors.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { MAX_TIMER_MS } from '../../config/formats.ts';
 import { loadConfig } from '../../config/load.ts';
+import { describeError } from '../../errors/catalogue.ts';
 import { backoffFromConfig } from '../../daemon/service-wiring.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError, type HandlerLoadError } from '../../handlers/load-errors.ts';
@@ -20,12 +21,15 @@ import { createLogger } from '../../telemetry/logger.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
 import { EXIT_CONFIG } from './start.ts';
+import type { ErrorCode } from '../../errors/catalogue.ts';
 
 /** How long `run` waits for whatever a handler left running before it exits anyway, in milliseconds. */
 const LINGER_MS = 1_000;
 
 /** The --input argument is unusable: unreadable file, not JSON, or not a JSON object. */
 export class InputError extends Error {
+  readonly code: ErrorCode = 'DFW_CLI_INPUT_INVALID';
+
   constructor(message: string) {
     super(message);
     this.name = 'InputError';
@@ -244,7 +248,7 @@ Options:
       input = await readInputArgument(values.input, process.cwd());
     } catch (error) {
       if (!(error instanceof InputError)) throw error;
-      return usageError('run', error.message);
+      return usageError('run', describeError(error));
     }
 
     let config;
@@ -253,7 +257,7 @@ Options:
       config = loadConfig({ env: { DF_LOG_LEVEL: 'warn', ...process.env }, require: 'none' });
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
-      process.stderr.write(`df-worker run: ${error.message}\n`);
+      process.stderr.write(`df-worker run: ${describeError(error)}\n`);
       return EXIT_CONFIG;
     }
     const handler = await findHandler(values.dir ?? config.handlers.dir, key);
@@ -303,7 +307,7 @@ async function findHandler(dir: string, key: string): Promise<TaskModule | undef
     loaded = await loadHandlers(path.resolve(dir));
   } catch (error) {
     if (!(error instanceof HandlersDirectoryError)) throw error;
-    process.stderr.write(`df-worker run: ${error.message}\n`);
+    process.stderr.write(`df-worker run: ${describeError(error)}\n`);
     return undefined;
   }
   const handler = loaded.handlers.get(key);
@@ -314,7 +318,7 @@ async function findHandler(dir: string, key: string): Promise<TaskModule | undef
   }
   if (handler !== undefined) return handler;
   if (wanted.length > 0) {
-    for (const error of wanted) process.stderr.write(`df-worker run: ${error.message}\n`);
+    for (const error of wanted) process.stderr.write(`df-worker run: ${describeError(error)}\n`);
     return undefined;
   }
   const known = [...loaded.handlers.keys()].sort();

@@ -3,6 +3,7 @@
 // load after, beside them (see run()).
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { describeError } from '../../errors/catalogue.ts';
 import { loadHandlersIsolated, logLoadedHandlers } from '../../sandbox/load-handlers.ts';
 import { handlerEnvironmentFromConfig } from '../../sandbox/secrets.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
@@ -37,7 +38,7 @@ Options:
       config = loadConfig({ env, require: 'service' });
     } catch (error) {
       if (error instanceof ConfigError) {
-        process.stderr.write(`df-worker: ${error.message}\n`);
+        process.stderr.write(`df-worker: ${describeError(error)}\n`);
         return EXIT_CONFIG;
       }
       throw error;
@@ -76,7 +77,7 @@ Options:
     } catch (error) {
       const message = describeStartupFailure(error);
       logger.fatal({ err: error as Error }, `df-worker could not start: ${message}`);
-      process.stderr.write(`df-worker: could not start: ${message}\n`);
+      process.stderr.write(`df-worker: ${describeError(error, `could not start: ${message}`)}\n`);
       return 1;
     }
   },

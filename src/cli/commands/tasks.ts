@@ -9,12 +9,14 @@ import { BudgetExhaustedError } from '../../budget/budget.ts';
 import { systemClock } from '../../clock/clock.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { budgetFromConfig, clientFromConfig } from '../../daemon/service-wiring.ts';
 import { definitionOf, matchTasks } from '../../daemon/task-registry.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
+import { errorCode } from '../../journal/durable-file.ts';
 import { JournalUnavailableError } from '../../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../../journal/state-lock.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
@@ -149,7 +151,7 @@ Options:
       config = loadConfig({ require: 'service' });
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
-      process.stderr.write(`df-worker tasks: ${error.message}\n`);
+      process.stderr.write(`df-worker tasks: ${describeError(error)}\n`);
       return EXIT_CONFIG;
     }
     const dir = path.resolve(parsed.values.dir ?? config.handlers.dir);
@@ -164,14 +166,14 @@ async function loadAllHandlers(dir: string): Promise<ReadonlyMap<string, TaskMod
   try {
     const { handlers, errors } = await loadHandlers(dir);
     if (errors.length === 0) return handlers;
-    for (const error of errors) process.stderr.write(`df-worker tasks: ${error.message}\n`);
+    for (const error of errors) process.stderr.write(`df-worker tasks: ${describeError(error)}\n`);
     process.stderr.write(
       `df-worker tasks: fix the handlers above first (see \`${cliCommand('check')}\`); nothing was sent\n`,
     );
     return undefined;
   } catch (error) {
     if (!(error instanceof HandlersDirectoryError)) throw error;
-    process.stderr.write(`df-worker tasks: ${error.message}\n`);
+    process.stderr.write(`df-worker tasks: ${describeError(error)}\n`);
     return undefined;
   }
 }
@@ -205,7 +207,7 @@ async function lockStateFolder(stateDir: string): Promise<StateLock | undefined>
   } catch (error) {
     if (error instanceof StateFolderLockedError) {
       process.stderr.write(
-        `df-worker tasks: ${error.message}\n` +
+        `df-worker tasks: ${describeError(error)}\n` +
           "df-worker tasks: the sync shares that worker's request budget, so it cannot run beside it; nothing " +
           'was sent. Stop that worker and run the sync again, or restart the daemon with DF_TASK_SYNC=true to ' +
           'have it create the missing tasks itself (it does not update changed ones)\n',
@@ -221,7 +223,7 @@ async function lockStateFolder(stateDir: string): Promise<StateLock | undefined>
 }
 
 function stateFolderUnusable(stateDir: string, error: unknown): string {
-  const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  const reason = errorCode(error) ?? (error as Error).message;
   return (
     `cannot use the state folder ${stateDir} for the budget (${reason}); ` +
     'make it writable or set DF_STATE_DIR to a writable folder'
@@ -256,9 +258,8 @@ async function syncWithBudget(
       tasks = await send(() => client.listTasks({ signal: stop.signal }));
     } catch (error) {
       if (!isRequestFailure(error, stop.signal)) throw error;
-      process.stderr.write(
-        `df-worker tasks: could not list the service's tasks: ${(error as Error).message}\n`,
-      );
+      const text = `could not list the service's tasks: ${(error as Error).message}`;
+      process.stderr.write(`df-worker tasks: ${describeError(error, text)}\n`);
       return 1;
     }
     const plan = planTaskSync(tasks, handlers);
@@ -281,7 +282,8 @@ async function syncWithBudget(
     process.off('SIGINT', onInterrupt);
     await client.close();
     await budget.flush().catch((error: unknown) => {
-      process.stderr.write(`df-worker tasks: could not save the budget usage: ${(error as Error).message}\n`);
+      const text = `could not save the budget usage: ${(error as Error).message}`;
+      process.stderr.write(`df-worker tasks: ${describeError(error, text)}\n`);
     });
   }
 }

@@ -4,6 +4,7 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as v from 'valibot';
+import type { ErrorCode } from '../../errors/catalogue.ts';
 
 /** Name of the session file in the state folder (DF_STATE_DIR, default ./.state). */
 export const SESSION_FILE_NAME = 'dev-session.json';
@@ -27,6 +28,8 @@ export interface DevSession {
 
 /** No session file, or one whose process is gone; the message says which and what to do. */
 export class NoDevSessionError extends Error {
+  readonly code: ErrorCode = 'DFW_CLI_NO_DEV_SESSION';
+
   constructor(message: string) {
     super(message);
     this.name = 'NoDevSessionError';
