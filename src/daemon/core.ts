@@ -382,6 +382,7 @@ function pipelineEvents(
         resumed: false,
       }),
     resumed: (task, executionId) => events.emit('claim', { task, executionId, resumed: true }),
+    attempt: (task, executionId, event) => events.emit('attempt', { task, executionId, ...event }),
     finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
     reported: (task, executionId, result, attempts) => {
       events.emit('report', { task, executionId, result, attempts });

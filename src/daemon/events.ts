@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import type { ResponseEvent } from '../api/client.ts';
 import type { RateLimitPause } from '../budget/budget.ts';
-import type { ExecutionOutcome } from '../runner/run-execution.ts';
+import type { AttemptEvent, ExecutionOutcome } from '../runner/run-execution.ts';
 import type { PollAnswerLoss, PollResult } from '../scheduler/scheduler.ts';
 
 /** How a report ended: accepted, refused for good (a dead letter), or kept for a later run. */
@@ -22,6 +22,8 @@ export interface WorkerEventMap {
   tasks: [{ served: readonly string[]; withoutTask: readonly string[] }];
   /** An execution entered the pipeline: freshly claimed, or taken up again from the journal or the queue. */
   claim: [{ task: string; executionId: string; createdAt?: string; resumed: boolean }];
+  /** A handler attempt started, or ended and how (its error's message redacted). */
+  attempt: [{ task: string; executionId: string } & AttemptEvent];
   /** An execution's handler attempts ended with its outcome (before the report). */
   outcome: [{ task: string; executionId: string; outcome: ExecutionOutcome }];
   /** An execution's report ended. */

@@ -9,7 +9,7 @@ import type { ServiceClient } from '../api/client.ts';
 import type { AttemptHost } from '../runner/attempt-host.ts';
 import { truncateMessage } from '../runner/errors.ts';
 import type { Redact } from '../runner/redact.ts';
-import { runExecution, type ExecutionOutcome } from '../runner/run-execution.ts';
+import { runExecution, type AttemptEvent, type ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../scheduler/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
 import type { RegisteredTask } from './task-registry.ts';
@@ -18,6 +18,8 @@ export interface PipelineObserver {
   claimed?(taskKey: string, execution: TaskExecution): void;
   /** A journal record left by an earlier run is taken up again (it is in flight until reported). */
   resumed?(taskKey: string, executionId: string): void;
+  /** A handler attempt started or ended. */
+  attempt?(taskKey: string, executionId: string, event: AttemptEvent): void;
   finished?(taskKey: string, executionId: string, outcome: ExecutionOutcome): void;
   reported?(
     taskKey: string,
@@ -275,6 +277,7 @@ export class ExecutionPipeline {
       ...(this.#o.maxCrashesPerExecution === undefined
         ? {}
         : { crashes: { limit: this.#o.maxCrashesPerExecution, prior: priorCrashes } }),
+      onAttempt: (event) => this.#o.observer?.attempt?.(registered.task.key, execution.id, event),
     });
     return outcome;
   }

@@ -36,7 +36,20 @@ export interface RunExecutionArgs {
    * that died (those and handler workers that died in this run) reach `limit`, it is not tried again.
    */
   crashes?: { limit: number; prior: number };
+  /** Told as each handler attempt starts and ends (the daemon core's 'attempt' event). */
+  onAttempt?: (event: AttemptEvent) => void;
 }
+
+/** One handler attempt starting, or ending with how it ended (`error`: the failure's redacted message). */
+export type AttemptEvent =
+  | { attempt: number; phase: 'start' }
+  | {
+      attempt: number;
+      phase: 'end';
+      durationMs: number;
+      result: 'returned' | 'unusable' | 'threw' | 'timeout' | 'aborted' | 'crashed';
+      error?: { name: string; message: string };
+    };
 
 export type FailureKind = 'input' | 'output' | 'handler' | 'timeout' | 'aborted' | 'crashed';
 
@@ -95,7 +108,26 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     if (shutdownSignal?.aborted) return aborted(attempt - 1);
     const logger = args.logger.child({ taskKey: task.key, executionId: execution.id, attempt });
     logger.debug('attempt started');
+    const startedAt = args.clock.now();
+    args.onAttempt?.({ attempt, phase: 'start' });
     const result = await runAttempt(args, input, job, attempt, logger);
+    if (args.onAttempt) {
+      const failed =
+        result.kind === 'threw' || result.kind === 'timeout'
+          ? summariseError(result.error)
+          : result.kind === 'crashed'
+            ? { errorName: 'HandlerCrashError', message: result.message }
+            : undefined;
+      args.onAttempt({
+        attempt,
+        phase: 'end',
+        durationMs: args.clock.now() - startedAt,
+        result: result.kind,
+        ...(failed
+          ? { error: { name: failed.errorName, message: truncateMessage(redact(failed.message)) } }
+          : {}),
+      });
+    }
 
     if (result.kind === 'returned' || result.kind === 'unusable') {
       const check =
