@@ -1,7 +1,9 @@
 // The service client's failures, one class per way a caller reacts: the service said no (ServiceError),
 // the answer never came (NetworkError, TimeoutError), the answer made no sense, or our own report was bad.
 import type { ErrorCode } from '../errors/catalogue.ts';
-import { URL_SETTING } from './settings.ts';
+import { URL_SETTING, type TimeoutPhase } from './settings.ts';
+
+export type { TimeoutPhase } from './settings.ts';
 import type { Operation } from './types.ts';
 
 /** Base of every error the service client throws; `instanceof ServiceClientError` catches them all. */
@@ -85,12 +87,6 @@ function hintFor(d: ServiceErrorDetails): string {
   if (d.status === 408 || d.status >= 500) return '; the service failed to answer, retry later';
   return '';
 }
-
-/**
- * Which limit passed: connecting, waiting for the headers once the request was written, silence between body
- * chunks, the deadline from sending to the headers, or the deadline of the whole answer (`answer`).
- */
-export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request' | 'answer';
 
 /** How far a failed request got, as far as this client can tell. */
 export interface RequestReach {

@@ -1,7 +1,11 @@
 // The DF_* settings the daemon fills the client's options from: error messages name these, since they are what a
 // user changes (test/api/settings.test.ts checks each against the configuration schema). A client built by hand
 // may name its own with the `urlSetting` and `timeoutSettings` options.
-import type { TimeoutPhase } from './errors.ts';
+/**
+ * Which limit passed: connecting, waiting for the headers once the request was written, silence between body
+ * chunks, the deadline from sending to the headers, or the deadline of the whole answer (`answer`).
+ */
+export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'request' | 'answer';
 
 /** The setting holding the service's base URL (the client's `baseUrl`). */
 export const URL_SETTING = 'DF_API_URL';

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// df-worker's command line: one file per command under commands/, dispatched by name.
+// df-worker's command line: one file per command under commands/, dispatched by name. The daemon is `start`
+// (commands/start.ts), and its main loop is the core it runs: daemon/core.ts.
 import { nodeVersionProblem } from '../runtime/node-version.ts';
 
 // First, on a Node.js too old for df-worker: one line naming the version needed, rather than a stack from the

@@ -1,4 +1,6 @@
-// `df-worker start`: the daemon. Config from DF_* variables and DF_CONFIG; exits 0 after a drained stop.
+// `df-worker start`: the daemon. Config from DF_* variables and DF_CONFIG; exits 0 after a drained stop. The
+// daemon is one core (daemon/core.ts: start, claim, drain) in a mode: standalone (daemon/worker.ts) or
+// clustered (cluster/clustered-worker.ts), run as a process with probes and signals by cli/run-daemon.ts.
 // Only what start needs before the handler modules begin loading is imported here; the daemon's own modules
 // load after, beside them (see run()).
 import { ConfigError } from '../../config/errors.ts';
