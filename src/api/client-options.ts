@@ -1,6 +1,7 @@
 // What a ServiceClient is built from: its options (every limit with its default and unit), the hooks the daemon
 // plugs in (the budget gate, the metrics hook, another transport) and the shapes of what its methods take.
 import { readFileSync } from 'node:fs';
+import type { Clock } from '../clock/clock.ts';
 import type { ServiceClientError, TimeoutPhase } from './errors.ts';
 import type { PathStyle } from './paths.ts';
 import type { Answer } from './response.ts';
@@ -50,6 +51,8 @@ export interface ServiceClientOptions {
   urlSetting?: string;
   /** The API key. Never logged, never in an error message or event. */
   apiKey: string;
+  /** What "now" is when a Retry-After names an HTTP date: the clock the budget runs on. Default the system's. */
+  clock?: Pick<Clock, 'now'>;
   /** How the key travels: `X-Api-Key` header, `Authorization: Bearer`, or `api_key` in the URL (opt-in only: URLs end up in logs). Default `'header'`. */
   authMode?: 'header' | 'query' | 'bearer';
   /** `data-factory/task-executions` or `data_factory/task_executions`. Default `'hyphen'`. */

@@ -1,5 +1,6 @@
 // ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
 // page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
+import { systemClock, type Clock } from '../clock/clock.ts';
 import { redactor } from '../errors/redact.ts';
 import { defaultUserAgent, httpTransport } from './client-options.ts';
 import type {
@@ -68,6 +69,7 @@ export class ServiceClient {
   readonly #userAgent: string;
   readonly #options: ServiceClientOptions;
   readonly #urlSetting: string;
+  readonly #clock: Pick<Clock, 'now'>;
   /** A sibling made by withGate() shares the transport of the client that made it, which alone closes it. */
   readonly #ownsTransport: boolean;
   #closed = false;
@@ -77,6 +79,7 @@ export class ServiceClient {
       throw new TypeError('ServiceClient needs a non-empty apiKey');
     }
     this.#urlSetting = options.urlSetting ?? URL_SETTING;
+    this.#clock = options.clock ?? systemClock;
     const url = parseBaseUrl(options.baseUrl, this.#urlSetting);
     this.#apiKey = options.apiKey;
     this.#redact = redactor([options.apiKey]);
@@ -358,7 +361,7 @@ export class ServiceClient {
       this.#gate?.observe?.({
         operation,
         status: answer.status,
-        retryAfterMs: parseRetryAfter(answer.headers['retry-after'], Date.now()),
+        retryAfterMs: parseRetryAfter(answer.headers['retry-after'], this.#clock.now()),
       });
     } catch {
       // The answer must reach the caller whatever the gate does with it: a poll's answer claimed an execution.

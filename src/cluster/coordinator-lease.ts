@@ -47,6 +47,11 @@ export class CoordinatorLease {
     return this.#held;
   }
 
+  /** How long the lease lasts unless renewed, in ms. */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
   /**
    * Takes the lease when free, or renews it when held: true while this replica holds it. A Redis error counts
    * as a loss (another replica may take it once it expires).

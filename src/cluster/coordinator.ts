@@ -54,9 +54,17 @@ interface Term {
   done: Promise<void>;
 }
 
+/**
+ * Claims stop once the lease was last renewed this long before its TTL runs out, in ms: a holder that stood
+ * still (a stall, a suspended VM) may have lost it to another replica before its next renewal says so.
+ */
+const LEASE_FENCE_MARGIN_MS = LEASE_RENEW_MS;
+
 export class Coordinator {
   readonly #o: CoordinatorOptions;
   #term: Term | undefined;
+  /** Clock instant the last successful take or renewal of the lease began (its TTL runs from after it). */
+  #renewedAt = -Infinity;
 
   constructor(options: CoordinatorOptions) {
     this.#o = options;
@@ -82,7 +90,9 @@ export class Coordinator {
     const lease = this.#o.lease;
     let savedAt = 0;
     while (!signal.aborted) {
+      const tried = this.#o.clock.now();
       const held = await lease.tryHold();
+      if (held) this.#renewedAt = tried;
       if (signal.aborted) break;
       if (held && !this.#term) {
         await this.#adoptProfile();
@@ -137,7 +147,7 @@ export class Coordinator {
       // One claim at a time: each dispatch holds the slot until the cluster has room for the next.
       concurrency: 1,
       unauthorizedRetryMs: this.#o.unauthorizedRetryMs,
-      claimBlocker: this.#o.claimBlocker,
+      claimBlocker: () => this.#leaseLapsing() ?? this.#o.claimBlocker(),
       dispatch: (task, execution) =>
         this.#enqueue(
           {
@@ -176,6 +186,13 @@ export class Coordinator {
     this.#term = { scheduler, stop, done };
     events.emit('lease', { held: true });
     logger.info('took the coordinator lease: polling for the cluster');
+  }
+
+  /** Why no claim may go out although the term has not ended: the lease may have lapsed since its renewal. */
+  #leaseLapsing(): string | undefined {
+    const age = this.#o.clock.now() - this.#renewedAt;
+    if (age < this.#o.lease.ttlMs - LEASE_FENCE_MARGIN_MS) return undefined;
+    return `the coordinator lease was last renewed ${Math.round(age)} ms ago and may have lapsed`;
   }
 
   async #endTerm(reason: string): Promise<void> {

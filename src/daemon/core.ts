@@ -222,6 +222,7 @@ export class DaemonCore<G extends BudgetGate> {
       opened.gate,
       (e) => events.emit('response', e),
       this.#options.transport,
+      clock,
     );
     parts.client = client;
     const registry = new TaskRegistry({ handlers, client, logger, sync: config.tasks.sync });

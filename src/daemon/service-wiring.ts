@@ -54,6 +54,7 @@ export function clientFromConfig(
   budget: RequestGate,
   onResponse?: (event: ResponseEvent) => void,
   transport?: ServiceTransport,
+  clock?: Clock,
 ): ServiceClient {
   return new ServiceClient({
     baseUrl: config.api.url,
@@ -68,6 +69,7 @@ export function clientFromConfig(
     gate: budget,
     ...(onResponse ? { onResponse } : {}),
     ...(transport ? { transport } : {}),
+    ...(clock ? { clock } : {}),
   });
 }
 
