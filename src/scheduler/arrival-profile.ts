@@ -6,58 +6,25 @@
 // and serializable: the daemon keeps it in the state folder, so a restart does not forget it, nor how long the
 // month's pickups waited (see PickupTally), which the pace's slow share is planned against.
 import { PickupTally } from './pickup-tally.ts';
+import { add, type Bucket, leaning, neighbourhood, rate, watch } from './rate-estimate.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const WEEK_MS = 7 * DAY_MS;
 const WEEK_HOURS = 168;
-/** Half-lives of what was learned: hour of the week and the task's overall rate (in time)... */
+/** Half-life of what was learned by hour of the week and of the task's overall rate (in time). */
 const WEEK_HALF_LIFE_MS = WEEK_MS;
-/**
- * ... and hour of the day, in passes of that hour (weekdays apart from weekends, see `watch`): four weekdays,
- * or two weekends. Measured by bench:pacing (the weekly pattern's p95 ratio to the best fixed poller): 0.72 with
- * four passes, 0.73–0.76 with two or three, 1.00–1.10 with a half-life of two days of time (fewer than two
- * weekdays' passes: the quiet hours' figures rested on one or two arrivals each, too few to rank them).
- */
-const DAY_HALF_LIFE_PASSES = 4;
-/** How many standard deviations (of a Poisson count) a bucket's count must differ by to be believed. */
-const SIGNIFICANCE = 2;
 /** Arrivals closer than this to the one before are one group (a batch enqueued at once). */
 const GROUP_GAP_MS = 10_000;
 /** Groups this many times larger than chance would make them mean the work comes clustered. */
 const CLUSTERED = 1.2;
-/** Arrivals' worth of the broader estimate a bucket's own figure starts from. */
-const PSEUDO = 0.2;
 /**
- * An hour of the day leans on the hours this close to it (pooled, weekdays or weekends as it) before the task's
- * overall rate: nights are next to nights, and a night hour after one pass, with no arrival or one, is
- * believed quiet as a stretch of night hours with a few arrivals in all is, where against the overall rate (3
- * an hour after one day of a weekly pattern) it read 2.5 an hour, and half the hours of the week held the
- * quiet hours' share. Measured by bench:pacing, p95 ratio cold: weekly pattern 0.57–0.61 where 0.63–0.67,
- * pattern change 0.57–0.61 where 0.68–0.74, business hours 0.31–0.32 where 0.36–0.39; warm alike. ±2 hours
- * measured the same, but for 0.53–0.58 warm on pattern change (0.52–0.55 with ±1).
- */
-const NEIGHBOURS = 1;
-/**
- * An hour of the day weighs its neighbourhood's rate as this many hours watched (times the task's batch size,
- * work in batches varying by the batch): a quiet night hour next to a busier one is read from its own passes
- * once it has a few, not lifted towards its neighbour until it differs by two standard deviations (a night
- * hour next to the weekly pattern's 2-an-hour mornings read up to 1.7 an hour where 0.5 come, and the nights'
- * share of the work 20% high). Measured by bench:pacing (with QUIET_SHARE 5%), the weekly pattern's p95 ratio:
- * 0.52–0.58 cold and 0.48–0.53 warm, where 0.57–0.61 and 0.53–0.56; pattern change unchanged (0.57–0.61,
- * 0.52–0.55) and batches within their draws' spread. Half an hour measured alike; 2 hours, with QUIET_SHARE 6%,
- * 0.01 worse than 1 hour.
+ * An hour of the day weighs its neighbourhood's rate (see NEIGHBOURS in rate-estimate.ts) as this many hours
+ * watched, times the task's batch size: a quiet hour next to a busier one is read from its own passes once it
+ * has a few, not lifted towards its neighbour until it differs by more than chance. The measurements behind the
+ * constants are in .github/CONTRIBUTING.md, "Pacing: measurement history".
  */
 const DAY_PRIOR_HOURS = 1;
-
-interface Bucket {
-  /** Arrivals seen (faded). */
-  count: number;
-  /** Time observed, in ms (faded alike). */
-  exposureMs: number;
-  /** When the figures were last faded. */
-  at: number;
-}
 
 interface TaskProfile {
   week: Bucket[];
@@ -196,7 +163,7 @@ export class ArrivalProfile {
 
   /**
    * Expected arrivals per hour of `key` in the hour that holds `atMs`: the hour of the week's own figures,
-   * leaning on the hour of the day's, that on its neighbouring hours' (see NEIGHBOURS), that on the task's
+   * leaning on the hour of the day's, that on its neighbouring hours' (see neighbourhood), that on the task's
    * overall rate, and that on `priorPerHour` (the average task's) while each is thin. With `deviations`, the
    * hour's own figures (and its neighbours') are taken that many standard deviations (of their Poisson count)
    * higher: how busy the hour may well be, not only likely is.
@@ -286,71 +253,6 @@ export class ArrivalProfile {
     }
     return task;
   }
-}
-
-/**
- * Arrivals per hour in a bucket, given the broader estimate `prior` (per hour). Arrivals are random: what a
- * bucket saw is only believed as far as it differs from the prior by more than chance would (a Poisson count
- * is within about two square roots of its mean), so an hour with 2 arrivals and one with none, of a task that
- * gets one an hour, both read as one an hour, while an hour that stays empty where 15 were expected, or busy
- * where none were, reads as it is within a pass or two.
- */
-function rate(b: Bucket, prior: number, spread: number, deviations = 0): number {
-  const hours = b.exposureMs / HOUR_MS;
-  // The bucket's own figure, with one pseudo-arrival's worth of the prior.
-  const own =
-    (prior > 0 ? (b.count + PSEUDO) / (hours + PSEUDO / prior) : b.count / (hours + 1)) +
-    (deviations * Math.sqrt(spread * (b.count + 1))) / Math.max(hours, 1e-9);
-  const expected = prior * hours;
-  // A Poisson count of batches of `spread` arrivals has `spread` times the variance of single arrivals.
-  const surprise = (b.count - expected) ** 2 / (SIGNIFICANCE ** 2 * spread * Math.max(expected, 1));
-  const weight = Math.min(1, surprise);
-  return weight * own + (1 - weight) * prior;
-}
-
-/**
- * Arrivals per hour in a bucket that weighs `prior` (per hour) as `priorHours` watched: what it saw, once it
- * has watched a few times as long, whether or not that differs from the prior by more than chance would. With
- * `deviations`, its count is taken that many standard deviations higher.
- */
-function leaning(b: Bucket, prior: number, priorHours: number, spread: number, deviations = 0): number {
-  const count = b.count + deviations * Math.sqrt(spread * (b.count + 1));
-  return (count + prior * priorHours) / (b.exposureMs / HOUR_MS + priorHours);
-}
-
-/**
- * Adds watched time to an hour-of-the-day bucket, fading what it held by half every DAY_HALF_LIFE_PASSES hours
- * watched: a bucket forgets as it learns anew, not as time passes, so an hour of the weekday rests on its last
- * four weekdays whatever weekend lies between, and an hour of the weekend on its last two weekends.
- */
-function watch(b: Bucket, exposureMs: number, nowMs: number): void {
-  const keep = 0.5 ** (exposureMs / (DAY_HALF_LIFE_PASSES * HOUR_MS));
-  b.count *= keep;
-  b.exposureMs = b.exposureMs * keep + exposureMs;
-  b.at = nowMs;
-}
-
-function add(b: Bucket, count: number, exposureMs: number, nowMs: number, halfLifeMs: number): void {
-  if (nowMs > b.at) {
-    const keep = b.at === 0 ? 1 : 0.5 ** ((nowMs - b.at) / halfLifeMs);
-    b.count *= keep;
-    b.exposureMs *= keep;
-    b.at = nowMs;
-  }
-  b.count += count;
-  b.exposureMs += exposureMs;
-}
-
-/** The hours of the day within NEIGHBOURS of `hour` (of weekdays, or of weekends, as `hour`), pooled. */
-function neighbourhood(day: readonly Bucket[], hour: number): Bucket {
-  const base = hour >= 24 ? 24 : 0;
-  const pooled: Bucket = { count: 0, exposureMs: 0, at: 0 };
-  for (let d = -NEIGHBOURS; d <= NEIGHBOURS; d++) {
-    const b = day[base + ((((hour - base + d) % 24) + 24) % 24)]!;
-    pooled.count += b.count;
-    pooled.exposureMs += b.exposureMs;
-  }
-  return pooled;
 }
 
 /** 0 = Monday 00:00–01:00 UTC … 167 = Sunday 23:00–24:00. */
