@@ -1,26 +1,19 @@
-// The month replay: df-worker's own scheduling code (budget, planner, scheduler, reporter and service client,
-// wired from the configuration as the daemon wires them) polls the project's emulator for a month of given
-// arrivals, in virtual time. Requests go in process (no socket) but through the emulator's whole request path:
+// The month replay: the daemon itself (the same core as `df-worker start`: task list, planner, scheduler,
+// execution pipeline, reporter and service client, wired from the configuration) polls the project's emulator
+// for a month of given arrivals, in virtual time. Its state is kept in memory, its handlers run in process on
+// the virtual clock, and requests go in process (no socket) but through the emulator's whole request path:
 // key, 5/s, 50/min and month limits, the request log. A month of 20,000 executions replays in seconds.
 import { setImmediate as turn } from 'node:timers/promises';
 import { pino } from 'pino';
 import type { ServiceTransport } from '../api/client.ts';
-import { ServiceClient } from '../api/client.ts';
 import type { Answer } from '../api/response.ts';
 import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
-import { memoryBudgetStore } from '../budget/store.ts';
 import { ManualClock } from '../clock/manual-clock.ts';
 import { loadConfig } from '../config/index.ts';
-import {
-  backoffFromConfig,
-  budgetFromConfig,
-  reportReserveFor,
-  plannerFromConfig,
-  taskRefreshIntervalMs,
-} from '../daemon/service-wiring.ts';
+import { Worker } from '../daemon/worker.ts';
 import { Emulator } from '../emulator/index.ts';
-import { Reporter } from '../scheduler/reporter.ts';
-import { Scheduler } from '../scheduler/scheduler.ts';
+import { defineTask, type TaskModule } from '../handlers/define-task.ts';
+import { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { Arrival, ClaimRecord, ReplayResult, RequestKind, RequestRecord } from './types.ts';
 
 export interface ReplayOptions {
@@ -49,6 +42,8 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
     DF_API_URL: 'http://replay.invalid',
     DF_API_KEY: API_KEY,
     DF_API_KEY_FILE: undefined,
+    // Handlers run in process, on the virtual clock.
+    DF_HANDLER_ISOLATION: 'none',
   };
   if (options.timeZone !== undefined) env.DF_BUDGET_TIME_ZONE = options.timeZone;
   if (options.concurrency !== undefined) env.DF_CONCURRENCY = String(options.concurrency);
@@ -65,78 +60,50 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
   const handlerMs = options.handlerMs ?? 0;
 
   const clock = new ManualClock(startsAt);
-  const logger = pino({ level: 'silent' });
   const emulator = new Emulator({ clock, apiKeys: [API_KEY], limits: SERVICE_LIMITS });
   const keys = [...new Set(options.arrivals.map((a) => a.task))].sort();
   const taskIdByKey = new Map(keys.map((key) => [key, emulator.createTask({ key }).id]));
   const keyByTaskId = new Map([...taskIdByKey].map(([key, id]) => [id, key]));
-
-  const budget = budgetFromConfig(config, clock, reportReserveFor(0), memoryBudgetStore());
-  await budget.load();
-  const client = new ServiceClient({
-    baseUrl: config.api.url,
-    apiKey: API_KEY,
-    gate: budget,
-    transport: inProcessTransport(emulator),
-  });
-  const planner = await plannerFromConfig(config, budget, { inMemory: options.stateDir === undefined });
-  const reporter = new Reporter({ client, clock, logger, backoff: backoffFromConfig(config) });
-  const stop = new AbortController();
-  const scheduler = new Scheduler({
-    client,
-    planner,
-    clock,
-    logger,
-    concurrency: config.concurrency,
-    unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
-    onReportsOwed: (owed) => {
-      budget.reportReserve = reportReserveFor(owed);
-    },
-    dispatch: async (_task, execution) => {
-      if (handlerMs > 0) await clock.sleep(handlerMs);
-      await reporter.report(execution.id, { status: 'COMPLETED', output: {} });
-    },
-  });
-
-  const listTasks = async () => {
-    const tasks = await client.listTasks({ signal: stop.signal });
-    planner.setTasks(
-      tasks.map((t) => ({ id: t.id, key: t.key })),
-      clock.now(),
-    );
-  };
-  const loops: Promise<unknown>[] = [];
-  // The daemon lists the tasks at start, then every DF_TASK_REFRESH_MS.
-  loops.push(
-    (async () => {
-      await listTasks();
-      loops.push(scheduler.run(stop.signal));
-      while (!stop.signal.aborted) {
-        // Every task has its (trivial) handler: the list is refreshed at the slower, all-matched pace.
-        await clock.sleep(taskRefreshIntervalMs(config, true, planner.overloaded(clock.now())), stop.signal);
-        await listTasks();
-      }
-    })().catch(() => undefined),
+  // Every task has its (trivial) handler: the task list is refreshed at the slower, all-matched pace.
+  const handlers = new Map<string, TaskModule>(
+    keys.map((key) => [
+      key,
+      defineTask({
+        key,
+        description: 'replayed execution',
+        handle: async () => {
+          if (handlerMs > 0) await clock.sleep(handlerMs);
+          return {};
+        },
+      }),
+    ]),
   );
+  const worker = new Worker(
+    {
+      config,
+      logger: pino({ level: 'silent' }),
+      clock,
+      handlers,
+      transport: inProcessTransport(emulator),
+      metrics: new WorkerMetrics({ defaultMetrics: false }),
+    },
+    { memory: { keepProfile: options.stateDir !== undefined } },
+  );
+  const stop = new AbortController();
+  await worker.start();
   const arrivals = [...options.arrivals]
     .filter((a) => a.at >= startsAt && a.at < endsAt)
     .sort((a, b) => a.at - b.at);
-  loops.push(
-    (async () => {
-      for (const arrival of arrivals) {
-        if (arrival.at > clock.now()) await clock.sleep(arrival.at - clock.now(), stop.signal);
-        emulator.enqueueExecution(taskIdByKey.get(arrival.task)!);
-      }
-    })().catch(() => undefined),
-  );
+  const feeding = (async () => {
+    for (const arrival of arrivals) {
+      if (arrival.at > clock.now()) await clock.sleep(arrival.at - clock.now(), stop.signal);
+      emulator.enqueueExecution(taskIdByKey.get(arrival.task)!);
+    }
+  })().catch(() => undefined);
 
   await runUntil(clock, endsAt);
   stop.abort(new Error('the month is over'));
-  await turn();
-  await Promise.allSettled(loops);
-  await planner.save();
-
-  return {
+  const result: ReplayResult = {
     name: 'df-worker',
     startsAt,
     endsAt,
@@ -148,6 +115,19 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
     })),
     requests: requestRecords(emulator, keyByTaskId),
   };
+  // The daemon drains as at SIGTERM (what it learnt of arrivals is saved), on virtual time; the month's
+  // figures were taken above.
+  const stopped = worker.stop();
+  let done = false;
+  void stopped.finally(() => (done = true));
+  while (!done) {
+    await turn();
+    await turn();
+    if (!done && clock.nextWakeAt !== undefined) clock.wakeNext();
+  }
+  await stopped;
+  await feeding;
+  return result;
 }
 
 /** Moves virtual time from sleeper to sleeper until `endMs`, letting every continuation run in between. */
