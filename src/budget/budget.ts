@@ -1,12 +1,23 @@
 // The key's request budget, shared by every request the daemon makes: per-second and per-minute sliding
-// windows, a calendar-month quota with pacing, and a priority gate so reports never wait behind polls.
-// What a restart must not forget (the month's count, the last minute's sends) is stored before a request goes.
+// windows, a calendar-month quota with pacing (pacing.ts), and a priority queue so reports never wait behind
+// polls (request-queue.ts). What a restart must not forget is stored before a request goes (usage-ledger.ts);
+// a 429 pauses every request (rate-limit-pause.ts).
 import type { GateAnswer, RequestGate } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
-import { calendarMonthWindow, monthWindow, parseMonthKey, type MonthWindow } from './month.ts';
+import { monthWindow, type MonthWindow } from './month.ts';
+import { paceAt } from './pacing.ts';
+import { RateLimitPauses, type RateLimitPause } from './rate-limit-pause.ts';
+import { classOf, type RequestClass } from './request-class.ts';
+import { RequestQueue, type Waiter } from './request-queue.ts';
 import { SlidingWindows } from './sliding-window.ts';
-import { memoryBudgetStore, type BudgetState, type BudgetStore } from './store.ts';
+import { memoryBudgetStore, type BudgetStore } from './store.ts';
+import type { ErrorCode } from '../errors/catalogue.ts';
+import { restoreUsage, UsageLedger, type BudgetLoadResult } from './usage-ledger.ts';
+
+export type { RateLimitPause } from './rate-limit-pause.ts';
+export { classOf, type RequestClass } from './request-class.ts';
+export type { BudgetLoadResult } from './usage-ledger.ts';
 
 export interface BudgetLimits {
   /** Requests in any 1 s window. Default 5. */
@@ -46,68 +57,13 @@ export interface BudgetOptions {
   onPause?: (pause: RateLimitPause) => void;
 }
 
-/** A pause of every request after a 429: what the service asked, and what the budget took. */
-export interface RateLimitPause {
-  operation: Operation;
-  /** From the answer's Retry-After, in ms; undefined when it had none (or none readable). */
-  retryAfterMs: number | undefined;
-  /** The pause taken, in ms: Retry-After (or the default pause) capped at `retryAfterMaxMs`. */
-  pauseMs: number;
-  /** Clock instant the pause ends. */
-  until: number;
-}
-
-/**
- * Who asks: decides the order of the queue and which share of the month may be used. `handler`: a handler's
- * own calls through `ctx.service`, below the daemon's reports and control requests, above idle polls; like
- * every class but `report`, it may not use the report reserve.
- */
-export type RequestClass = 'report' | 'control' | 'handler' | 'poll';
-
-export function classOf(operation: Operation): RequestClass {
-  // The reporter reads an execution back (executions.get) only to learn whether a report the service refused
-  // was in fact applied: that read finishes a report, so it needs the report reserve as much as the report
-  // does. As 'control' it would wait for the month's end once only the reserve is left, holding its slot.
-  if (operation === 'executions.report' || operation === 'executions.get') return 'report';
-  if (operation === 'tasks.poll') return 'poll';
-  return 'control';
-}
-
-const PRIORITY: Record<RequestClass, number> = { report: 0, control: 1, handler: 2, poll: 3 };
-
-/**
- * The run-ahead allowance shrinks with the time left, down to this much of it: polls may still run a little
- * ahead in the month's last hours, yet the pace reaches the whole month only in its last hour.
- */
-const MIN_ALLOWANCE_SPAN_MS = 6 * 3_600_000;
-
-/**
- * Least time, in ms, that sends written ahead stay usable after their write began. The file holds the end of
- * that time as their instant, so it is never earlier than the real send; a write slower than it is redone.
- */
-const MIN_SEND_SLACK_MS = 100;
-
 export class BudgetExhaustedError extends Error {
+  readonly code: ErrorCode = 'DFW_BUDGET_EXHAUSTED';
+
   constructor(message: string) {
     super(message);
     this.name = 'BudgetExhaustedError';
   }
-}
-
-/**
- * What `load()` found: `fresh` (nothing saved for this month), `restored` (this month's saved count),
- * `estimated` (the saved state could not be read: an even spend of the month so far is assumed, and windows
- * full at the load instant), or
- * `clock-behind` (the saved count belongs to a LATER month than the clock's: the clock is behind, and
- * requests keep counting into that later month until the clock reaches it).
- */
-export type BudgetLoadResult = 'fresh' | 'restored' | 'estimated' | 'clock-behind';
-
-interface Waiter {
-  cls: RequestClass;
-  seq: number;
-  resolve: () => void;
-  reject: (error: Error) => void;
 }
 
 /** The calendar month being counted and what it has used. */
@@ -138,29 +94,18 @@ export class Budget implements RequestGate {
   readonly #timeZone: string;
   readonly #reserveFraction: number;
   readonly #windows: SlidingWindows;
-  readonly #store: BudgetStore;
-  readonly #leaseSize: number;
-  readonly #rateLimitPauseMs: number;
-  readonly #retryAfterMaxMs: number;
-  readonly #onPause: ((pause: RateLimitPause) => void) | undefined;
+  /** What the store holds of the month's count and the windows' sends. */
+  readonly #ledger: UsageLedger;
+  readonly #pauses: RateLimitPauses;
   #reportReserve: number;
   /** The month whose usage is counted: the clock's month, or a later one while the clock is behind it. */
   #month: MonthWindow;
   /** The month the clock is in, kept so a clock behind `#month` does not recompute it on every call. */
   #clockMonth: MonthWindow;
   #used = 0;
-  /** Month usage already persisted: the store always holds at least the real count. */
-  #persistedCeiling = 0;
-  /** Sends the store already holds ahead of use: `count` more may go, at or before `until`. */
-  #written = { count: 0, until: -Infinity };
-  /** How long sends written ahead stay usable; follows how long the store takes to write. */
-  #sendSlackMs = MIN_SEND_SLACK_MS;
-  /** The store's writes, one after the other, so a later state is never overwritten by an earlier one. */
-  #writing: Promise<unknown> = Promise.resolve();
-  #pausedUntil = 0;
   #sentByClass: Record<RequestClass, number> = { report: 0, control: 0, handler: 0, poll: 0 };
-  #waiters: Waiter[] = [];
-  #seq = 0;
+  /** Requests waiting to be let through; an abort among them makes the pump look again. */
+  readonly #queue = new RequestQueue(() => this.#interrupt?.abort());
   #pumping = false;
   #interrupt: AbortController | undefined;
 
@@ -170,11 +115,18 @@ export class Budget implements RequestGate {
     this.#timeZone = options.timeZone ?? 'UTC';
     this.#reserveFraction = Math.min(0.9, Math.max(0, options.reserveFraction ?? 0.1));
     this.#reportReserve = options.reportReserve ?? 0;
-    this.#store = options.store ?? memoryBudgetStore();
-    this.#leaseSize = Math.max(1, options.leaseSize ?? 20);
-    this.#rateLimitPauseMs = options.rateLimitPauseMs ?? 60_000;
-    this.#retryAfterMaxMs = options.retryAfterMaxMs ?? 120_000;
-    this.#onPause = options.onPause;
+    this.#ledger = new UsageLedger(
+      options.store ?? memoryBudgetStore(),
+      this.#clock,
+      Math.max(1, options.leaseSize ?? 20),
+    );
+    this.#pauses = new RateLimitPauses({
+      clock: this.#clock,
+      defaultPauseMs: options.rateLimitPauseMs ?? 60_000,
+      maxPauseMs: options.retryAfterMaxMs ?? 120_000,
+      wake: () => this.#interrupt?.abort(),
+      onPause: options.onPause,
+    });
     this.#windows = new SlidingWindows(
       [
         { name: 'second', limit: this.limits.perSecond, windowMs: 1_000 },
@@ -187,47 +139,21 @@ export class Budget implements RequestGate {
   }
 
   /**
-   * Restores this month's usage and the last minute's sends from the store (a previous run's count carries
-   * over, and so do its windows). When the saved state cannot be read, usage is estimated as an even spend of
-   * the month so far, rather than assumed to be zero, and the windows as full at the load instant: what is
-   * unknown must not let the month be overspent nor the service's windows overrun. A saved count of a later
-   * month than the clock's is kept and counted into (never overwritten with the earlier month's): see
-   * `BudgetLoadResult`.
+   * Restores this month's usage and the last minute's sends from the store; an unreadable state is estimated,
+   * never taken for zero, and a saved count of a later month than the clock's is counted into (never
+   * overwritten with the earlier month's): see restoreUsage and `BudgetLoadResult`.
    */
   async load(): Promise<BudgetLoadResult> {
     const now = this.#clock.now();
     this.#rollMonth(now);
-    let saved;
-    try {
-      saved = await this.#store.load();
-    } catch {
-      const elapsed = (now - this.#month.startMs) / (this.#month.endMs - this.#month.startMs);
-      this.#used = Math.max(this.#used, Math.ceil(this.limits.perMonth * elapsed));
-      this.#persistedCeiling = this.#used;
-      // The previous run may have sent up to every window's limit just before it stopped.
-      const fullest = Math.max(0, ...[this.limits.perSecond, this.limits.perMinute].filter(Number.isFinite));
-      this.#windows.restore(new Array<number>(fullest).fill(now), now);
-      return 'estimated';
-    }
-    // Whatever month they counted in, the last minute's sends still count in the service's windows. Every one
-    // was sent before this run began: an instant written ahead beyond `now` is only a bound, brought back to it.
-    const sentBefore = saved?.sentAt?.map((at) => Math.min(at, now)) ?? [];
-    this.#windows.restore(sentBefore, now);
-    if (saved && saved.monthKey === this.#month.key) {
-      this.#used = Math.max(this.#used, saved.used);
-      this.#persistedCeiling = Math.max(this.#persistedCeiling, saved.used);
-      return 'restored';
-    }
-    const savedMonth = saved && parseMonthKey(saved.monthKey);
-    // Month keys are `YYYY-MM`: as text they sort in time order.
-    if (saved && savedMonth && saved.monthKey > this.#month.key) {
-      // Requests counted before load() were made while the clock was behind: they add to that later month.
-      this.#month = calendarMonthWindow(savedMonth.year, savedMonth.month, this.#timeZone);
-      this.#used += saved.used;
-      this.#persistedCeiling = saved.used;
-      return 'clock-behind';
-    }
-    return 'fresh';
+    const read = await this.#ledger.read();
+    const counted = { month: this.#month, used: this.#used, persistedUsed: this.#ledger.persistedUsed };
+    const restored = restoreUsage(read, counted, this.limits, now, this.#timeZone);
+    this.#month = restored.month;
+    this.#used = restored.used;
+    this.#ledger.persistedUsed = restored.persistedUsed;
+    this.#windows.restore(restored.sentAt, now);
+    return restored.result;
   }
 
   /**
@@ -235,12 +161,9 @@ export class Budget implements RequestGate {
    * written ahead but not made are given back).
    */
   async flush(): Promise<void> {
-    await this.#persist(() => {
+    await this.#ledger.flush(() => {
       const now = this.#clock.now();
       this.#rollMonth(now);
-      // From here a request needs a write of its own, queued behind this one: this state is final for them.
-      this.#persistedCeiling = this.#used;
-      this.#written = { count: 0, until: -Infinity };
       return { monthKey: this.#month.key, used: this.#used, sentAt: this.#windows.recent(now) };
     });
   }
@@ -264,30 +187,15 @@ export class Budget implements RequestGate {
   }
 
   /**
-   * Hears every answer the service gives (the client's gate calls it). A 429 means the whole key is over a
-   * limit, whichever request met it: every request pauses, for Retry-After or the default pause. Callers that
-   * retry after a 429 just retry: their acquire waits for the pause. Concurrent 429s: the longest pause wins.
-   * No pause is longer than `retryAfterMaxMs`: a service (or a proxy) asking for years must not silence the
-   * daemon, reports included, for as long as it runs.
+   * Hears every answer the service gives (the client's gate calls it). A 429 pauses every request, for
+   * Retry-After or the default pause, at most `retryAfterMaxMs` (see RateLimitPauses).
    */
   observe(answer: GateAnswer): void {
-    if (answer.status !== 429) return;
-    const asked = answer.retryAfterMs;
-    const pauseMs = Math.min(Math.max(0, asked ?? this.#rateLimitPauseMs), this.#retryAfterMaxMs);
-    const untilMs = this.#clock.now() + pauseMs;
-    if (untilMs > this.#pausedUntil) {
-      this.#pausedUntil = untilMs;
-      this.#interrupt?.abort();
-      try {
-        this.#onPause?.({ operation: answer.operation, retryAfterMs: asked, pauseMs, until: untilMs });
-      } catch {
-        // A listener's failure must not change how the budget reacts.
-      }
-    }
+    this.#pauses.observe(answer);
   }
 
   get pausedUntil(): number {
-    return this.#pausedUntil;
+    return this.#pauses.until;
   }
 
   /**
@@ -308,34 +216,10 @@ export class Budget implements RequestGate {
 
   #enqueue(cls: RequestClass, signal: AbortSignal | undefined): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        const i = this.#waiters.indexOf(waiter);
-        if (i >= 0) {
-          this.#waiters.splice(i, 1);
-          reject(signal?.reason as Error);
-          this.#interrupt?.abort();
-        }
-      };
-      // The daemon passes the same long-lived signal with every request: a settled waiter must let go of it.
-      const waiter: Waiter = {
-        cls,
-        seq: this.#seq++,
-        resolve: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        reject: (error) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      };
-      this.#waiters.push(waiter);
-      this.#waiters.sort((a, b) => PRIORITY[a.cls] - PRIORITY[b.cls] || a.seq - b.seq);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (this.#pumping) this.#interrupt?.abort();
-      else void this.#pump();
-    });
+    const granted = this.#queue.add(cls, signal);
+    if (this.#pumping) this.#interrupt?.abort();
+    else void this.#pump();
+    return granted;
   }
 
   /** Earliest instant a request of this class may be sent (ignoring the queue); Infinity if not this month. */
@@ -343,7 +227,7 @@ export class Budget implements RequestGate {
     this.#rollMonth(nowMs);
     const monthLeft = this.limits.perMonth - this.#used;
     const allowance = cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
-    const windowsAt = Math.max(this.#windows.nextFreeAt(nowMs), this.#pausedUntil, nowMs);
+    const windowsAt = Math.max(this.#windows.nextFreeAt(nowMs), this.#pauses.until, nowMs);
     if (allowance <= 0) return Math.max(windowsAt, this.#month.endMs);
     return windowsAt;
   }
@@ -367,32 +251,11 @@ export class Budget implements RequestGate {
 
   /**
    * True when the month's usage has reached its pace: an even spend of the month so far plus the run-ahead
-   * allowance. A re-poll after a hit then waits for the idle pace instead.
+   * allowance (see paceAt). A re-poll after a hit then waits for the idle pace instead.
    */
   aheadOfPace(nowMs = this.#clock.now()): boolean {
     this.#rollMonth(nowMs);
-    return this.#used + 1 > this.#paceAt(nowMs);
-  }
-
-  /**
-   * Requests the month's pace allows by `nowMs`: an even spend of the month so far, plus an allowance of
-   * `reserveFraction` of the month scaled by the time left (at least 6 hours' worth, and at least a minute's
-   * limit: a burst the service's windows allow anyway), capped at the month.
-   */
-  #paceAt(nowMs: number): number {
-    const { startMs, endMs } = this.#month;
-    const monthMs = endMs - startMs;
-    const elapsed = Math.min(1, Math.max(0, (nowMs - startMs) / monthMs));
-    const left = Math.max(1 - elapsed, MIN_ALLOWANCE_SPAN_MS / monthMs);
-    const perMonth = this.limits.perMonth;
-    return Math.min(
-      perMonth,
-      perMonth * elapsed + Math.max(this.#minAllowance, perMonth * this.#reserveFraction * left),
-    );
-  }
-
-  get #minAllowance(): number {
-    return Math.min(this.limits.perMinute, this.limits.perMonth);
+    return this.#used + 1 > paceAt(this.#month, this.limits, this.#reserveFraction, nowMs);
   }
 
   get monthUsed(): number {
@@ -421,8 +284,8 @@ export class Budget implements RequestGate {
       month: this.month(nowMs),
       idlePaceMs: this.idlePaceMs(nowMs),
       aheadOfPace: this.aheadOfPace(nowMs),
-      pausedUntil: this.#pausedUntil,
-      waiting: this.#waiters.length,
+      pausedUntil: this.#pauses.until,
+      waiting: this.#queue.length,
     };
   }
 
@@ -444,20 +307,20 @@ export class Budget implements RequestGate {
   async #pump(): Promise<void> {
     this.#pumping = true;
     try {
-      while (this.#waiters.length > 0) {
-        const head = this.#waiters[0]!;
+      while (this.#queue.length > 0) {
+        const head = this.#queue.head!;
         const now = this.#clock.now();
         const at = this.earliestSendAt(head.cls, now);
         if (at <= now) {
-          if (!this.#writtenAhead(now)) {
+          if (!this.#ledger.holdsNextSend(this.#used, now)) {
             // Time and the queue may move while the store is written: look again afterwards.
             await this.#writeAhead();
             continue;
           }
-          this.#waiters.shift();
+          this.#queue.remove(head);
           this.recordSent(now);
           this.#sentByClass[head.cls]++;
-          this.#written.count--;
+          this.#ledger.sendMade();
           head.resolve();
           continue;
         }
@@ -474,93 +337,48 @@ export class Budget implements RequestGate {
     }
   }
 
-  /** True when the store already holds one more send at `nowMs`: in the month's count and in the windows. */
-  #writtenAhead(nowMs: number): boolean {
-    return (
-      this.#used + 1 <= this.#persistedCeiling && this.#written.count > 0 && nowMs <= this.#written.until
-    );
-  }
-
   /**
-   * Stores, before they go, the sends of every waiter that may go now (one write for all of them): their
-   * instants in the windows and, when the lease is used up, a new one for the month. A crash after it then
-   * leaves a state that counts them, so the next run waits for them in its windows and its month.
+   * Stores, before they go, the sends of every waiter that may go when the write's turn comes (one write for
+   * all of them), so a crash after it leaves a state that counts them (see UsageLedger.writeAhead).
    */
   async #writeAhead(): Promise<void> {
-    let startedAt = 0;
     let batch: Waiter[] = [];
     try {
-      await this.#persist(() => {
-        startedAt = this.#clock.now();
-        batch = this.#waiters.slice(0, this.#sendableAt(startedAt));
-        // Nothing may go any more (aborted, or a 429 paused all): the pump looks again.
-        if (batch.length === 0) return undefined;
-        const until = startedAt + this.#sendSlackMs;
-        const used =
-          this.#used + batch.length > this.#persistedCeiling
-            ? this.#used + Math.max(batch.length, this.#leaseSize)
-            : this.#persistedCeiling;
-        const sentAt = [...this.#windows.recent(startedAt), ...new Array<number>(batch.length).fill(until)];
-        const state = { monthKey: this.#month.key, used, sentAt };
-        return {
-          state,
-          saved: () => {
-            // The month may have turned during the write: a lease of the month before is no lease of this one.
-            if (state.monthKey === this.#month.key) this.#persistedCeiling = used;
-            this.#written = { count: batch.length, until };
-          },
-        };
-      });
+      await this.#ledger.writeAhead(
+        (startedAt) => {
+          batch = this.#queue.first(this.#sendableAt(startedAt));
+          const recent = this.#windows.recent(startedAt);
+          return { count: batch.length, monthKey: this.#month.key, used: this.#used, recent };
+        },
+        () => this.#month.key,
+      );
     } catch (error) {
       // Unpersisted usage would be forgotten by a crash and the budget overspent after restart: refuse.
       // Waiters aborted (and removed) while the write was under way are refused by nobody.
       for (const waiter of batch) {
-        const i = this.#waiters.indexOf(waiter);
-        if (i < 0) continue;
-        this.#waiters.splice(i, 1);
+        if (!this.#queue.remove(waiter)) continue;
         waiter.reject(
           new BudgetExhaustedError(
             `cannot record budget usage in the state folder (${(error as Error).message}); request not sent`,
           ),
         );
       }
-      return;
-    }
-    // A write that outlasted its slack is redone with a longer one: the next should fit in it.
-    if (batch.length > 0) {
-      this.#sendSlackMs = Math.max(MIN_SEND_SLACK_MS, 2 * (this.#clock.now() - startedAt));
     }
   }
 
   /** How many of the first waiters may all be sent at `nowMs`, in queue order. */
   #sendableAt(nowMs: number): number {
     this.#rollMonth(nowMs);
-    if (nowMs < this.#pausedUntil) return 0;
+    if (nowMs < this.#pauses.until) return 0;
     const room = this.#windows.capacityAt(nowMs);
     const monthLeft = this.limits.perMonth - this.#used;
     let count = 0;
-    for (const waiter of this.#waiters) {
+    for (const waiter of this.#queue) {
       const allowance = waiter.cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
       if (count >= room || count >= allowance) break;
       count++;
     }
     return count;
-  }
-
-  /**
-   * Runs the store's writes one at a time, in call order. `build` makes the state when the write's turn
-   * comes (undefined: nothing to write); `saved` runs as soon as it is stored, before any later write begins.
-   */
-  #persist(build: () => BudgetState | { state: BudgetState; saved: () => void } | undefined): Promise<void> {
-    const run = this.#writing.then(async () => {
-      const next = build();
-      if (next === undefined) return;
-      const { state, saved } = 'state' in next ? next : { state: next, saved: () => undefined };
-      await this.#store.save(state);
-      saved();
-    });
-    this.#writing = run.catch(() => undefined);
-    return run;
   }
 
   /**
@@ -576,7 +394,7 @@ export class Budget implements RequestGate {
     if (this.#clockMonth.key > this.#month.key) {
       this.#month = this.#clockMonth;
       this.#used = 0;
-      this.#persistedCeiling = 0;
+      this.#ledger.persistedUsed = 0;
     }
   }
 }

@@ -1,21 +1,20 @@
 // The durable execution journal: one file per claimed execution, written before the handler starts and
 // before each report, so a daemon killed at any instant replays every execution it owes the service.
-import { copyFile, mkdir, rename, stat, unlink } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { mkdir, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import { systemClock } from '../clock/clock.ts';
 import type { Clock } from '../clock/clock.ts';
-import { errorCode, removeDurably, writeFileDurably } from './durable-file.ts';
+import { DamagedRecords, type DamagedRecord, type JournalLogger } from './damaged-records.ts';
+import { removeDurably, writeFileDurably } from './durable-file.ts';
 import { JournalEntryNotFoundError, JournalUnavailableError, JournalWriteError } from './errors.ts';
 import { fileNameForExecution } from './file-name.ts';
 import {
-  CORRUPT_FOLDER,
   DEAD_LETTER_FOLDER,
   JOURNAL_FOLDER,
   PROBE_PREFIX,
   readDeadLetterFolder,
   readJournalFolder,
 } from './journal-folder.ts';
-import type { CorruptFile } from './journal-folder.ts';
 import { ReadWriteGate } from './read-write-gate.ts';
 import { serializeJournalEntry } from './records.ts';
 import type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
@@ -24,23 +23,8 @@ import type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './rec
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
+export type { DamagedRecord, JournalLogger } from './damaged-records.ts';
 export { JournalEntryNotFoundError, JournalUnavailableError, JournalWriteError } from './errors.ts';
-
-/** The part of a logger the journal uses; a pino logger fits. */
-export interface JournalLogger {
-  warn(fields: Record<string, unknown>, message: string): void;
-}
-
-/**
- * A record file that cannot be trusted (truncated, not JSON, wrong types, checksum mismatch) but whose name
- * gives the execution it was written for. It stays where it is, so a restart finds it again, until the
- * daemon settles the execution with the service (see keepDamagedCopy and dismissDamaged).
- */
-export interface DamagedRecord {
-  executionId: string;
-  file: string;
-  problem: string;
-}
 
 export interface JournalOptions {
   /** Receives one warning per corrupt file set aside. */
@@ -57,7 +41,8 @@ export class Journal {
   readonly #logger: JournalLogger;
   readonly #clock: Clock;
   #entries = new Map<string, JournalEntry>();
-  #damaged = new Map<string, DamagedRecord>();
+  /** Records that cannot be trusted, kept in place until their execution is settled. */
+  readonly #damaged: DamagedRecords;
   /** When the journal folder last changed before open() (ms), if it was there: a run used the state folder. */
   #lastChangedAt: number | undefined;
   #deadLetterFiles = new Set<string>();
@@ -74,6 +59,7 @@ export class Journal {
     this.deadLetterFolder = join(stateDir, DEAD_LETTER_FOLDER);
     this.#logger = options.logger;
     this.#clock = options.clock ?? systemClock;
+    this.#damaged = new DamagedRecords(this.folder, this.#logger, this.#clock);
   }
 
   /**
@@ -125,25 +111,15 @@ export class Journal {
 
   /** Damaged records found by the last scan and not settled yet, in scan order (no I/O). */
   damaged(): DamagedRecord[] {
-    return [...this.#damaged.values()].map((record) => ({ ...record }));
+    return this.#damaged.list();
   }
 
   /**
    * Copies a damaged record's bytes into journal/corrupt/ for inspection; call before a new record of the
    * execution replaces it (a kill in between leaves the damaged file in place, to be settled again).
    */
-  async keepDamagedCopy(executionId: string): Promise<void> {
-    const damaged = this.#damaged.get(executionId);
-    if (damaged === undefined) return;
-    try {
-      await copyFile(damaged.file, await this.#asideName(damaged.file));
-    } catch (error) {
-      this.#logger.warn(
-        { file: damaged.file, code: errorCode(error) },
-        `could not keep a copy of the damaged journal file ${damaged.file} (${(error as Error).message}); ` +
-          'a new record of the execution replaces it',
-      );
-    }
+  keepDamagedCopy(executionId: string): Promise<void> {
+    return this.#damaged.keepCopy(executionId);
   }
 
   /**
@@ -151,12 +127,7 @@ export class Journal {
    * outcome): its file moves to journal/corrupt/, with a warning naming the execution.
    */
   dismissDamaged(executionId: string, reason: string): Promise<void> {
-    return this.#inOrder(executionId, async () => {
-      const damaged = this.#damaged.get(executionId);
-      if (damaged === undefined) return;
-      await this.#setAside(damaged, `; ${reason}`);
-      this.#damaged.delete(executionId);
-    });
+    return this.#inOrder(executionId, () => this.#damaged.dismiss(executionId, reason));
   }
 
   /**
@@ -261,22 +232,7 @@ export class Journal {
     return this.#gate.exclusive(async () => {
       const content = await this.#readFolder(() => readJournalFolder(this.folder, this.deadLetterFolder));
       for (const leftover of content.leftovers) await unlink(leftover).catch(() => undefined);
-      const damaged = new Map<string, DamagedRecord>();
-      for (const corrupt of content.corrupt) {
-        const { executionId } = corrupt;
-        // Kept in place while its execution is unsettled: the service is asked about it (see DamagedRecord).
-        if (executionId !== undefined && !content.entries.some((e) => e.entry.executionId === executionId)) {
-          if (!this.#damaged.has(executionId)) {
-            this.#logger.warn(
-              { file: corrupt.file, problem: corrupt.problem, executionId },
-              `journal file ${corrupt.file} is ${corrupt.problem}; execution ${executionId} is fetched from the ` +
-                'service and run again or reported (its bytes are kept in journal/corrupt/)',
-            );
-          }
-          damaged.set(executionId, { executionId, file: corrupt.file, problem: corrupt.problem });
-        } else await this.#setAside(corrupt);
-      }
-      this.#damaged = damaged;
+      await this.#damaged.triage(content.corrupt, content.entries);
       for (const { file } of content.alreadyDeadLettered) await removeDurably(file).catch(() => undefined);
       this.#entries = new Map(content.entries.map(({ entry }) => [entry.executionId, entry]));
       return content.entries.map(({ entry }) => structuredClone(entry));
@@ -337,29 +293,6 @@ export class Journal {
     }
   }
 
-  /** A new name in journal/corrupt/ for `file`'s bytes (the folder is created). */
-  async #asideName(file: string): Promise<string> {
-    const corruptFolder = join(this.folder, CORRUPT_FOLDER);
-    await mkdir(corruptFolder, { recursive: true, mode: 0o700 });
-    return join(corruptFolder, `${basename(file)}.${this.#clock.now()}-${randomBytes(3).toString('hex')}`);
-  }
-
-  async #setAside({ file, problem }: CorruptFile, settled = ''): Promise<void> {
-    try {
-      const movedTo = await this.#asideName(file);
-      await rename(file, movedTo);
-      this.#logger.warn(
-        { file, movedTo, problem },
-        `journal file ${file} is ${problem}${settled}; moved it to ${movedTo} (its bytes are kept for inspection)`,
-      );
-    } catch (error) {
-      this.#logger.warn(
-        { file, problem, code: errorCode(error) },
-        `journal file ${file} is ${problem} and could not be moved aside (${(error as Error).message}); it is ignored`,
-      );
-    }
-  }
-
   async #save(entry: JournalEntry, action: string): Promise<void> {
     // Serialized before the write so a value JSON cannot hold fails as itself, not as a disk failure.
     const text = serializeJournalEntry(entry);
@@ -369,8 +302,7 @@ export class Journal {
     const copy = JSON.parse(text) as JournalEntry & { checksum?: string };
     delete copy.checksum;
     this.#entries.set(entry.executionId, copy);
-    // A valid record now stands where a damaged one was: the execution is settled like any other.
-    this.#damaged.delete(entry.executionId);
+    this.#damaged.replaced(entry.executionId);
   }
 
   async #attempt(

@@ -3,8 +3,6 @@
 // whose handler overruns its deadline without yielding, exhausts its heap, calls process.exit or crashes is
 // terminated or replaced; only that attempt fails. A worker process is also watched for memory off the heap
 // (Buffers, native code): one past DF_HANDLER_MEMORY_MB beyond its start is killed.
-import type { Logger } from 'pino';
-import { pino } from 'pino';
 import {
   inlineHost,
   withOutputLimit,
@@ -13,92 +11,35 @@ import {
   type HostResult,
 } from '../runner/attempt-host.ts';
 import { HandlerTimeoutError } from '../runner/errors.ts';
-import { NonRetryableError } from '../handlers/define-task.ts';
-import { redactDeep, type Redact } from '../runner/redact.ts';
-import { toErrorRecord } from '../api/error-record.ts';
-import { performServiceCall, ServiceCallRefusedError, type ServiceCall } from '../handlers/task-service.ts';
-import { anonymousResidentMb, oomKillCount } from './process-memory.ts';
-import { ATTEMPT_BINDING, type FromWorker, type SerializedError, type WorkerOutcome } from './protocol.ts';
-import { openChannel, type Isolation, type WorkerChannel, type WorkerDeath } from './worker-channel.ts';
+import { answerServiceCall, hostResult, rebuildError, relayLog } from './attempt-relay.ts';
+import {
+  DEFAULT_ABORT_SETTLE_MS,
+  DEFAULT_SPAWN_AFTER_MS,
+  MEMORY_WATCH_MS,
+  START_BACKSTOP_MS,
+  type HandlerPoolOptions,
+} from './pool-options.ts';
+import {
+  markReady,
+  startPoolWorker,
+  type PoolWorker,
+  type Running,
+  type WorkerGoneReason,
+} from './pool-worker.ts';
+import { anonymousResidentMb } from './process-memory.ts';
+import type { FromWorker } from './protocol.ts';
+import type { WorkerDeath } from './worker-channel.ts';
+import { describeDeath, describeOverLimit, goneReason } from './worker-death.ts';
 
-export interface HandlerPoolOptions {
-  isolation: Isolation;
-  /**
-   * Memory limit of each worker, in MB (DF_HANDLER_MEMORY_MB): its V8 heap's, and for a process also the
-   * anonymous resident memory it may add to what it held when it started (watched every memoryWatchMs).
-   */
-  memoryMb: number;
-  /** How often each worker process's resident memory is read, in ms. Default: MEMORY_WATCH_MS. */
-  memoryWatchMs?: number;
-  /** Largest output sent back, as JSON in bytes (DF_HANDLER_MAX_OUTPUT_BYTES); none: no limit. */
-  maxOutputBytes?: number;
-  /** The workers' environment: already without the daemon's secrets. */
-  env: Record<string, string>;
-  /** Receives what happens outside any attempt (late errors, workers lost while idle). */
-  logger: Logger;
-  redact: Redact;
-  /** Workers kept alive between attempts (the daemon's concurrency). */
-  maxIdle: number;
-  /**
-   * How long a worker may wait for its next attempt before it is terminated, in ms (DF_HANDLER_IDLE_TIMEOUT_MS);
-   * 0 keeps idle workers for ever. Default: 0.
-   */
-  idleTimeoutMs?: number;
-  /** How long an aborted attempt's `ctx.signal` has to stop the handler before its worker is terminated. */
-  abortSettleMs?: number;
-  /** How long a worker still starting when its attempt was aborted may take to start. Default: START_BACKSTOP_MS. */
-  startBackstopMs?: number;
-  /**
-   * How long an attempt waits for a busy worker to free before another worker is started, in ms: a new worker
-   * costs its memory and 0.1 to 0.3 s before its first attempt, while quick handlers free theirs sooner, so a
-   * backlog of them is drained by one or two warm workers. Default: DEFAULT_SPAWN_AFTER_MS.
-   */
-  spawnAfterMs?: number;
-  observer?: PoolObserver;
-}
-
-export interface PoolObserver {
-  /** A worker was started (`spawned`) or went away; `reason` says why for the latter. */
-  workerStarted?(): void;
-  workerGone?(reason: WorkerGoneReason): void;
-}
-
-export type WorkerGoneReason = 'terminated' | 'timeout' | 'out-of-memory' | 'exit' | 'crash' | 'idle';
-
-interface PoolWorker {
-  channel: WorkerChannel;
-  /** The attempt running on it. */
-  current: Running | undefined;
-  lastExecutionId: string | undefined;
-  exitCode: number | undefined;
-  gone: boolean;
-  /** Its entry runs and takes attempts; until then it is starting (0.1 to 0.3 s for a thread). */
-  ready: boolean;
-  /** Called once it is ready: an attempt aborted while it was starting counts its settle time from then. */
-  whenReady: (() => void) | undefined;
-  /** While it waits in the idle list: the timer that reaps it. */
-  idleTimer: NodeJS.Timeout | undefined;
-  /** Started before the handler code last changed (see retire): never given another attempt. */
-  retired: boolean;
-  /** A process's anonymous resident memory once it was ready, in MB: what its memory limit adds to. */
-  startMb: number | undefined;
-  /** The cgroup's OOM kills when it was started (see oomKillCount). */
-  oomKillsAtStart: number | undefined;
-  /** Why the pool killed it when its running attempt fails for it (its memory), rather than ends `stopped`. */
-  killedFor: string | undefined;
-}
-
-interface Running {
-  attemptId: number;
-  spec: AttemptSpec;
-  /** The attempt's signal: cancels its `ctx.service` calls. */
-  signal: AbortSignal;
-  finish(result: HostResult): void;
-  /** Why ctx.signal was aborted, once it was. */
-  aborted?: 'timeout' | 'shutdown';
-  /** The attempt is being ended (its worker may be terminating). */
-  ending?: boolean;
-}
+export type { WorkerGoneReason } from './pool-worker.ts';
+export {
+  DEFAULT_ABORT_SETTLE_MS,
+  DEFAULT_SPAWN_AFTER_MS,
+  MEMORY_WATCH_MS,
+  START_BACKSTOP_MS,
+  type HandlerPoolOptions,
+  type PoolObserver,
+} from './pool-options.ts';
 
 /** An attempt waiting for a free worker. */
 interface Waiting {
@@ -109,21 +50,6 @@ interface Waiting {
   timer: NodeJS.Timeout;
   onAbort: () => void;
 }
-
-export const DEFAULT_ABORT_SETTLE_MS = 1_000;
-/**
- * How long a worker still starting when its attempt was aborted may take to start before it is terminated: its
- * handler cannot hear the abort before then, so the settle time counts from its start. A child process takes
- * 0.2 to 0.5 s to start, seconds on a loaded machine; this only catches one that never does.
- */
-export const START_BACKSTOP_MS = 15_000;
-export const DEFAULT_SPAWN_AFTER_MS = 50;
-/**
- * How often a worker process's memory is read, in ms: a handler filling Buffers at a few GB/s may pass its limit
- * by that much before it is killed; past the container's limit, the kernel ends the handler process instead
- * (process-memory.ts, HANDLER_OOM_SCORE_ADJ).
- */
-export const MEMORY_WATCH_MS = 100;
 
 export class HandlerPool implements AttemptHost {
   readonly #o: HandlerPoolOptions;
@@ -323,26 +249,12 @@ export class HandlerPool implements AttemptHost {
   }
 
   #spawn(): PoolWorker {
-    const worker: PoolWorker = {
-      channel: undefined as unknown as WorkerChannel,
-      current: undefined,
-      lastExecutionId: undefined,
-      exitCode: undefined,
-      gone: false,
-      ready: false,
-      whenReady: undefined,
-      idleTimer: undefined,
-      retired: false,
-      startMb: undefined,
-      oomKillsAtStart: this.#o.isolation === 'process' ? oomKillCount() : undefined,
-      killedFor: undefined,
-    };
-    worker.channel = openChannel({
+    const worker = startPoolWorker({
       isolation: this.#o.isolation,
       memoryMb: this.#o.memoryMb,
       env: this.#o.env,
-      onMessage: (message) => this.#onMessage(worker, message),
-      onExit: (death) => this.#onExit(worker, death),
+      onMessage: (worker, message) => this.#onMessage(worker, message),
+      onExit: (worker, death) => this.#onExit(worker, death),
     });
     this.#workers.add(worker);
     this.#o.observer?.workerStarted?.();
@@ -364,10 +276,7 @@ export class HandlerPool implements AttemptHost {
   }
 
   #killOverLimit(worker: PoolWorker, addedMb: number): void {
-    worker.killedFor =
-      `handler ran out of memory: its worker process held ${Math.round(addedMb)} MB more than when it started ` +
-      `(heap and off-heap: Buffers, native memory), over the ${this.#o.memoryMb} MB limit ` +
-      '(DF_HANDLER_MEMORY_MB), and was killed and replaced';
+    worker.killedFor = describeOverLimit(addedMb, this.#o.memoryMb);
     if (!worker.current) {
       this.#o.logger.error(
         { lastExecutionId: worker.lastExecutionId, addedMb: Math.round(addedMb) },
@@ -442,17 +351,17 @@ export class HandlerPool implements AttemptHost {
         if (running?.attemptId !== message.attemptId) return;
         // Settled after its abort: the attempt is lost anyway; the worker is kept unless the daemon stops.
         if (running.aborted) this.#endAborted(worker, running, running.aborted === 'shutdown');
-        else running.finish(this.#hostResult(message.outcome));
+        else running.finish(hostResult(message.outcome, this.#o.redact));
         return;
       }
       case 'service-call':
-        void this.#serviceCall(worker, message.attemptId, message.callId, message);
+        void answerServiceCall(worker, message.attemptId, message.callId, message);
         return;
       case 'log':
-        this.#relayLog(worker, message.line);
+        relayLog(worker, message.line, this.#o.logger, this.#o.redact);
         return;
       case 'stray': {
-        const err = this.#rebuildError(message.error);
+        const err = rebuildError(message.error, this.#o.redact);
         this.#o.logger.error(
           { executionId: message.executionId, origin: message.origin, err },
           message.afterAttempt
@@ -464,17 +373,9 @@ export class HandlerPool implements AttemptHost {
       case 'exit-called':
         worker.exitCode = message.code;
         return;
-      case 'ready': {
-        worker.ready = true;
-        // Before any handler code ran in it: what Node.js and the worker's own modules hold.
-        if (this.#o.isolation === 'process' && worker.channel.pid !== undefined) {
-          worker.startMb = anonymousResidentMb(worker.channel.pid);
-        }
-        const whenReady = worker.whenReady;
-        worker.whenReady = undefined;
-        whenReady?.();
+      case 'ready':
+        markReady(worker, this.#o.isolation);
         return;
-      }
     }
   }
 
@@ -483,14 +384,8 @@ export class HandlerPool implements AttemptHost {
     worker.gone = true;
     this.#forget(worker);
     if (wasGone) return; // terminated on purpose
-    const reason: WorkerGoneReason =
-      death.outOfMemory || this.#killedByKernel(worker, death)
-        ? 'out-of-memory'
-        : worker.exitCode !== undefined
-          ? 'exit'
-          : 'crash';
-    this.#o.observer?.workerGone?.(reason);
-    const message = this.#describeDeath(worker, death);
+    this.#o.observer?.workerGone?.(goneReason(worker, death));
+    const message = describeDeath(worker, death, this.#o);
     const running = worker.current;
     if (running) {
       running.finish(running.aborted ? { kind: 'stopped' } : { kind: 'crashed', message });
@@ -499,110 +394,6 @@ export class HandlerPool implements AttemptHost {
     this.#o.logger.error(
       { lastExecutionId: worker.lastExecutionId, code: death.code, signal: death.signal },
       `a handler worker died between attempts: ${message}`,
-    );
-  }
-
-  /** Died of SIGKILL that the pool did not send, while the cgroup counted an OOM kill: the container's limit. */
-  #killedByKernel(worker: PoolWorker, death: WorkerDeath): boolean {
-    if (death.signal !== 'SIGKILL' || worker.oomKillsAtStart === undefined) return false;
-    return (oomKillCount() ?? 0) > worker.oomKillsAtStart;
-  }
-
-  #describeDeath(worker: PoolWorker, death: WorkerDeath): string {
-    const what = this.#o.isolation === 'thread' ? 'worker thread' : 'worker process';
-    if (this.#killedByKernel(worker, death)) {
-      return (
-        "handler ran out of memory: the kernel's out-of-memory killer ended its worker process (the container's " +
-        `memory limit was reached; each worker may hold DF_HANDLER_MEMORY_MB=${this.#o.memoryMb} MB more than ` +
-        'Node.js itself, DF_CONCURRENCY of them at once) and it was replaced'
-      );
-    }
-    if (death.outOfMemory) {
-      return (
-        `handler ran out of memory: its ${what} reached the ${this.#o.memoryMb} MB heap limit ` +
-        '(DF_HANDLER_MEMORY_MB) and was replaced'
-      );
-    }
-    if (worker.exitCode !== undefined) {
-      return `handler called process.exit(${worker.exitCode}); its ${what} was replaced`;
-    }
-    if (death.error) return `handler ${what} crashed: ${this.#o.redact(death.error.message)}`;
-    if (death.signal) return `handler ${what} was killed by ${death.signal}`;
-    return `handler ${what} exited with code ${death.code ?? 'unknown'}`;
-  }
-
-  #hostResult(outcome: WorkerOutcome): HostResult {
-    switch (outcome.kind) {
-      case 'returned':
-        return { kind: 'returned', value: outcome.output };
-      case 'unusable':
-        return outcome;
-      case 'threw':
-        return { kind: 'threw', error: this.#rebuildError(outcome.error) };
-    }
-  }
-
-  /** An Error standing for the one thrown in the worker: its name, message and stack, redacted. */
-  #rebuildError(serialized: SerializedError): Error {
-    const message = this.#o.redact(serialized.message);
-    const error = serialized.nonRetryable ? new NonRetryableError(message) : new Error(message);
-    error.name = serialized.name;
-    if (serialized.stack !== undefined) error.stack = this.#o.redact(serialized.stack);
-    else delete error.stack;
-    return error;
-  }
-
-  /**
-   * Performs a `ctx.service` call of the attempt running on `worker` with the handlers' client, and sends its
-   * answer back. A call from an attempt that is no longer running (or was aborted) is refused unsent.
-   */
-  async #serviceCall(
-    worker: PoolWorker,
-    attemptId: number,
-    callId: number,
-    call: ServiceCall,
-  ): Promise<void> {
-    const running = worker.current;
-    let answer: { ok: true; value: unknown } | { ok: false; error: ReturnType<typeof toErrorRecord> };
-    try {
-      if (running?.attemptId !== attemptId || running.aborted || running.signal.aborted) {
-        throw new ServiceCallRefusedError(
-          `ctx.service ${call.operation} was not sent: its attempt has ended or was aborted`,
-        );
-      }
-      const client = running.spec.service;
-      if (client === undefined) {
-        throw new ServiceCallRefusedError(
-          `ctx.service ${call.operation} was not sent: no service is set up for this worker`,
-        );
-      }
-      answer = { ok: true, value: await performServiceCall(client, call, running.signal) };
-    } catch (error) {
-      answer = { ok: false, error: toErrorRecord(error) };
-    }
-    if (!worker.gone) worker.channel.send({ type: 'service-result', callId, ...answer });
-  }
-
-  /** Writes a line the handler logged through ctx.logger with its attempt's logger, redacted. */
-  #relayLog(worker: PoolWorker, line: string): void {
-    let record: Record<string, unknown>;
-    try {
-      record = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    const { level, msg, [ATTEMPT_BINDING]: attemptId, ...fields } = record;
-    const running = worker.current;
-    const logger =
-      running !== undefined && running.attemptId === attemptId
-        ? running.spec.logger
-        : this.#o.logger.child({ executionId: worker.lastExecutionId, afterAttempt: true });
-    const label = typeof level === 'number' ? pino.levels.labels[level] : undefined;
-    const write = label === undefined ? logger.info : logger[label as pino.Level];
-    write.call(
-      logger,
-      redactDeep(fields, this.#o.redact),
-      this.#o.redact(typeof msg === 'string' ? msg : ''),
     );
   }
 }

@@ -1,0 +1,64 @@
+// The budget's reaction to a 429: the whole key is over a limit, whichever request met it, so every request
+// pauses, for the answer's Retry-After or a default pause, never longer than a cap. It lives here alone: the
+// client's callers that retry after a 429 just retry, and their next acquire waits for the pause.
+import type { GateAnswer } from '../api/client.ts';
+import type { Operation } from '../api/types.ts';
+import type { Clock } from '../clock/clock.ts';
+
+/** A pause of every request after a 429: what the service asked, and what the budget took. */
+export interface RateLimitPause {
+  operation: Operation;
+  /** From the answer's Retry-After, in ms; undefined when it had none (or none readable). */
+  retryAfterMs: number | undefined;
+  /** The pause taken, in ms: Retry-After (or the default pause) capped at `retryAfterMaxMs`. */
+  pauseMs: number;
+  /** Clock instant the pause ends. */
+  until: number;
+}
+
+export interface RateLimitPausesOptions {
+  clock: Clock;
+  /** Pause after a 429 that carries no Retry-After, in ms (the budget's `rateLimitPauseMs`). */
+  defaultPauseMs: number;
+  /** Longest pause a 429 may impose, in ms (the budget's `retryAfterMaxMs`). */
+  maxPauseMs: number;
+  /** Called when a pause starts or lengthens, before `onPause`: requests waiting must look again. */
+  wake: () => void;
+  /** Told once per pause a 429 starts or lengthens (the budget's `onPause`). */
+  onPause?: ((pause: RateLimitPause) => void) | undefined;
+}
+
+export class RateLimitPauses {
+  readonly #options: RateLimitPausesOptions;
+  #until = 0;
+
+  constructor(options: RateLimitPausesOptions) {
+    this.#options = options;
+  }
+
+  /** Clock instant the current pause ends; in the past when none runs. */
+  get until(): number {
+    return this.#until;
+  }
+
+  /**
+   * Hears an answer; a 429 pauses every request. Concurrent 429s: the longest pause wins. No pause is longer
+   * than `maxPauseMs`: a service (or a proxy) asking for years must not silence the daemon, reports included,
+   * for as long as it runs.
+   */
+  observe(answer: GateAnswer): void {
+    if (answer.status !== 429) return;
+    const { clock, defaultPauseMs, maxPauseMs, wake, onPause } = this.#options;
+    const asked = answer.retryAfterMs;
+    const pauseMs = Math.min(Math.max(0, asked ?? defaultPauseMs), maxPauseMs);
+    const untilMs = clock.now() + pauseMs;
+    if (untilMs <= this.#until) return;
+    this.#until = untilMs;
+    wake();
+    try {
+      onPause?.({ operation: answer.operation, retryAfterMs: asked, pauseMs, until: untilMs });
+    } catch {
+      // A listener's failure must not change how the budget reacts.
+    }
+  }
+}
