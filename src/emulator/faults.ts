@@ -2,6 +2,7 @@
 // Rules are tried in order and the first that applies wins; a seeded PRNG decides probabilistic rules.
 import type { Operation } from '../api/types.ts';
 import { validateFaultRules } from './bodies.ts';
+import { mulberry32 } from '../clock/seeded-random.ts';
 import type { FaultRule } from './types.ts';
 
 interface ActiveRule {
@@ -45,16 +46,4 @@ export class FaultTable {
     }
     return undefined;
   }
-}
-
-/** Small, well-known 32-bit PRNG; plenty for fault rates and reproducible from a seed. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

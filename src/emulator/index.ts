@@ -1,5 +1,6 @@
 // The service emulator's public surface: the server, its option and record types, and its errors.
 export { Emulator } from './emulator.ts';
+export { inProcessTransport } from './in-process.ts';
 export { DEFAULT_LIMITS } from './limits.ts';
 export {
   EmulatorStateError,

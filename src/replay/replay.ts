@@ -5,13 +5,11 @@
 // key, 5/s, 50/min and month limits, the request log. A month of 20,000 executions replays in seconds.
 import { setImmediate as turn } from 'node:timers/promises';
 import { pino } from 'pino';
-import type { ServiceTransport } from '../api/client.ts';
-import type { Answer } from '../api/response.ts';
 import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
 import { ManualClock } from '../clock/manual-clock.ts';
 import { loadConfig } from '../config/index.ts';
 import { Worker } from '../daemon/worker.ts';
-import { Emulator } from '../emulator/index.ts';
+import { Emulator, inProcessTransport } from '../emulator/index.ts';
 import { defineTask, type TaskModule } from '../handlers/define-task.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { Arrival, ClaimRecord, ReplayResult, RequestKind, RequestRecord } from './types.ts';
@@ -141,25 +139,6 @@ async function runUntil(clock: ManualClock, endMs: number): Promise<void> {
     clock.wakeNext();
   }
   clock.set(Math.max(clock.now(), endMs));
-}
-
-function inProcessTransport(emulator: Emulator): ServiceTransport {
-  return {
-    async send(_operation, request): Promise<Answer> {
-      if (typeof request.body !== 'string' && request.body !== undefined) {
-        throw new Error('the replay carries JSON bodies only (no file uploads)');
-      }
-      const answer = await emulator.answer({
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        ...(request.body === undefined ? {} : { body: request.body }),
-      });
-      if (!answer) throw new Error('the emulator dropped the connection');
-      return { status: answer.status, headers: answer.headers, text: answer.body ?? '' };
-    },
-    close: () => Promise.resolve(),
-  };
 }
 
 const KINDS: Record<string, RequestKind> = {

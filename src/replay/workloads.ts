@@ -2,20 +2,13 @@
 // (`{"task":"<key>","at":"<ISO 8601>"}` per line).
 import { readFile, writeFile } from 'node:fs/promises';
 import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
+import { mulberry32 } from '../clock/seeded-random.ts';
 import type { Arrival } from './types.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-export function mulberry32(seed: number): () => number {
-  let a = seed | 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from '../clock/seeded-random.ts';
 
 /** [start, end) of a `YYYY-MM` month in UTC. */
 export function monthBounds(month = '2026-11'): { startsAt: number; endsAt: number } {

@@ -13,6 +13,7 @@ import {
   type BudgetState,
   type BudgetStore,
 } from '../../src/budget/store.ts';
+import { mulberry32 } from '../../src/clock/seeded-random.ts';
 import { ManualClock, flushMicrotasks } from '../../src/clock/manual-clock.ts';
 
 const limits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
@@ -241,17 +242,8 @@ describe('Budget write-ahead of the windows', () => {
   }, 60_000);
 });
 
-/** A small seeded generator (mulberry32): the same arrivals and crashes on every run of the test. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** A small seeded generator: the same arrivals and crashes on every run of the test. */
+const seeded = mulberry32;
 
 const OPERATIONS: Operation[] = ['tasks.poll', 'tasks.poll', 'tasks.poll', 'executions.report', 'tasks.list'];
 

@@ -1,61 +1,35 @@
 // What the unit tests of the daemon's core share: the emulator answering in process (no socket, no timer, so
 // a request takes no wall-clock time), a seeded source of randomness, and a driver that moves the manual
 // clock from sleeper to sleeper until the code under test is done.
-import type { ServiceTransport } from '../../src/api/client.ts';
-import { NetworkError } from '../../src/api/errors.ts';
-import type { Answer } from '../../src/api/response.ts';
-import type { OutgoingRequest } from '../../src/api/transport.ts';
-import type { Operation } from '../../src/api/types.ts';
+import { ServiceClient, type ServiceTransport } from '../../src/api/client.ts';
+import { Budget, type BudgetLimits } from '../../src/budget/budget.ts';
 import type { ManualClock } from '../../src/clock/manual-clock.ts';
-import type { Emulator } from '../../src/emulator/index.ts';
+import { mulberry32 } from '../../src/clock/seeded-random.ts';
+import { inProcessTransport, type Emulator } from '../../src/emulator/index.ts';
+
+export { inProcessTransport } from '../../src/emulator/index.ts';
+
+/** A seeded source of randomness (mulberry32): the same draws on every run. Values in [0, 1). */
+export const seededRandom = mulberry32;
 
 /**
- * Carries requests to `emulator.answer()`, as the month replay does. `beforeSend` runs before each request
- * reaches the emulator (to look at the world as the service sees it then). A dropped connection (the `drop`
- * and `dropAfterApply` faults) is a NetworkError, as from the real transport: the request was sent.
+ * The service as a unit test's code under test reaches it: a Budget with these limits on `clock` (no safety
+ * margin) and a ServiceClient carried to `emulator` in process (or by `transport`).
  */
-export function inProcessTransport(
+export function serviceOnClock(
   emulator: Emulator,
-  beforeSend?: (operation: Operation, request: OutgoingRequest) => void | Promise<void>,
-): ServiceTransport {
-  return {
-    async send(operation, request): Promise<Answer> {
-      if (typeof request.body !== 'string' && request.body !== undefined) {
-        throw new Error('the in-process transport carries JSON bodies only');
-      }
-      await beforeSend?.(operation, request);
-      const answer = await emulator.answer({
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        ...(request.body === undefined ? {} : { body: request.body }),
-      });
-      if (!answer) {
-        throw new NetworkError(
-          operation,
-          `${operation} failed: the connection closed unanswered`,
-          undefined,
-          {
-            sent: true,
-          },
-        );
-      }
-      return { status: answer.status, headers: answer.headers, text: answer.body ?? '' };
-    },
-    close: () => Promise.resolve(),
-  };
-}
-
-/** mulberry32: a small PRNG whose sequence depends only on its seed. Values in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  clock: ManualClock,
+  options: { apiKey: string; limits: BudgetLimits; transport?: ServiceTransport },
+): { budget: Budget; client: ServiceClient } {
+  const budget = new Budget({ limits: options.limits, clock, safetyMarginMs: 0 });
+  const client = new ServiceClient({
+    baseUrl: 'http://service.invalid',
+    apiKey: options.apiKey,
+    clock,
+    gate: budget,
+    transport: options.transport ?? inProcessTransport(emulator),
+  });
+  return { budget, client };
 }
 
 /** Resolves after one macrotask turn: every promise chain already runnable (no I/O, no timer) has run. */

@@ -6,8 +6,6 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
-import { Budget } from '../../src/budget/budget.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { Coordinator, type ProfileStore } from '../../src/cluster/coordinator.ts';
 import { CoordinatorLease, LEASE_RENEW_MS, LEASE_TTL_MS } from '../../src/cluster/coordinator-lease.ts';
@@ -16,7 +14,7 @@ import { bullConnectionOptions, connectRedis } from '../../src/cluster/redis.ts'
 import { WorkerEvents } from '../../src/daemon/events.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
-import { inProcessTransport, turn } from '../clock/virtual-time.ts';
+import { serviceOnClock, turn } from '../clock/virtual-time.ts';
 import { clusteredTestsRun, RedisServer } from './redis-server.ts';
 
 const KEY = 'coordinator-unit-key';
@@ -87,16 +85,9 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
       const connection = connectRedis(server.url);
       await connection.connect();
       cleanups.push(() => connection.disconnect());
-      const budget = new Budget({
-        limits: { perSecond: 10, perMinute: 600, perMonth: 1_000_000 },
-        clock,
-        safetyMarginMs: 0,
-      });
-      const client = new ServiceClient({
-        baseUrl: 'http://service.invalid',
+      const { budget, client } = serviceOnClock(emulator, clock, {
         apiKey: KEY,
-        gate: budget,
-        transport: inProcessTransport(emulator),
+        limits: { perSecond: 10, perMinute: 600, perMonth: 1_000_000 },
       });
       const planner = new PollPlanner({
         budget,

@@ -6,9 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
 import type { JsonObject, TaskExecution } from '../../src/api/types.ts';
-import { Budget } from '../../src/budget/budget.ts';
 import type { BackoffOptions } from '../../src/clock/backoff.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { ExecutionPipeline, type ExecutionJournal } from '../../src/daemon/execution-pipeline.ts';
@@ -17,7 +15,7 @@ import { defineTask, NonRetryableError, type TaskSpec } from '../../src/handlers
 import { Journal } from '../../src/journal/journal.ts';
 import { SHUTDOWN_MESSAGE, type ExecutionOutcome } from '../../src/runner/run-execution.ts';
 import { Reporter } from '../../src/scheduler/reporter.ts';
-import { driveClockUntil, inProcessTransport, runOnClock } from '../clock/virtual-time.ts';
+import { driveClockUntil, inProcessTransport, serviceOnClock, runOnClock } from '../clock/virtual-time.ts';
 
 const KEY = 'pipeline-test-key';
 const START = Date.UTC(2026, 10, 27, 12);
@@ -54,15 +52,9 @@ async function rig(options: RigOptions) {
     const [entry] = await journal.pending();
     events.push(`report sent (journal: ${entry ? `${entry.phase} ${entry.outcome?.status}` : 'empty'})`);
   });
-  const budget = new Budget({
-    limits: { perSecond: 50, perMinute: 3_000, perMonth: 100_000 },
-    clock,
-    safetyMarginMs: 0,
-  });
-  const client = new ServiceClient({
-    baseUrl: 'http://service.invalid',
+  const { client } = serviceOnClock(emulator, clock, {
     apiKey: KEY,
-    gate: budget,
+    limits: { perSecond: 50, perMinute: 3_000, perMonth: 100_000 },
     transport,
   });
   const keys = (list: string[] = []) => list.map((key) => ({ key, description: '' }));

@@ -3,8 +3,6 @@
 // disappearing to the poll planner, and keep the current tasks when a refresh fails.
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
-import { Budget } from '../../src/budget/budget.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { WorkerEvents } from '../../src/daemon/events.ts';
@@ -14,7 +12,7 @@ import { TaskRegistry } from '../../src/daemon/task-registry.ts';
 import { Emulator, type FaultRule } from '../../src/emulator/index.ts';
 import { defineTask, type TaskModule } from '../../src/handlers/define-task.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
-import { driveClockUntil, inProcessTransport, runOnClock } from '../clock/virtual-time.ts';
+import { driveClockUntil, serviceOnClock, runOnClock } from '../clock/virtual-time.ts';
 
 const KEY = 'task-list-key';
 const START = Date.UTC(2026, 10, 27, 12);
@@ -39,16 +37,9 @@ function rig(options: { handlers: string[]; sync?: boolean; perMonth?: number })
       'scheduler.errorBackoffMaxMs': 1_000,
     },
   });
-  const budget = new Budget({
-    limits: { perSecond: 20, perMinute: 600, perMonth: options.perMonth ?? 100_000 },
-    clock,
-    safetyMarginMs: 0,
-  });
-  const client = new ServiceClient({
-    baseUrl: 'http://service.invalid',
+  const { budget, client } = serviceOnClock(emulator, clock, {
     apiKey: KEY,
-    gate: budget,
-    transport: inProcessTransport(emulator),
+    limits: { perSecond: 20, perMinute: 600, perMonth: options.perMonth ?? 100_000 },
   });
   const logger = pino({ level: 'silent' });
   const handlers = new Map<string, TaskModule>(

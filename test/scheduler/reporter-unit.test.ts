@@ -3,13 +3,11 @@
 // was lost.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
-import { Budget } from '../../src/budget/budget.ts';
 import { backoffDelayMs, type BackoffOptions } from '../../src/clock/backoff.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { Emulator, type FaultRule } from '../../src/emulator/index.ts';
 import { Reporter } from '../../src/scheduler/reporter.ts';
-import { driveClockUntil, inProcessTransport, runOnClock, seededRandom } from '../clock/virtual-time.ts';
+import { driveClockUntil, serviceOnClock, runOnClock, seededRandom } from '../clock/virtual-time.ts';
 
 const KEY = 'reporter-unit-key';
 const START = Date.UTC(2026, 10, 27, 12);
@@ -24,17 +22,9 @@ function rig(
     apiKeys: [KEY],
     limits: { perSecond: 0, perMinute: 0, perMonth: 0 },
   });
-  const budget = new Budget({
-    limits: { perSecond: 20, perMinute: 600, perMonth: 100_000 },
-    clock,
-    safetyMarginMs: 0,
-  });
-  const client = new ServiceClient({
-    baseUrl: 'http://service.invalid',
+  const { budget, client } = serviceOnClock(emulator, clock, {
     apiKey: KEY,
-    clock,
-    gate: budget,
-    transport: inProcessTransport(emulator),
+    limits: { perSecond: 20, perMinute: 600, perMonth: 100_000 },
   });
   const task = emulator.createTask({ key: 'report-me' });
   emulator.enqueueExecution(task.id, {});

@@ -4,16 +4,14 @@
 // from a seeded source no window is ever overrun.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/api/client.ts';
 import type { TaskExecution } from '../../src/api/types.ts';
-import { Budget } from '../../src/budget/budget.ts';
 import { maxInWindow } from '../../src/budget/sliding-window.ts';
 import { backoffDelayMs, type BackoffOptions } from '../../src/clock/backoff.ts';
 import { ManualClock, flushMicrotasks } from '../../src/clock/manual-clock.ts';
 import { Emulator, type FaultRule } from '../../src/emulator/index.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 import { Scheduler, type PolledTask, type PollResult } from '../../src/scheduler/scheduler.ts';
-import { inProcessTransport, seededRandom } from '../clock/virtual-time.ts';
+import { serviceOnClock, seededRandom } from '../clock/virtual-time.ts';
 
 const KEY = 'scheduler-unit-key';
 const START = Date.UTC(2026, 10, 27, 12);
@@ -37,16 +35,9 @@ function rig(options: RigOptions) {
   const clock = new ManualClock(START);
   // The service enforces the same windows as the budget: a poll the budget let out too early meets a 429.
   const emulator = new Emulator({ clock, apiKeys: [KEY], limits: { perSecond, perMinute, perMonth: 0 } });
-  const budget = new Budget({
-    limits: { perSecond, perMinute, perMonth: 1_000_000 },
-    clock,
-    safetyMarginMs: 0,
-  });
-  const client = new ServiceClient({
-    baseUrl: 'http://service.invalid',
+  const { budget, client } = serviceOnClock(emulator, clock, {
     apiKey: KEY,
-    gate: budget,
-    transport: inProcessTransport(emulator),
+    limits: { perSecond, perMinute, perMonth: 1_000_000 },
   });
   const tasks = options.tasks.map((key) => emulator.createTask({ key }));
   const planner = new PollPlanner({
