@@ -95,7 +95,8 @@ beforeAll(async () => {
   await pinDependencies(project, tarball);
   const install = await exec('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], project);
   expect(install.code, install.stderr).toBe(0);
-}, 120_000);
+  // A build, a pack and an install: about a minute on a quiet 2-core machine, several beside busy forks.
+}, 300_000);
 
 afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });

@@ -34,8 +34,21 @@ export function runCli(args: string[], env: Record<string, string>, cwd = REPO_R
   );
   let out = '';
   let err = '';
+  // Parsed as they arrive, once: scenarios poll logs() every few ms while a daemon writes thousands of lines.
+  const logLines: Record<string, unknown>[] = [];
+  let parsedUpTo = 0;
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const logs = () => {
+    const end = out.lastIndexOf('\n') + 1;
+    if (end > parsedUpTo) {
+      for (const line of out.slice(parsedUpTo, end).split('\n')) {
+        if (line.startsWith('{')) logLines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      parsedUpTo = end;
+    }
+    return [...logLines];
+  };
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
@@ -43,11 +56,7 @@ export function runCli(args: string[], env: Record<string, string>, cwd = REPO_R
     child,
     stdout: () => out,
     stderr: () => err,
-    logs: () =>
-      out
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    logs,
     exited,
   };
 }

@@ -76,14 +76,18 @@ describe.runIf(clusteredTestsRun)('SharedBudget on a real Redis', () => {
     for (const at of sentAt)
       expect(sentAt.filter((t) => t >= at && t < at + 1_000).length).toBeLessThanOrEqual(5);
     expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
-    // The minute is full for polls: a fifth replica's poll waits.
-    const late = await replica(limits, systemClock, 200);
+    // The minute is full for polls: a fifth replica's poll waits for the minute to end. Its clock is a manual
+    // one set to now, so the wait shows as it begins (a sleep until the window's end), not slept through.
+    const lateClock = new ManualClock(Date.now());
+    const late = await replica(limits, lateClock, 200);
     const abort = new AbortController();
     const waiting = late.acquire('tasks.poll', abort.signal).then(
       () => 'sent',
       () => 'waited',
     );
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await settle(() => lateClock.pending > 0, 500);
+    // Until the minute of the first send ends, not the second of the last one.
+    expect(lateClock.nextWakeAt! - lateClock.now()).toBeGreaterThan(40_000);
     abort.abort(new Error('test over'));
     expect(await waiting).toBe('waited');
     // What Redis counted: the 20 sent (the local count also holds the poll that waited, until it is sent).

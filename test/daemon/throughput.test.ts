@@ -1,7 +1,8 @@
 // Acceptance: 3 tasks, 60 executions, the emulator enforcing 5 requests/second (per-minute raised so the
-// test stays under 40 s), the daemon's budget set to match, with its default safety margin (200 ms): cut to
-// 50 ms to save 4 s, it left a loaded CI machine's jitter room to put a sixth request in the emulator's second.
-// Everything is reported, nothing is refused.
+// per-second window alone binds), the daemon's budget set to match. Everything is reported, nothing is refused.
+// The emulator stamps arrivals in this process, which a loaded 2-core machine (forks beside it, busy loops)
+// schedules late by a few hundred ms: the daemon's safety margin is 500 ms here, where the default 200 ms let
+// a sixth request into the emulator's second.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/api/types.ts';
 import { maxInWindow, startHarness, waitFor, type Harness } from './harness.ts';
@@ -23,6 +24,7 @@ describe('daemon throughput within the per-second budget', () => {
       settings: {
         'budget.perSecond': 5,
         'budget.perMinute': 1_000,
+        'budget.safetyMarginMs': 500,
         concurrency: 4,
       },
       handlers: [
@@ -48,7 +50,7 @@ describe('daemon throughput within the per-second budget', () => {
     }
     worker.wake();
     const started = Date.now();
-    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 40_000);
+    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 90_000);
     const elapsedMs = Date.now() - started;
 
     const executions = emulator.executions();
@@ -68,5 +70,5 @@ describe('daemon throughput within the per-second budget', () => {
       `throughput: 60 executions in ${(elapsedMs / 1000).toFixed(1)} s, ${requests.length} requests, ` +
         `busiest second ${busiestSecond}, 429s 0`,
     );
-  }, 50_000);
+  }, 120_000);
 });

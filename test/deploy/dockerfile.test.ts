@@ -2,6 +2,7 @@
 // user, state volume, init, probe and entry point, and that the build context keeps what the build copies.
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { schema } from '../../src/config/schema.ts';
 
@@ -185,7 +186,9 @@ describe('Dockerfile', () => {
   });
 
   it('points the entry point at the file `npm run build` emits for the bin', async () => {
-    const buildConfig = JSON.parse(await readFile(`${repoRoot}tsconfig.build.json`, 'utf8')) as {
+    // Read as tsc reads it: a tsconfig may hold comments.
+    const text = await readFile(`${repoRoot}tsconfig.build.json`, 'utf8');
+    const buildConfig = ts.parseConfigFileTextToJson('tsconfig.build.json', text).config as {
       compilerOptions: { outDir: string; rootDir: string };
     };
     expect(buildConfig.compilerOptions).toMatchObject({ outDir: 'dist', rootDir: 'src' });

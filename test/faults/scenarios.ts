@@ -57,13 +57,16 @@ export function killWhileHandlersRun(): Promise<KillWhileRunningResult> {
   return withRig({}, async (rig) => {
     const ids = rig.enqueue(12, { delayMs: 500 });
     const first = rig.start();
-    // Killed with every slot busy and every claim journaled, so no poll answer is in flight.
+    // Killed with every slot busy and every claim journaled, so no poll answer is in flight, and with each
+    // of their handlers started (a loaded machine can take a while from the journaled claim to the handler).
     await rig.waitFor(async () => {
       if (rig.tally().reported < 4) return false;
       const running = claimedUnreported(rig);
       if (running.length < CONCURRENCY) return false;
       const journaled = new Set((await rig.journalRecords()).map((r) => r.executionId));
-      return running.every((id) => journaled.has(id));
+      if (!running.every((id) => journaled.has(id))) return false;
+      const runs = await rig.runs();
+      return running.every((id) => runs.has(id));
     }, 'a second wave running with every claim journaled');
     await first.kill();
     const unreportedAtKill = claimedUnreported(rig);

@@ -29,9 +29,10 @@ async function listedTestFiles(root: string, filters: string[] = []): Promise<st
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
   if (code !== 0) throw new Error(`vitest list exited ${code}: ${stderr}`);
+  // Each line names the vitest project that runs the file first ('[parallel] handlers/a.test.ts').
   return stdout
     .split('\n')
-    .map((line) => line.trim())
+    .map((line) => line.replace(/^\s*\[[\w-]+\]/, '').trim())
     .filter((line) => line !== '')
     .sort();
 }

@@ -13,7 +13,9 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'df-lock-'));
 });
 afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  // release() does not wait for a heartbeat already writing (its temp file, then the rename): retried, as a
+  // loaded machine let one land in the folder while it was being removed (ENOTEMPTY).
+  await rm(dir, { recursive: true, force: true, maxRetries: 5 });
 });
 
 const lockFile = () => join(dir, 'df-worker.lock');

@@ -78,6 +78,7 @@ describe('the poller that knows the hours (the reference for time-varying work)'
     ]);
   });
 
+  // Searching the reference's settings replays the month many times: CPU work, which a loaded machine slows.
   it('on a weekly pattern polls quiet hours k times slower than busy ones, within the month, far below the best fixed p95', () => {
     const w = workload('weekly-pattern');
     const arrivals = w.generate(7_919);
@@ -107,7 +108,7 @@ describe('the poller that knows the hours (the reference for time-varying work)'
     );
     expect(flat.pickup.p95).toBeGreaterThan(1.2 * s.pickup.p95);
     expect(flat.pickup.p95).toBeLessThan(fixed.pickup.p95);
-  });
+  }, 120_000);
 
   it('on a steady rate is the best fixed poller with re-poll', () => {
     const arrivals = workload('poisson-hourly').generate(3);

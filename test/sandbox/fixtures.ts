@@ -16,7 +16,7 @@ export const SECRET = 'sk-live-0123456789abcdef';
 
 /** One handler module per behaviour; `input.mode` picks what the handler does. */
 export const MISBEHAVING_HANDLER = `
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { defineTask, NonRetryableError } from 'df-worker';
 
 export default defineTask({
@@ -43,6 +43,16 @@ export default defineTask({
           appendFileSync(String(input.file), 'side effect\\n');
           resolve({ result: 'done' });
         }, Number(input.delayMs)));
+      case 'wait-for-file':
+        // Runs until the file input.file names exists, or delayMs passed: the test says when it ends.
+        return await new Promise((resolve) => {
+          const deadline = Date.now() + Number(input.delayMs);
+          const timer = setInterval(() => {
+            if (!existsSync(String(input.file)) && Date.now() < deadline) return;
+            clearInterval(timer);
+            resolve({ result: 'done' });
+          }, 10);
+        });
       case 'exit':
         process.exit(3);
       case 'oom': {
@@ -98,6 +108,8 @@ export async function poolRig(
     idleTimeoutMs?: number;
     spawnAfterMs?: number;
     startBackstopMs?: number;
+    /** Default the pool's own (1 s): a loaded machine can take a few hundred ms to deliver an abort. */
+    abortSettleMs?: number;
     /** The handler module's source: MISBEHAVING_HANDLER unless given. */
     source?: string;
   } = {},
@@ -117,7 +129,7 @@ export async function poolRig(
     logger: log.logger,
     redact,
     maxIdle: 2,
-    abortSettleMs: 200,
+    ...(options.abortSettleMs === undefined ? {} : { abortSettleMs: options.abortSettleMs }),
     ...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }),
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
     ...(options.spawnAfterMs === undefined ? {} : { spawnAfterMs: options.spawnAfterMs }),
