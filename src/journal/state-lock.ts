@@ -63,6 +63,8 @@ export class StateLock {
   readonly #timer: NodeJS.Timeout;
   readonly #now: () => number;
   #released = false;
+  /** The heartbeat write in progress, if any: release() waits for it. */
+  #beating: Promise<void> = Promise.resolve();
   #seen: Seen | undefined;
   /** Why the lock is no longer this owner's, once found. */
   #lost: string | undefined;
@@ -208,13 +210,20 @@ export class StateLock {
     this.#released = true;
     clearInterval(this.#timer);
     clearInterval(this.#watch);
+    // A heartbeat already on its way would land after the unlink: the lock (or its temporary file) left behind.
+    await this.#beating;
     const current = await readHolder(this.file);
     if (current?.pid === this.#holder.pid && current.hostname === this.#holder.hostname) {
       await unlink(this.file).catch(() => undefined);
     }
   }
 
-  async #beat(): Promise<void> {
+  #beat(): Promise<void> {
+    this.#beating = this.#writeBeat();
+    return this.#beating;
+  }
+
+  async #writeBeat(): Promise<void> {
     // A lock no longer this owner's is never written again: that would take it back from the new owner.
     if (this.#released || this.verify() !== undefined) return;
     this.#holder.heartbeatAt = new Date(this.#now()).toISOString();

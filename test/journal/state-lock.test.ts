@@ -13,12 +13,22 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'df-lock-'));
 });
 afterEach(async () => {
-  // release() does not wait for a heartbeat already writing (its temp file, then the rename): retried, as a
-  // loaded machine let one land in the folder while it was being removed (ENOTEMPTY).
-  await rm(dir, { recursive: true, force: true, maxRetries: 5 });
+  await rm(dir, { recursive: true, force: true });
 });
 
 const lockFile = () => join(dir, 'df-worker.lock');
+
+describe('release during a heartbeat', () => {
+  it('waits for a heartbeat write in flight: nothing of the lock is left in the folder', async () => {
+    // A heartbeat every millisecond: releases land at every point of a write (temp file, fsync, rename).
+    for (let i = 0; i < 40; i++) {
+      const lock = await StateLock.acquire(dir, { heartbeatMs: 1 });
+      await new Promise((resolve) => setTimeout(resolve, i % 5));
+      await lock.release();
+      expect(await readdir(dir)).toEqual([]);
+    }
+  });
+});
 const holder = (over: Record<string, unknown>) =>
   JSON.stringify({
     pid: 999_999,
