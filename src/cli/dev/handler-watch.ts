@@ -29,13 +29,21 @@ export class HandlerWatch {
   #closed = false;
   /** The folders there at the start are watched: a folder found later may hold modules written before its watch. */
   #started = false;
+  readonly #ready: Promise<void>;
 
   constructor(options: HandlerWatchOptions) {
     this.#o = options;
     // Not fs.watch's recursive mode: on Linux it watches each file, and loses one that an editor saves by
     // writing a new file over it (sed -i, vim). A folder's own watch sees those saves.
     this.#watchFolder('');
-    void this.#watchSubfolders().then(() => (this.#started = true));
+    this.#ready = this.#watchSubfolders().then(() => {
+      this.#started = true;
+    });
+  }
+
+  /** Resolves once every folder there at the start is watched: edits from then on are seen. */
+  ready(): Promise<void> {
+    return this.#ready;
   }
 
   close(): void {

@@ -26,8 +26,7 @@ async function watched(dir: string): Promise<string[][]> {
       throw error;
     },
   });
-  // The subfolder watches are set up asynchronously.
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await watch.ready();
   return calls;
 }
 
@@ -37,8 +36,10 @@ describe('HandlerWatch', () => {
     const calls = await watched(dir);
     for (const version of ['v2', 'v3', 'v4']) await writeFile(path.join(dir, 'greet.ts'), version);
     await waitFor(() => calls.length > 0, 'the change', 5_000);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(calls).toEqual([['greet.ts']]);
+    // A later edit of another file is the next call, alone: no straggler of the burst came between or with it.
+    await writeFile(path.join(dir, 'other.ts'), 'v1');
+    await waitFor(() => calls.length > 1, 'the next change', 5_000);
+    expect(calls).toEqual([['greet.ts'], ['other.ts']]);
   });
 
   it('sees a save by rename, a helper in a subfolder (also one made later), and ignores tests and swap files', async () => {
@@ -46,8 +47,7 @@ describe('HandlerWatch', () => {
     const calls = await watched(dir);
     await writeFile(path.join(dir, 'greet.test.ts'), 'test');
     await writeFile(path.join(dir, '.greet.ts.swp'), 'v2');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(calls).toEqual([]);
+    // The save by rename is the first call, and names greet.ts alone: the test and the swap file made none.
     await rename(path.join(dir, '.greet.ts.swp'), path.join(dir, 'greet.ts'));
     await waitFor(() => calls.length === 1, 'the rename', 5_000);
     await writeFile(path.join(dir, 'lib/format.ts'), 'v2');
