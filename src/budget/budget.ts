@@ -258,6 +258,11 @@ export class Budget implements RequestGate {
     return this.#used + 1 > paceAt(this.#month, this.limits, this.#reserveFraction, nowMs);
   }
 
+  /** The IANA time zone whose calendar months the month budget counts (DF_BUDGET_TIME_ZONE). */
+  get timeZone(): string {
+    return this.#timeZone;
+  }
+
   get monthUsed(): number {
     this.#rollMonth(this.#clock.now());
     return this.#used;

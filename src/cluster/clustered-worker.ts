@@ -62,6 +62,8 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   #coordinator: Coordinator | undefined;
   #alive = { count: 0, capacity: 0 };
   #queueCounts: QueueCounts | undefined;
+  /** True while another process holds this replica id (this one stood still longer than its heartbeat). */
+  #idTaken = false;
   /** Whether the last heartbeat reached Redis; undefined before the first. */
   #heartbeatOk: boolean | undefined;
 
@@ -91,6 +93,9 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     const redis = connectRedis(config.cluster.redisUrl, backoffFromConfig(config));
     this.#redis = redis;
     await this.#connected(redis);
+    // One process per replica id: refused while another's heartbeat under it lives (ReplicaIdInUseError).
+    this.#replicas = new Replicas(redis, this.#keys.replicas, this.replicaId);
+    if (!core.pollSignal.aborted) await this.#join(this.#replicas);
     // The local budget orders this replica's requests and paces; Redis holds the key's windows and month.
     const local = budgetFromConfig(config, clock, 2 * config.concurrency, memoryBudgetStore(), (pause) =>
       events.emit('rateLimited', pause),
@@ -182,7 +187,6 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       },
     });
     this.#coordinator = coordinator;
-    this.#replicas = new Replicas(redis, this.#keys.replicas, this.replicaId);
     await this.#heartbeat();
     const coordinatorRun = coordinator.run(core.pollSignal);
     return {
@@ -235,12 +239,29 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     redis.off('reconnecting', warn);
   }
 
+  async #join(replicas: Replicas): Promise<void> {
+    const { config, clock, logger, pollSignal } = this.#core!;
+    await replicas.join(config.concurrency, {
+      sleep: (ms) => clock.sleep(ms, pollSignal),
+      onWait: (heardAgoMs) =>
+        logger.warn(
+          { heardAgoMs },
+          'another process has a heartbeat under this DF_REPLICA_ID; waiting for it to lapse',
+        ),
+    });
+  }
+
   async #heartbeat(): Promise<void> {
-    const { config, clock, logger } = this.#core!;
-    const now = clock.now();
+    const { config, logger } = this.#core!;
     try {
-      await this.#replicas!.beat(config.concurrency, now);
-      const alive = await this.#replicas!.alive(now);
+      const ours = await this.#replicas!.beat(config.concurrency);
+      if (!ours && this.#idTaken !== true)
+        logger.error(
+          { code: 'DFW_REPLICA_ID_IN_USE' },
+          'another process took over DF_REPLICA_ID while this one stood still',
+        );
+      this.#idTaken = !ours;
+      const alive = await this.#replicas!.alive();
       let capacity = 0;
       for (const beat of alive.values()) capacity += beat.concurrency;
       this.#alive = { count: alive.size, capacity };

@@ -1,11 +1,17 @@
-// The coordinator lease (and any such lock): one replica at a time holds it (SET NX PX), renews it well within its TTL, and gives
-// it back on a clean stop; a replica that dies lets it expire, and another takes it at its next try.
+// The coordinator lease (and any such lock): one process at a time holds it (SET NX PX), renews it well within
+// its TTL, and gives it back on a clean stop; a process that dies lets it expire, and another takes it at its
+// next try. The value is the replica id and a random token of this lease object: two processes given one
+// DF_REPLICA_ID never renew each other's lease. The TTL runs on Redis's clock, never a replica's.
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 /** How long the lease lasts unless renewed, in ms: the longest a dead coordinator holds up polling. */
 export const LEASE_TTL_MS = 5_000;
 /** How often the holder renews it and the others try to take it, in ms. */
 export const LEASE_RENEW_MS = 1_500;
+
+/** Between the replica id and the process's token in the lease's value. */
+const TOKEN_SEPARATOR = '/';
 
 // KEYS: lease. ARGV: holder, ttl. Renews only the holder's own lease.
 const RENEW_SCRIPT = `
@@ -30,8 +36,8 @@ export class CoordinatorLease {
   readonly #ttlMs: number;
   #held = false;
 
-  /** `ttlMs`: how long the lease lasts unless renewed; default LEASE_TTL_MS. */
-  constructor(redis: Redis, key: string, holder: string, ttlMs = LEASE_TTL_MS) {
+  /** `replicaId` names the holder; `ttlMs`: how long the lease lasts unless renewed; default LEASE_TTL_MS. */
+  constructor(redis: Redis, key: string, replicaId: string, ttlMs = LEASE_TTL_MS) {
     const commands = redis as Redis & Partial<LeaseCommands>;
     if (!commands.dfLeaseRenew) {
       redis.defineCommand('dfLeaseRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
@@ -39,7 +45,7 @@ export class CoordinatorLease {
     }
     this.#redis = commands as Redis & LeaseCommands;
     this.#key = key;
-    this.#holder = holder;
+    this.#holder = `${replicaId}${TOKEN_SEPARATOR}${randomBytes(8).toString('hex')}`;
     this.#ttlMs = ttlMs;
   }
 
@@ -69,9 +75,10 @@ export class CoordinatorLease {
     return this.#held;
   }
 
-  /** The replica holding the lease now, if any. */
-  holder(): Promise<string | null> {
-    return this.#redis.get(this.#key);
+  /** The replica id of the process holding the lease now, if any. */
+  async holder(): Promise<string | null> {
+    const value = await this.#redis.get(this.#key);
+    return value === null ? null : value.slice(0, value.lastIndexOf(TOKEN_SEPARATOR));
   }
 
   async release(): Promise<void> {

@@ -7,15 +7,18 @@
 // window (HEADROOM), so a report or control request of another replica finds a slot within a second even
 // while a busy coordinator polls at the windows' limits.
 //
-// Time: the instant is this replica's clock, passed to the script (not Redis's TIME), so a manual clock drives
-// it in tests. Replicas' clocks must agree to well within DF_BUDGET_SAFETY_MARGIN_MS (NTP does): a replica
-// whose clock is behind by more could send into a window the others see as full.
+// Time: one clock for the whole cluster, Redis's (TIME inside the scripts). Every instant in the windows and
+// the pause is Redis's, so replicas whose clocks differ by seconds still count the same second; the replica's
+// clock only measures how long to wait. The month key (YYYY-MM in DF_BUDGET_TIME_ZONE) is computed here from
+// Redis's time as last seen, and the script refuses a key that does not hold its own instant: the caller then
+// computes it again from the instant the script returns (a month's turn never counts into the wrong month).
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GateAnswer, RequestGate } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import { classOf, type Budget, type BudgetSnapshot, type RequestClass } from '../budget/budget.ts';
+import { monthWindow, type MonthWindow } from '../budget/month.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ClusterKeys } from './redis.ts';
 
@@ -28,23 +31,30 @@ const REDIS_RETRY_MS = 500;
 /** Longest wait before looking again at a month the class has used up (the reserve may be given back). */
 const MONTH_RECHECK_MS = 60_000;
 
-// KEYS: sends, month, pause. ARGV: now, secondSpanMs, minuteSpanMs, perSecond, perMinute, monthKey,
-// monthAllowance, member. Returns { taken (1|0), retryAt (ms; -1: the month allowance is used up), month used,
-// sends in the second window, sends in the minute window }.
-const TAKE_SCRIPT = `
-local now = tonumber(ARGV[1])
-local secondSpan = tonumber(ARGV[2])
-local minuteSpan = tonumber(ARGV[3])
-local perSecond = tonumber(ARGV[4])
-local perMinute = tonumber(ARGV[5])
-local allowance = tonumber(ARGV[7])
+/** Redis's clock in ms, for the scripts below (TIME: seconds and microseconds). */
+const REDIS_NOW = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+`;
+
+// KEYS: sends, month, pause. ARGV: secondSpanMs, minuteSpanMs, perSecond, perMinute, monthKey, monthStartMs,
+// monthEndMs, monthAllowance, member. Returns { taken (1 | 0 | -1: the month key is not Redis's month), retryAt
+// (Redis ms; -1: the month allowance is used up), month used, sends in the second window, sends in the minute
+// window, Redis's now (ms) }.
+const TAKE_SCRIPT = `${REDIS_NOW}
+local secondSpan = tonumber(ARGV[1])
+local minuteSpan = tonumber(ARGV[2])
+local perSecond = tonumber(ARGV[3])
+local perMinute = tonumber(ARGV[4])
+if now < tonumber(ARGV[6]) or now >= tonumber(ARGV[7]) then return {-1, 0, 0, 0, 0, now} end
+local allowance = tonumber(ARGV[8])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - minuteSpan)
 local inMinute = redis.call('ZCARD', KEYS[1])
 local inSecond = redis.call('ZCOUNT', KEYS[1], '(' .. (now - secondSpan), '+inf')
-local used = tonumber(redis.call('HGET', KEYS[2], ARGV[6]) or '0')
+local used = tonumber(redis.call('HGET', KEYS[2], ARGV[5]) or '0')
 local paused = tonumber(redis.call('GET', KEYS[3]) or '0')
-if paused > now then return {0, paused, used, inSecond, inMinute} end
-if used >= allowance then return {0, -1, used, inSecond, inMinute} end
+if paused > now then return {0, paused, used, inSecond, inMinute, now} end
+if used >= allowance then return {0, -1, used, inSecond, inMinute, now} end
 local retryAt = 0
 if inSecond >= perSecond then
   local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - secondSpan), '+inf', 'WITHSCORES', 'LIMIT', inSecond - perSecond, 1)
@@ -54,34 +64,37 @@ if inMinute >= perMinute then
   local oldest = redis.call('ZRANGE', KEYS[1], inMinute - perMinute, inMinute - perMinute, 'WITHSCORES')
   retryAt = math.max(retryAt, tonumber(oldest[2]) + minuteSpan)
 end
-if retryAt > 0 then return {0, retryAt, used, inSecond, inMinute} end
-redis.call('ZADD', KEYS[1], now, ARGV[8])
+if retryAt > 0 then return {0, retryAt, used, inSecond, inMinute, now} end
+redis.call('ZADD', KEYS[1], now, ARGV[9])
 redis.call('PEXPIRE', KEYS[1], minuteSpan + 1000)
-used = redis.call('HINCRBY', KEYS[2], ARGV[6], 1)
-return {1, 0, used, inSecond + 1, inMinute + 1}
+used = redis.call('HINCRBY', KEYS[2], ARGV[5], 1)
+return {1, 0, used, inSecond + 1, inMinute + 1, now}
 `;
 
-// KEYS: pause. ARGV: until (ms), ttl (ms). The longest pause wins.
-const PAUSE_SCRIPT = `
+// KEYS: pause. ARGV: pause (ms from Redis's now). The longest pause wins. Returns its end (Redis ms).
+const PAUSE_SCRIPT = `${REDIS_NOW}
+local untilMs = now + tonumber(ARGV[1])
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tonumber(ARGV[1]) > current then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
-return 1
+if untilMs > current then
+  redis.call('SET', KEYS[1], untilMs, 'PX', tonumber(ARGV[1]) + 1000)
+  return untilMs
+end
+return current
 `;
 
-// KEYS: sends, month, pause. ARGV: now, secondSpanMs, monthKey.
-const READ_SCRIPT = `
-local now = tonumber(ARGV[1])
-local inSecond = redis.call('ZCOUNT', KEYS[1], '(' .. (now - tonumber(ARGV[2])), '+inf')
-local inMinute = redis.call('ZCOUNT', KEYS[1], '(' .. (now - tonumber(ARGV[4])), '+inf')
-local used = tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0')
+// KEYS: sends, month, pause. ARGV: secondSpanMs, minuteSpanMs. Returns { sends in the second window, sends in
+// the minute window, pause end (Redis ms), Redis's now (ms) }.
+const READ_SCRIPT = `${REDIS_NOW}
+local inSecond = redis.call('ZCOUNT', KEYS[1], '(' .. (now - tonumber(ARGV[1])), '+inf')
+local inMinute = redis.call('ZCOUNT', KEYS[1], '(' .. (now - tonumber(ARGV[2])), '+inf')
 local paused = tonumber(redis.call('GET', KEYS[3]) or '0')
-return {used, inSecond, inMinute, paused}
+return {inSecond, inMinute, paused, now}
 `;
 
-type Reply = [number, number, number, number, number];
+type TakeReply = [number, number, number, number, number, number];
 
 interface BudgetCommands {
-  dfBudgetTake(...args: (string | number)[]): Promise<Reply>;
+  dfBudgetTake(...args: (string | number)[]): Promise<TakeReply>;
   dfBudgetPause(...args: (string | number)[]): Promise<number>;
   dfBudgetRead(...args: (string | number)[]): Promise<[number, number, number, number]>;
 }
@@ -91,8 +104,12 @@ export interface SharedBudgetOptions {
   local: Budget;
   redis: Redis;
   keys: ClusterKeys;
+  /** Measures waits only: every instant the windows compare is Redis's. */
   clock: Clock;
-  /** Added to each window, as in Budget (DF_BUDGET_SAFETY_MARGIN_MS). */
+  /**
+   * Added to each window, as in Budget (DF_BUDGET_SAFETY_MARGIN_MS): it must exceed how much the delay from
+   * the script's instant to the request's arrival at the service varies (reply, event loop, network).
+   */
   safetyMarginMs: number;
   replicaId: string;
   logger: Logger;
@@ -102,8 +119,7 @@ export interface SharedBudgetOptions {
 interface ClusterUse {
   second: number;
   minute: number;
-  monthKey: string;
-  monthUsed: number;
+  /** On this replica's clock. */
   pausedUntil: number;
 }
 
@@ -112,6 +128,7 @@ export class SharedBudget implements RequestGate {
   readonly #redis: Redis & BudgetCommands;
   readonly #keys: ClusterKeys;
   readonly #clock: Clock;
+  readonly #timeZone: string;
   readonly #secondSpanMs: number;
   readonly #minuteSpanMs: number;
   readonly #replicaId: string;
@@ -119,11 +136,16 @@ export class SharedBudget implements RequestGate {
   #seq = 0;
   #use: ClusterUse | undefined;
   #redisDown = false;
+  /** Redis's clock minus this replica's, as last measured (ms); 0 before the first answer. */
+  #offsetMs = 0;
+  /** The month holding Redis's time as last seen. */
+  #month: MonthWindow | undefined;
 
   constructor(options: SharedBudgetOptions) {
     this.local = options.local;
     this.#keys = options.keys;
     this.#clock = options.clock;
+    this.#timeZone = options.local.timeZone;
     this.#secondSpanMs = 1_000 + options.safetyMarginMs;
     this.#minuteSpanMs = 60_000 + options.safetyMarginMs;
     // Members of the sends' set must be unique across replicas, even two given the same DF_REPLICA_ID.
@@ -145,19 +167,18 @@ export class SharedBudget implements RequestGate {
 
   /** Reads the cluster-wide counts (for metrics and pacing) without taking a slot. */
   async refresh(): Promise<void> {
-    const now = Math.floor(this.#clock.now());
-    const monthKey = this.local.month(now).key;
-    const [used, second, minute, pausedUntil] = await this.#redis.dfBudgetRead(
+    const [second, minute, pausedUntil, redisNow] = await this.#redis.dfBudgetRead(
       this.#keys.sends,
       this.#keys.month,
       this.#keys.pause,
-      now,
       this.#secondSpanMs,
-      monthKey,
       this.#minuteSpanMs,
     );
-    this.#use = { second, minute, monthKey, monthUsed: used, pausedUntil };
-    this.local.observeMonthUsed(monthKey, used);
+    const localNow = this.#sawRedisAt(redisNow);
+    this.#use = { second, minute, pausedUntil: pausedUntil - redisNow + localNow };
+    const month = this.#monthAt(redisNow);
+    const used = Number((await this.#redis.hget(this.#keys.month, month.key)) ?? 0);
+    this.local.observeMonthUsed(month.key, used);
   }
 
   acquire(operation: Operation, signal?: AbortSignal): Promise<void> {
@@ -177,9 +198,9 @@ export class SharedBudget implements RequestGate {
   observe(answer: GateAnswer): void {
     this.local.observe(answer);
     if (answer.status !== 429) return;
-    const until = Math.ceil(this.local.pausedUntil);
-    const ttl = Math.max(1, until - Math.floor(this.#clock.now())) + 1_000;
-    this.#redis.dfBudgetPause(this.#keys.pause, until, ttl).catch((error: unknown) => {
+    // The pause as a length: Redis places it on its own clock.
+    const pauseMs = Math.max(1, Math.ceil(this.local.pausedUntil - this.#clock.now()));
+    this.#redis.dfBudgetPause(this.#keys.pause, pauseMs).catch((error: unknown) => {
       this.#logger.warn({ err: error as Error }, 'could not share the 429 pause with the other replicas');
     });
   }
@@ -187,6 +208,11 @@ export class SharedBudget implements RequestGate {
   /** True while the last attempt to reach Redis failed. */
   get redisDown(): boolean {
     return this.#redisDown;
+  }
+
+  /** Redis's clock minus this replica's, in ms, as last measured (the skew, plus half a round trip at most). */
+  get clockOffsetMs(): number {
+    return this.#offsetMs;
   }
 
   /** The local snapshot with the windows' and the month's use of the whole cluster, as last seen. */
@@ -208,23 +234,23 @@ export class SharedBudget implements RequestGate {
     const member = `${this.#replicaId}:${this.#seq++}`;
     for (;;) {
       signal?.throwIfAborted();
-      const now = Math.floor(this.#clock.now());
-      const month = this.local.month(now);
+      const month = this.#monthAt(this.#clock.now() + this.#offsetMs);
       const allowance = cls === 'report' ? limits.perMonth : limits.perMonth - this.local.reportReserve;
-      let reply: Reply;
+      let reply: TakeReply;
       try {
         reply = await this.#redis.dfBudgetTake(
           this.#keys.sends,
           this.#keys.month,
           this.#keys.pause,
-          now,
           this.#secondSpanMs,
           this.#minuteSpanMs,
           Math.max(1, limits.perSecond - HEADROOM[cls]),
           Math.max(1, limits.perMinute - HEADROOM[cls]),
           month.key,
+          month.startMs,
+          month.endMs,
           allowance,
-          `${now}:${member}`,
+          member,
         );
       } catch (error) {
         if (!this.#redisDown) {
@@ -239,13 +265,30 @@ export class SharedBudget implements RequestGate {
       }
       if (this.#redisDown) this.#logger.info('Redis answers again');
       this.#redisDown = false;
-      const [taken, retryAt, used, second, minute] = reply;
-      const pausedUntil = this.#use?.pausedUntil ?? 0;
-      this.#use = { second, minute, monthKey: month.key, monthUsed: used, pausedUntil };
+      const [taken, retryAt, used, second, minute, redisNow] = reply;
+      this.#sawRedisAt(redisNow);
+      // Redis's time is in another month than the key sent (a month's turn, or the first answer): again.
+      if (taken === -1) continue;
+      this.#use = { second, minute, pausedUntil: this.#use?.pausedUntil ?? 0 };
       this.local.observeMonthUsed(month.key, used);
       if (taken === 1) return;
-      const waitMs = retryAt < 0 ? Math.min(MONTH_RECHECK_MS, month.endsAt - now) : retryAt - now;
+      const waitMs = retryAt < 0 ? Math.min(MONTH_RECHECK_MS, month.endMs - redisNow) : retryAt - redisNow;
       await this.#clock.sleep(Math.max(1, waitMs), signal);
     }
+  }
+
+  /** Records Redis's time `redisNow` just answered; returns this replica's clock now. */
+  #sawRedisAt(redisNow: number): number {
+    const localNow = this.#clock.now();
+    this.#offsetMs = redisNow - localNow;
+    return localNow;
+  }
+
+  /** The month (in DF_BUDGET_TIME_ZONE) holding the instant `redisMs` of Redis's clock. */
+  #monthAt(redisMs: number): MonthWindow {
+    const month = this.#month;
+    if (month && redisMs >= month.startMs && redisMs < month.endMs) return month;
+    this.#month = monthWindow(redisMs, this.#timeZone);
+    return this.#month;
   }
 }

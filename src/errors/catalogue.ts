@@ -118,6 +118,11 @@ export const ERROR_CATALOGUE = {
     meaning: 'Another df-worker uses the state folder (`DF_STATE_DIR`)',
     errors: ['StateFolderLockedError'],
   },
+  DFW_REPLICA_ID_IN_USE: {
+    meaning:
+      'Another live process runs in clustered mode under the same `DF_REPLICA_ID`; give each replica its own',
+    errors: ['ReplicaIdInUseError'],
+  },
   DFW_CLI_INPUT_INVALID: {
     meaning: '`df-worker run --input` is unreadable, not JSON or not a JSON object',
     errors: ['InputError'],

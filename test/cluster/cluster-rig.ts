@@ -88,8 +88,8 @@ export class ClusterRig {
     return rig;
   }
 
-  /** Starts replica `name` and waits until it has started. */
-  async start(name: string): Promise<CliProcess> {
+  /** Starts replica `name` (with `env` added to its settings) and waits until it has started. */
+  async start(name: string, env: Record<string, string> = {}): Promise<CliProcess> {
     const daemon = runCli(['start'], {
       DF_API_URL: this.emulator.url,
       DF_API_KEY: this.apiKey,
@@ -109,6 +109,7 @@ export class ClusterRig {
       DF_MIN_POLL_INTERVAL_MS: '0',
       DF_SHUTDOWN_GRACE_MS: '10000',
       ...this.#options.env,
+      ...env,
     });
     this.daemons.set(name, daemon);
     this.#all.push({ name, process: daemon });

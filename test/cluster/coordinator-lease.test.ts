@@ -46,4 +46,19 @@ describe.runIf(clusteredTestsRun)('CoordinatorLease', () => {
     await a.release();
     expect(await b.holder()).toBe('b');
   });
+
+  it("is held per process: two holders given one replica id never renew the other's lease", async () => {
+    const first = new CoordinatorLease(redis, 'lease-3', 'same-id');
+    const second = new CoordinatorLease(redis, 'lease-3', 'same-id');
+    expect(await first.tryHold()).toBe(true);
+    expect(await second.tryHold()).toBe(false);
+    // first stood still past the TTL; second took the lease.
+    await redis.del('lease-3');
+    expect(await second.tryHold()).toBe(true);
+    expect(await first.tryHold()).toBe(false);
+    expect(await second.tryHold()).toBe(true);
+    expect(await first.holder()).toBe('same-id');
+    await first.release();
+    expect(await second.tryHold()).toBe(true);
+  });
 });

@@ -1,12 +1,13 @@
 // The key's budget shared through a real redis-server: several replicas' budgets together never exceed the
-// windows, reports keep headroom over polls, a 429 seen by one pauses all, and the month's count survives a
-// replica's and Redis's restart (append-only file).
+// windows, on Redis's clock whatever each replica's clock says; reports keep headroom over polls, a 429 seen by
+// one pauses all, and the month's count survives a replica's and Redis's restart (append-only file).
 import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Budget, type RequestClass } from '../../src/budget/budget.ts';
 import { systemClock, type Clock } from '../../src/clock/clock.ts';
-import { ManualClock, flushMicrotasks } from '../../src/clock/manual-clock.ts';
+import { flushMicrotasks } from '../../src/clock/manual-clock.ts';
+import { monthWindow } from '../../src/budget/month.ts';
 import { clusterKeys, connectRedis } from '../../src/cluster/redis.ts';
 import { SharedBudget } from '../../src/cluster/shared-budget.ts';
 import { clusteredTestsRun, RedisServer } from './redis-server.ts';
@@ -95,11 +96,10 @@ describe.runIf(clusteredTestsRun)('SharedBudget on a real Redis', () => {
     expect(Number(await clients[0]!.hget(clusterKeys(apiKey).month, monthKey))).toBe(20);
   });
 
-  it('polls leave the last slot of each window to reports (manual clock)', async () => {
-    const clock = new ManualClock(Date.UTC(2026, 10, 24, 12));
+  it('polls leave the last slot of each window to reports', async () => {
     const limits = { perSecond: 3, perMinute: 50, perMonth: 40_000 };
-    const poller = await replica(limits, clock);
-    const reporter = await replica(limits, clock);
+    const poller = await replica(limits);
+    const reporter = await replica(limits);
     const polls: string[] = [];
     for (let i = 0; i < 3; i++) void poller.acquire('tasks.poll').then(() => polls.push(`poll${i}`));
     await settle(() => polls.length === 2);
@@ -109,27 +109,57 @@ describe.runIf(clusteredTestsRun)('SharedBudget on a real Redis', () => {
     await settle(() => reported);
     expect(reported).toBe(true);
     expect(polls).toHaveLength(2);
-    await clock.advance(1_000);
-    await settle(() => polls.length === 3);
+    // The third poll goes once the first two leave the second's window (on Redis's clock).
+    await settle(() => polls.length === 3, 100);
     expect(polls).toHaveLength(3);
   });
 
   it('a 429 seen by one replica pauses every replica until its end', async () => {
-    const clock = new ManualClock(Date.UTC(2026, 10, 24, 12));
     const limits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
-    const a = await replica(limits, clock);
-    const b = await replica(limits, clock);
-    a.observe({ operation: 'tasks.poll', status: 429, retryAfterMs: 10_000 });
+    const a = await replica(limits);
+    // b's clock is 30 s ahead: the pause is placed on Redis's clock, not on a's or b's.
+    const b = await replica(limits, offsetClock(30_000));
+    const pausedAt = Date.now();
+    a.observe({ operation: 'tasks.poll', status: 429, retryAfterMs: 1_500 });
     await new Promise((resolve) => setTimeout(resolve, 50));
-    let sent = false;
-    void b.acquire('executions.report').then(() => (sent = true));
-    await settle(() => false, 5);
-    await clock.advance(9_000);
-    await settle(() => sent, 5);
-    expect(sent).toBe(false);
-    await clock.advance(1_100);
-    await settle(() => sent);
-    expect(sent).toBe(true);
+    let sentAt = 0;
+    void b.acquire('executions.report').then(() => (sentAt = Date.now()));
+    await settle(() => sentAt > 0, 150);
+    expect(sentAt - pausedAt).toBeGreaterThanOrEqual(1_450);
+  });
+
+  it("replicas whose clocks are 30 s apart count the same second's window (Redis's clock)", async () => {
+    const limits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
+    // The margin absorbs the time between a slot's grant and the moment this test sees it.
+    const behind = await replica(limits, offsetClock(-30_000), 200);
+    const ahead = await replica(limits, offsetClock(30_000), 200);
+    const sentAt: number[] = [];
+    await Promise.all(
+      [behind, ahead].flatMap((b) =>
+        [0, 1, 2, 3, 4].map(async () => {
+          await b.acquire('executions.report');
+          sentAt.push(Date.now());
+        }),
+      ),
+    );
+    sentAt.sort((x, y) => x - y);
+    // 10 reports at 5 a second: the last goes a second after the first, whichever clock each replica has.
+    expect(sentAt.at(-1)! - sentAt[0]!).toBeGreaterThanOrEqual(1_000);
+    for (const at of sentAt)
+      expect(sentAt.filter((t) => t >= at && t < at + 1_000).length).toBeLessThanOrEqual(5);
+    // Each measured its clock's offset from Redis's.
+    expect(Math.abs(ahead.clockOffsetMs + 30_000)).toBeLessThan(1_000);
+    expect(Math.abs(behind.clockOffsetMs - 30_000)).toBeLessThan(1_000);
+  });
+
+  it("counts into Redis's month even when a replica's clock is in another month", async () => {
+    const limits = { perSecond: 50, perMinute: 500, perMonth: 40_000 };
+    // Forty days behind: last month on this replica's clock.
+    const late = await replica(limits, offsetClock(-40 * 86_400_000));
+    await late.acquire('tasks.poll');
+    await late.acquire('tasks.poll');
+    const month = monthWindow(Date.now()).key;
+    expect(await clients[0]!.hgetall(clusterKeys(apiKey).month)).toEqual({ [month]: '2' });
   });
 
   it("the month's count survives a replica's restart and Redis's restart (append-only file)", async () => {
@@ -161,6 +191,11 @@ describe.runIf(clusteredTestsRun)('SharedBudget on a real Redis', () => {
     expect(sent).toBe(true);
     expect(budget.redisDown).toBe(false);
   });
+
+  /** The system clock shifted by `offsetMs`: a replica whose clock is wrong. */
+  function offsetClock(offsetMs: number): Clock {
+    return { now: () => Date.now() + offsetMs, sleep: (ms, signal) => systemClock.sleep(ms, signal) };
+  }
 
   /** Lets Redis answer and the budgets' promises settle, up to `rounds` times 20 ms. */
   async function settle(done: () => boolean, rounds = 50): Promise<void> {
