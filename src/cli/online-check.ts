@@ -1,6 +1,7 @@
 // `df-worker check --online`: one request to the service (the first page of its tasks, one task long), counted in
 // the state folder's budget as the daemon counts its own, to say whether the URL reaches the service, whether the
-// key is accepted, and how much of the month's budget is left.
+// key is accepted, and how much of the month's budget is left; and with DF_REDIS_URL, whether Redis answers and
+// is set up as clustered mode needs.
 import type { ServiceClient } from '../api/client.ts';
 import { ServiceClientError, ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
@@ -13,14 +14,26 @@ import { JournalUnavailableError } from '../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../journal/state-lock.ts';
 
 export interface OnlineCheck {
-  /** Lines to print, starting with `url:`, `key:` and `budget:`. */
+  /** Lines to print, starting with `url:`, `key:` and `budget:` (and `redis:` in clustered mode). */
   lines: string[];
   /** How many of them are problems (the request failed, the key was refused, the folder is unusable). */
   problems: number;
 }
 
-/** Sends the one request and describes what came back; never throws for what the service or network does. */
+/**
+ * Sends the one request and describes what came back, then tries Redis when DF_REDIS_URL is set; never throws
+ * for what the service, Redis or the network does.
+ */
 export async function checkOnline(config: WorkerConfig): Promise<OnlineCheck> {
+  const service = await checkService(config);
+  if (config.cluster.redisUrl === '') return service;
+  // Loaded only in clustered mode, as the daemon loads it.
+  const { probeRedis } = await import('../cluster/redis-probe.ts');
+  const redis = await probeRedis(config.cluster);
+  return { lines: [...service.lines, ...redis.lines], problems: service.problems + redis.problems };
+}
+
+async function checkService(config: WorkerConfig): Promise<OnlineCheck> {
   // The configuration refuses a URL with credentials or a query, so it can be shown as it is.
   const url = config.api.url;
   let lock: StateLock | undefined;

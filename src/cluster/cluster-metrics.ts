@@ -1,6 +1,8 @@
 // Clustered mode's metrics, read at each scrape: which replica coordinates, the queue's depth by state, and
-// the replicas alive. The Helm chart's alerts and dashboard use exactly these names.
-import { Gauge, type Registry } from '../telemetry/prometheus.ts';
+// the replicas alive; and the errors Redis gave, by kind. The Helm chart's alerts and dashboard use exactly these
+// names.
+import { Counter, Gauge, type Registry } from '../telemetry/prometheus.ts';
+import { REDIS_ERROR_KINDS, type RedisErrorKind } from './redis-health.ts';
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 export type QueueCounts = Record<(typeof QUEUE_STATES)[number], number>;
@@ -13,7 +15,12 @@ export interface ClusterMetricsSource {
   replicas: () => number;
 }
 
-export function registerClusterMetrics(registry: Registry, source: ClusterMetricsSource): void {
+/** What the daemon counts itself (the rest is read at each scrape). */
+export interface ClusterCounters {
+  redisError(kind: RedisErrorKind): void;
+}
+
+export function registerClusterMetrics(registry: Registry, source: ClusterMetricsSource): ClusterCounters {
   new Gauge({
     name: 'dfworker_cluster_coordinator',
     help: 'Whether this replica holds the coordinator lease (1) and polls for the cluster, or not (0).',
@@ -43,4 +50,13 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
       this.set(source.replicas());
     },
   });
+  const redisErrors = new Counter({
+    name: 'dfworker_redis_errors_total',
+    help: 'Errors met on the connection to Redis, by kind: auth, tls, oom (Redis full, refusing writes), readonly (a replica), unreachable, timeout, other.',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  // Every kind from 0, so that increase() sees the first one.
+  for (const kind of REDIS_ERROR_KINDS) redisErrors.inc({ kind }, 0);
+  return { redisError: (kind) => redisErrors.inc({ kind }) };
 }

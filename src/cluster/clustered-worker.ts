@@ -3,7 +3,7 @@
 // execution to the queue before anything else. Loaded only in clustered mode (dynamic import), so standalone
 // pays nothing.
 import { Queue, Worker as QueueWorker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { ReplyError, type Redis } from 'ioredis';
 import { memoryBudgetStore } from '../budget/store.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
@@ -20,7 +20,8 @@ import {
 } from '../daemon/core.ts';
 import { backoffFromConfig, budgetFromConfig } from '../daemon/service-wiring.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
-import { registerClusterMetrics, type QueueCounts } from './cluster-metrics.ts';
+import { StartupError } from '../daemon/task-list.ts';
+import { registerClusterMetrics, type ClusterCounters, type QueueCounts } from './cluster-metrics.ts';
 import { CoordinatorLease } from './coordinator-lease.ts';
 import { Coordinator } from './coordinator.ts';
 import { executionProcessor } from './execution-processor.ts';
@@ -30,10 +31,18 @@ import {
   clusterKeys,
   connectRedis,
   REDIS_COMMAND_TIMEOUT_MS,
-  redisUrlForLogs,
+  redisForLogs,
   replicaIdFromConfig,
   type ClusterKeys,
 } from './redis.ts';
+import {
+  describeRedisError,
+  inspectRedis,
+  REDIS_CLUSTER_REFUSED,
+  RedisHealth,
+  setupProblems,
+  type RedisSetup,
+} from './redis-health.ts';
 import { HEARTBEAT_MS, Replicas } from './replicas.ts';
 import { SharedBudget } from './shared-budget.ts';
 
@@ -46,6 +55,9 @@ export const STALLED_CHECK_MS = 2_000;
 
 /** How long a replica may hold the task-sync lock (DF_TASK_SYNC), in ms. */
 const TASK_SYNC_LOCK_MS = 60_000;
+
+/** Redis's set-up (eviction policy, role) is read again when readiness is asked this long after, in ms. */
+const REINSPECT_MS = 30_000;
 
 /** Clustered mode: Redis holds the key's windows and the claims (a BullMQ queue); the coordinator polls. */
 export class ClusteredMode implements DaemonMode<SharedBudget> {
@@ -66,6 +78,10 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   #idTaken = false;
   /** Whether the last heartbeat reached Redis; undefined before the first. */
   #heartbeatOk: boolean | undefined;
+  #counters: ClusterCounters | undefined;
+  #health: RedisHealth | undefined;
+  /** What INFO said of Redis's set-up at the last look, and when (ms); undefined when INFO was refused. */
+  #setup: { at: number; setup: RedisSetup | undefined } | undefined;
 
   constructor(config: WorkerConfig) {
     this.replicaId = replicaIdFromConfig(config);
@@ -78,7 +94,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   }
 
   registerMetrics(metrics: WorkerMetrics): void {
-    registerClusterMetrics(metrics.registry, {
+    this.#counters = registerClusterMetrics(metrics.registry, {
       replica: this.replicaId,
       coordinator: () => this.coordinating,
       queue: () => this.#queueCounts,
@@ -89,8 +105,10 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   async open(core: CoreHandle): Promise<ModeState<SharedBudget>> {
     this.#core = core;
     const { config, logger, clock, events } = core;
-    logger.info({ redis: redisUrlForLogs(config.cluster.redisUrl) }, 'clustered mode: connecting to Redis');
-    const redis = connectRedis(config.cluster.redisUrl, backoffFromConfig(config));
+    logger.info(redisForLogs(config.cluster), 'clustered mode: connecting to Redis');
+    const health = new RedisHealth(logger, (kind) => this.#counters?.redisError(kind));
+    this.#health = health;
+    const redis = connectRedis(config.cluster, backoffFromConfig(config), (error) => health.observe(error));
     this.#redis = redis;
     await this.#connected(redis);
     // One process per replica id: refused while another's heartbeat under it lives (ReplicaIdInUseError).
@@ -132,7 +150,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     const { config, logger, clock, events } = core;
     const redis = this.#redis!;
     const backoff = backoffFromConfig(config);
-    const connection = bullConnectionOptions(config.cluster.redisUrl, backoff);
+    const connection = bullConnectionOptions(config.cluster, backoff);
     this.#queue = new Queue<ExecutionJobData>(this.#keys.queue, {
       prefix: this.#keys.prefix,
       // Adds fail at once while Redis is away: the coordinator retries them itself.
@@ -210,7 +228,15 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   checks(): ReturnType<DaemonMode<SharedBudget>['checks']> {
     const redisOk =
       this.#redis?.status === 'ready' && this.#heartbeatOk === true && this.#budget?.redisDown !== true;
-    return { redis: redisOk ? { ok: true } : { ok: false, reason: 'Redis does not answer: no new claims' } };
+    // What Redis last said (OOM, a refused password...) rather than only that it fails.
+    const said = this.#health?.last?.message ?? 'Redis does not answer';
+    const problems = this.#setup?.setup === undefined ? [] : setupProblems(this.#setup.setup);
+    if (this.#redis?.status === 'ready' && this.#core!.clock.now() - (this.#setup?.at ?? 0) > REINSPECT_MS)
+      void this.#inspect(this.#redis);
+    return {
+      redis: redisOk ? { ok: true } : { ok: false, reason: `${said}: no new claims` },
+      redisSetup: problems.length === 0 ? { ok: true } : { ok: false, reason: problems.join('; ') },
+    };
   }
 
   async close(): Promise<void> {
@@ -232,11 +258,41 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       redis.on('ready', done);
       signal.addEventListener('abort', done);
     });
-    const warn = () => logger.warn('Redis does not answer yet; waiting for it');
+    // The error itself (refused password, untrusted certificate...) is logged as it is met (RedisHealth).
+    const warn = () =>
+      logger.warn({ reason: this.#health?.last?.message }, 'Redis does not answer yet; waiting for it');
     redis.once('reconnecting', warn);
     redis.connect().catch(() => undefined);
     if (redis.status !== 'ready') await ready;
     redis.off('reconnecting', warn);
+    if (signal.aborted) return;
+    const setup = await this.#inspect(redis);
+    if (setup?.clusterEnabled === true) throw new StartupError(REDIS_CLUSTER_REFUSED);
+    // After a reconnection (a failover, a restart) the server may be another one: its set-up is read again.
+    redis.on('ready', () => void this.#inspect(redis));
+  }
+
+  /** Reads Redis's set-up from INFO, logs each problem once, and keeps it for readiness. */
+  async #inspect(redis: Redis): Promise<RedisSetup | undefined> {
+    const { logger, clock } = this.#core!;
+    const health = this.#health!;
+    this.#setup = { at: clock.now(), setup: this.#setup?.setup };
+    let setup: RedisSetup | undefined;
+    try {
+      setup = await inspectRedis(redis);
+    } catch (error) {
+      // Not an answer (the connection dropped): what was known stands, and the next look tries again.
+      if (!(error instanceof ReplyError)) {
+        this.#setup = { at: 0, setup: this.#setup.setup };
+        return this.#setup.setup;
+      }
+      const message = `Redis refused INFO (${(error as Error).message}): its eviction policy and role are not checked`;
+      health.once(message, () => logger.warn(message));
+    }
+    this.#setup = { at: clock.now(), setup };
+    for (const problem of setup === undefined ? [] : setupProblems(setup))
+      health.once(problem, () => logger.error(problem));
+    return setup;
   }
 
   async #join(replicas: Replicas): Promise<void> {
@@ -277,7 +333,8 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       this.#heartbeatOk = true;
     } catch (error) {
       if (this.#heartbeatOk !== false) {
-        logger.error({ err: error as Error }, 'Redis does not answer: no new claims until it does');
+        const { message } = describeRedisError(error);
+        logger.error({ err: error as Error }, `${message}: no new claims until it does`);
       }
       this.#heartbeatOk = false;
     }

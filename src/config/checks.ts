@@ -25,6 +25,7 @@ export function checkRelations(config: WorkerConfig, invalid: ReadonlySet<string
   const valid = (...settings: string[]) => settings.every((setting) => !invalid.has(setting));
   const problems: ConfigProblem[] = [];
   const { budget, scheduler, api, http } = config;
+  problems.push(...checkRedis(config, valid));
   if (valid('budget.perSecond', 'budget.perMinute')) {
     problems.push(...atMost('budget.perSecond', budget.perSecond, 'budget.perMinute', budget.perMinute));
   }
@@ -50,6 +51,46 @@ export function checkRelations(config: WorkerConfig, invalid: ReadonlySet<string
         'http.wakeToken',
         `must be set when ${named('http.wake')} is token; set a token or choose DF_HTTP_WAKE=off or open`,
       ),
+    );
+  }
+  return problems;
+}
+
+/** Clustered mode's settings that only make sense together: sentinels and TLS files need a Redis URL. */
+function checkRedis(config: WorkerConfig, valid: (...settings: string[]) => boolean): ConfigProblem[] {
+  const { redisUrl, sentinels, tlsCaFile, tlsCertFile, tlsKeyFile } = config.cluster;
+  if (!valid('cluster.redisUrl')) return [];
+  const problems: ConfigProblem[] = [];
+  if (redisUrl === '' && sentinels !== '' && valid('cluster.sentinels')) {
+    problems.push(
+      problem(
+        'cluster.sentinels',
+        `needs ${named('cluster.redisUrl')} for the password and database of the master, e.g. redis://:password@mymaster/0 (its host is not used with sentinels)`,
+      ),
+    );
+  }
+  const tls = {
+    'cluster.tlsCaFile': tlsCaFile,
+    'cluster.tlsCertFile': tlsCertFile,
+    'cluster.tlsKeyFile': tlsKeyFile,
+  };
+  for (const [setting, value] of Object.entries(tls)) {
+    if (value !== '' && !redisUrl.startsWith('rediss://')) {
+      problems.push(
+        problem(
+          setting,
+          `is used only over TLS; give ${named('cluster.redisUrl')} as a rediss:// URL, or unset it`,
+        ),
+      );
+    }
+  }
+  if ((tlsCertFile === '') !== (tlsKeyFile === '')) {
+    const [set, unset] =
+      tlsCertFile === ''
+        ? ['cluster.tlsKeyFile', 'cluster.tlsCertFile']
+        : ['cluster.tlsCertFile', 'cluster.tlsKeyFile'];
+    problems.push(
+      problem(unset, `must be set together with ${named(set)}: a client certificate needs its key`),
     );
   }
   return problems;

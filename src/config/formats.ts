@@ -17,6 +17,8 @@ export const FORMAT = {
   httpUrl: 'df-http-url',
   /** redis:// or rediss:// (may hold a password: shown only with it masked), or empty. */
   redisUrl: 'df-redis-url',
+  /** host:port[,host:port...] (the port may be left out where the setting has a usual one), or empty. */
+  hostPortList: 'df-host-port-list',
   timeZone: 'df-time-zone',
 } as const;
 
@@ -124,6 +126,26 @@ function redisUrlProblem(value: string): string | undefined {
   return undefined;
 }
 
+/** `host:port` pairs of a list such as `a:26379,b:26379` (port undefined when left out), or the problem. */
+export function parseHostPortList(
+  value: string,
+): { host: string; port: number | undefined }[] | { problem: string } {
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (value.trim() === '') return [];
+  const parsed: { host: string; port: number | undefined }[] = [];
+  for (const entry of entries) {
+    const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]/@]+)(?::(\d{1,5}))?$/.exec(entry);
+    const port = match?.[2] === undefined ? undefined : Number(match[2]);
+    if (match === null || (port !== undefined && (port < 1 || port > 65_535))) {
+      return {
+        problem: `must be a comma-separated list of host:port such as sentinel-0:26379,sentinel-1:26379; "${entry}" is not one`,
+      };
+    }
+    parsed.push({ host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port });
+  }
+  return parsed;
+}
+
 /** The schema a value of `format` must match; its issue's message is the problem, e.g. "must be true or false". */
 export function formatSchema(format: string, bounds: FormatBounds): v.GenericSchema {
   switch (format) {
@@ -152,6 +174,11 @@ export function formatSchema(format: string, bounds: FormatBounds): v.GenericSch
       return urlSchema(httpUrlProblem);
     case FORMAT.redisUrl:
       return urlSchema(redisUrlProblem);
+    case FORMAT.hostPortList:
+      return urlSchema((value) => {
+        const parsed = parseHostPortList(value);
+        return 'problem' in parsed ? parsed.problem : undefined;
+      });
     case FORMAT.timeZone:
       return v.custom(
         (value) => typeof value === 'string' && isValidTimeZone(value),

@@ -19,7 +19,7 @@ export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv;
   /** Highest-precedence values by dotted setting name (`{ 'budget.perMinute': 30 }`); `undefined` values are ignored. */
   overrides?: Record<string, unknown>;
-  /** Directory against which DF_CONFIG, handlers.dir, state.dir and api.keyFile are resolved. Default: `process.cwd()`. */
+  /** Directory against which DF_CONFIG, handlers.dir, state.dir, api.keyFile and the Redis TLS files are resolved. Default: `process.cwd()`. */
   cwd?: string;
   /** `'service'`: api.url and an API key are required (`start`). `'none'` (default): neither is (`demo`, `check`). */
   require?: 'service' | 'none';
@@ -89,6 +89,9 @@ export function loadConfig(options: LoadConfigOptions = {}): WorkerConfig {
   values.handlers.dir = resolve(cwd, values.handlers.dir);
   values.state.dir = resolve(cwd, values.state.dir);
   if (values.api.keyFile !== '') values.api.keyFile = resolve(cwd, values.api.keyFile);
+  for (const file of ['tlsCaFile', 'tlsCertFile', 'tlsKeyFile'] as const) {
+    if (values.cluster[file] !== '') values.cluster[file] = resolve(cwd, values.cluster[file]);
+  }
   return values;
 }
 

@@ -1,98 +1,11 @@
 // The configuration schema: the one source of truth for every setting, its environment variable, default,
 // format and documentation. `WorkerConfig` is derived from it, so a setting is added in one place.
-import { describeBounds, FORMAT, MAX_TIMER_MS } from './formats.ts';
-import type { FormatBounds } from './formats.ts';
+import { clusterSchema } from './cluster-schema.ts';
+import { FORMAT } from './formats.ts';
+import { flag, flagOrAuto, integer, milliseconds, number, oneOf, string, withDefault } from './settings.ts';
+import type { Setting } from './settings.ts';
 
-/** A leaf of the schema; `T` is the type of the loaded value. */
-export interface Setting<T> extends FormatBounds {
-  default: T;
-  /** The environment variable that sets it. */
-  env: string;
-  doc: string;
-  /** One of FORMAT: how text is coerced and which values are valid (see formats.ts). */
-  format: string;
-  /** Never shown in messages, logs or `check` (the API key, the wake token). */
-  sensitive?: boolean;
-}
-
-interface SettingText<T> {
-  env: string;
-  default: T;
-  /** What the setting does, with its unit; the helpers append the accepted values and the default. */
-  doc: string;
-}
-
-function withDefault(doc: string, accepted: string, value: unknown): string {
-  return `${doc} ${accepted}. Default: ${JSON.stringify(value)}.`;
-}
-
-function integer(text: SettingText<number> & { min: number; max?: number }): Setting<number> {
-  const bounds: FormatBounds = text.max === undefined ? { min: text.min } : { min: text.min, max: text.max };
-  return {
-    ...bounds,
-    env: text.env,
-    default: text.default,
-    format: FORMAT.integer,
-    doc: withDefault(text.doc, describeBounds('integer', bounds), text.default),
-  };
-}
-
-/** A delay in milliseconds; capped where Node's timers stop working. */
-function milliseconds(text: SettingText<number> & { min: number }): Setting<number> {
-  return integer({ ...text, max: MAX_TIMER_MS });
-}
-
-function number(text: SettingText<number> & { min: number; max: number }): Setting<number> {
-  return {
-    min: text.min,
-    max: text.max,
-    env: text.env,
-    default: text.default,
-    format: FORMAT.number,
-    doc: withDefault(text.doc, describeBounds('number', text), text.default),
-  };
-}
-
-function flag(text: SettingText<boolean>): Setting<boolean> {
-  return {
-    env: text.env,
-    default: text.default,
-    format: FORMAT.boolean,
-    doc: withDefault(text.doc, 'true or false (also 1/0, yes/no, on/off)', text.default),
-  };
-}
-
-function flagOrAuto(text: SettingText<boolean | 'auto'>): Setting<boolean | 'auto'> {
-  return {
-    env: text.env,
-    default: text.default,
-    format: FORMAT.booleanOrAuto,
-    doc: withDefault(text.doc, 'auto, true or false (also 1/0, yes/no, on/off)', text.default),
-  };
-}
-
-function string(text: SettingText<string> & { sensitive?: boolean; nonEmpty?: boolean }): Setting<string> {
-  return {
-    env: text.env,
-    default: text.default,
-    format: FORMAT.string,
-    sensitive: text.sensitive === true,
-    nonEmpty: text.nonEmpty === true,
-    doc: withDefault(text.doc, text.nonEmpty === true ? 'A non-empty string' : 'A string', text.default),
-  };
-}
-
-function oneOf<const V extends readonly [string, ...string[]]>(
-  text: SettingText<V[number]> & { values: V },
-): Setting<V[number]> {
-  return {
-    values: text.values,
-    env: text.env,
-    default: text.default,
-    format: FORMAT.oneOf,
-    doc: withDefault(text.doc, `One of ${text.values.join(', ')}`, text.default),
-  };
-}
+export type { Setting } from './settings.ts';
 
 export const schema = {
   api: {
@@ -219,19 +132,7 @@ export const schema = {
       doc: "How often the daemon checks that the state folder's lock file is still its own (it is also checked before every poll), in milliseconds; a lock that vanished or names another owner stops the daemon (exit 75).",
     }),
   },
-  cluster: {
-    redisUrl: {
-      env: 'DF_REDIS_URL',
-      default: '',
-      format: FORMAT.redisUrl,
-      doc: 'Redis server of clustered mode, e.g. redis://:password@redis:6379/0 (rediss:// for TLS); empty: standalone mode. Every replica given the same URL and key shares one budget, one poller and one queue of executions (see "Clustered mode (Redis)"). Its password is never logged. A redis:// or rediss:// URL, or empty. Default: "".',
-    } satisfies Setting<string>,
-    replicaId: string({
-      env: 'DF_REPLICA_ID',
-      default: '',
-      doc: "This replica's name in clustered mode's logs and metrics (label `replica`); empty: the host name and process id.",
-    }),
-  },
+  cluster: clusterSchema,
   concurrency: integer({
     env: 'DF_CONCURRENCY',
     default: 4,

@@ -18,8 +18,12 @@ export const SECRET_VARIABLES: readonly string[] = [
 ];
 
 /** The secret values of a configuration; values too short to be told from ordinary text are left out. */
-export function secretValues(config: Pick<WorkerConfig, 'api' | 'http'>): string[] {
-  return [config.api.key, config.http.wakeToken].filter((value) => value.length >= 4);
+export function secretValues(
+  config: Pick<WorkerConfig, 'api' | 'http'> & { cluster?: { sentinelPassword: string } },
+): string[] {
+  return [config.api.key, config.http.wakeToken, config.cluster?.sentinelPassword ?? ''].filter(
+    (value) => value.length >= 4,
+  );
 }
 
 /**

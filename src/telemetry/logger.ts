@@ -1,5 +1,5 @@
 // The daemon's structured logger: pino JSON lines with ISO timestamps (or, on a terminal, pino-pretty's
-// readable lines), and the API key and wake token redacted wherever they are known to travel (config objects,
+// readable lines), and the API key, wake token and sentinel password redacted wherever they are known to travel (config objects,
 // request headers).
 import { createRequire } from 'node:module';
 import { pino } from 'pino';
@@ -39,6 +39,9 @@ export const REDACTED_PATHS = [
   'wakeToken',
   '*.wakeToken',
   'config.http.wakeToken',
+  'sentinelPassword',
+  '*.sentinelPassword',
+  'config.cluster.sentinelPassword',
 ];
 
 export function createLogger(options: LoggerOptions): Logger {

@@ -88,8 +88,23 @@ export class ClusterRig {
     return rig;
   }
 
-  /** Starts replica `name` (with `env` added to its settings) and waits until it has started. */
+  /** Starts replica `name` and waits until it has started. */
   async start(name: string, env: Record<string, string> = {}): Promise<CliProcess> {
+    const daemon = this.launch(name, env);
+    await waitFor(
+      () =>
+        daemon.logs().some((l) => l.msg === 'df-worker started (clustered)') ||
+        daemon.child.exitCode !== null,
+      `replica ${name} to start`,
+      30_000,
+    );
+    if (daemon.child.exitCode !== null)
+      throw new Error(`replica ${name} exited:\n${daemon.stderr()}\n${daemon.stdout()}`);
+    return daemon;
+  }
+
+  /** Starts replica `name` (with more settings `env`) without waiting for anything. */
+  launch(name: string, env: Record<string, string> = {}): CliProcess {
     const daemon = runCli(['start'], {
       DF_API_URL: this.emulator.url,
       DF_API_KEY: this.apiKey,
@@ -113,15 +128,6 @@ export class ClusterRig {
     });
     this.daemons.set(name, daemon);
     this.#all.push({ name, process: daemon });
-    await waitFor(
-      () =>
-        daemon.logs().some((l) => l.msg === 'df-worker started (clustered)') ||
-        daemon.child.exitCode !== null,
-      `replica ${name} to start`,
-      30_000,
-    );
-    if (daemon.child.exitCode !== null)
-      throw new Error(`replica ${name} exited:\n${daemon.stderr()}\n${daemon.stdout()}`);
     return daemon;
   }
 
@@ -179,11 +185,32 @@ export class ClusterRig {
 
   /** The status of replica `name`'s GET /readyz. */
   async readyStatus(name: string): Promise<number> {
-    const url = this.daemons
+    return (await this.readiness(name)).status;
+  }
+
+  /** Replica `name`'s GET /readyz: its status and each check's reason (only the failing ones). */
+  async readiness(name: string): Promise<{ status: number; reasons: Record<string, string> }> {
+    const response = await fetch(`${this.#httpUrl(name)}/readyz`, { signal: AbortSignal.timeout(2_000) });
+    const body = (await response.json()) as { checks: Record<string, { ok: boolean; reason?: string }> };
+    const failing = Object.entries(body.checks).filter(([, check]) => !check.ok);
+    return {
+      status: response.status,
+      reasons: Object.fromEntries(failing.map(([check, { reason }]) => [check, reason ?? ''])),
+    };
+  }
+
+  /** Replica `name`'s GET /metrics. */
+  async metrics(name: string): Promise<string> {
+    return (await fetch(`${this.#httpUrl(name)}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+  }
+
+  #httpUrl(name: string): string {
+    const line = this.daemons
       .get(name)!
       .logs()
-      .find((l) => l.msg === 'serving /metrics, /healthz and /readyz')!.url;
-    return (await fetch(`${url as string}/readyz`, { signal: AbortSignal.timeout(2_000) })).status;
+      .find((l) => l.msg === 'serving /metrics, /healthz and /readyz');
+    if (line === undefined) throw new Error(`replica ${name} serves no /readyz yet`);
+    return line.url as string;
   }
 
   /** The key's month count as Redis holds it: every request any replica sent. */

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, redactedConfig } from '../../src/config/index.
 
 describe('DF_REDIS_URL', () => {
   it('is empty by default: standalone mode', () => {
-    expect(loadConfig({ env: {} }).cluster).toEqual({ redisUrl: '', replicaId: '' });
+    expect(loadConfig({ env: {} }).cluster).toMatchObject({ redisUrl: '', sentinels: '', replicaId: '' });
   });
 
   it("is shown with its password masked, in the redacted configuration and in a setting's error", () => {

@@ -32,28 +32,47 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
+export interface RedisServerOptions {
+  /** More redis-server arguments (`--maxmemory-policy allkeys-lru`...); those naming a file may use `{dir}`. */
+  args?: string[];
+  /** Serves TLS only, on `port`, with these files (see tls-certificates.ts). */
+  tls?: { certFile: string; keyFile: string; caFile: string; authClients: boolean };
+}
+
 export class RedisServer {
   readonly port: number;
   readonly dir: string;
+  readonly #options: RedisServerOptions;
   #child: ChildProcess | undefined;
   #log = '';
 
-  private constructor(port: number, dir: string) {
+  private constructor(port: number, dir: string, options: RedisServerOptions) {
     this.port = port;
     this.dir = dir;
+    this.#options = options;
   }
 
   /** Starts a redis-server; throws naming what to install when it is missing. */
-  static async start(): Promise<RedisServer> {
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
     if (!redisAvailable) throw new Error(MISSING_REDIS_HINT);
     const dir = await mkdtemp(path.join(os.tmpdir(), 'df-worker-redis-'));
-    const server = new RedisServer(await freePort(), dir);
+    const server = new RedisServer(await freePort(), dir, options);
     await server.restart();
     return server;
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `${this.#options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`;
+  }
+
+  /** What the server wrote since it last started. */
+  get log(): string {
+    return this.#log;
+  }
+
+  /** The child process, for SIGSTOP and the like. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
   }
 
   get running(): boolean {
@@ -63,11 +82,18 @@ export class RedisServer {
   /** (Re)starts the server on the same port and folder: what the append-only file holds is loaded again. */
   async restart(): Promise<void> {
     if (this.#child) await this.stop({ kill: true });
+    const tls = this.#options.tls;
+    const listen = tls
+      ? ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', tls.certFile]
+      : ['--port', String(this.port)];
+    if (tls) {
+      listen.push('--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile);
+      listen.push('--tls-auth-clients', tls.authClients ? 'yes' : 'no');
+    }
     const child = spawn(
       REDIS_SERVER,
       [
-        '--port',
-        String(this.port),
+        ...listen,
         '--bind',
         '127.0.0.1',
         '--dir',
@@ -80,6 +106,7 @@ export class RedisServer {
         '',
         '--daemonize',
         'no',
+        ...(this.#options.args ?? []).map((arg) => arg.replaceAll('{dir}', this.dir)),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

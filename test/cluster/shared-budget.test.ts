@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Budget, type RequestClass } from '../../src/budget/budget.ts';
 import { systemClock, type Clock } from '../../src/clock/clock.ts';
-import { flushMicrotasks } from '../../src/clock/manual-clock.ts';
+import { flushMicrotasks, ManualClock } from '../../src/clock/manual-clock.ts';
 import { monthWindow } from '../../src/budget/month.ts';
 import { clusterKeys, connectRedis } from '../../src/cluster/redis.ts';
 import { SharedBudget } from '../../src/cluster/shared-budget.ts';

@@ -26,9 +26,19 @@ export const CHART_SET_SETTINGS: ReadonlySet<string> = new Set([
 
 /**
  * Environment variables the chart sets in clustered mode, refused in `config` whatever their setting is named: the
- * Redis URL may hold a password (it comes from a Secret), and the replica id is the pod's name.
+ * Redis URL and the sentinels' password come from a Secret, the replica id is the pod's name, and the sentinels
+ * and TLS files come from the chart's `redis` values (the files from the Secret it mounts).
  */
-export const CHART_SET_ENV: ReadonlySet<string> = new Set(['DF_REDIS_URL', 'DF_REPLICA_ID']);
+export const CHART_SET_ENV: ReadonlySet<string> = new Set([
+  'DF_REDIS_URL',
+  'DF_REPLICA_ID',
+  'DF_REDIS_SENTINELS',
+  'DF_REDIS_SENTINEL_MASTER',
+  'DF_REDIS_SENTINEL_PASSWORD',
+  'DF_REDIS_TLS_CA_FILE',
+  'DF_REDIS_TLS_CERT_FILE',
+  'DF_REDIS_TLS_KEY_FILE',
+]);
 
 export interface JsonSchemaNode {
   type?: string;
@@ -72,6 +82,8 @@ function leafSchema(entry: SettingFields): JsonSchemaNode {
       return { type: 'string', enum: entry.values ?? [], description };
     case FORMAT.httpUrl:
       return { type: 'string', pattern: '^(https?://.+)?$', description };
+    case FORMAT.hostPortList:
+      return { type: 'string', description };
     case FORMAT.timeZone:
       return { type: 'string', minLength: 1, description };
     case FORMAT.string:

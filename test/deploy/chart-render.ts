@@ -467,6 +467,12 @@ class Renderer {
         return args.map(show).join('');
       case 'quote':
         return args.map((arg) => JSON.stringify(show(arg))).join(' ');
+      case 'join': {
+        // Sprig's join: the list's items as text, separated by the first argument.
+        const list = args[1];
+        if (!Array.isArray(list)) throw new UnsupportedTemplateError('join of something not a list');
+        return list.map(show).join(text(0));
+      }
       case 'toYaml': {
         if (args[0] === undefined || args[0] === null) return 'null';
         return stringifyYaml(sortKeys(args[0]), { lineWidth: 0 }).replace(/\n$/, '');

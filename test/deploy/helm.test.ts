@@ -424,6 +424,56 @@ describe('the chart rendered', () => {
     expect(notes).not.toContain('WARNING: persistence');
   });
 
+  it('clustered with Redis Sentinel and TLS: the sentinels, master and password, and the TLS files from their Secret', () => {
+    const deployment = deploymentOf({
+      ...CLUSTERED,
+      redis: {
+        ...CLUSTERED.redis,
+        sentinels: ['redis-sentinel-0.redis:26379', 'redis-sentinel-1.redis:26379'],
+        sentinelMaster: 'orders',
+        sentinelPasswordKey: 'sentinel-password',
+        tls: { secretName: 'redis-tls', caKey: 'ca.crt', certKey: 'tls.crt', keyKey: 'tls.key' },
+      },
+    });
+    const { env, volumeMounts } = deployment.spec.template.spec.containers[0]!;
+    expect(env).toEqual(
+      expect.arrayContaining([
+        { name: 'DF_REDIS_SENTINELS', value: 'redis-sentinel-0.redis:26379,redis-sentinel-1.redis:26379' },
+        { name: 'DF_REDIS_SENTINEL_MASTER', value: 'orders' },
+        {
+          name: 'DF_REDIS_SENTINEL_PASSWORD',
+          valueFrom: { secretKeyRef: { name: 'df-worker-redis', key: 'sentinel-password' } },
+        },
+        { name: 'DF_REDIS_TLS_CA_FILE', value: '/etc/df-worker/redis-tls/ca.crt' },
+        { name: 'DF_REDIS_TLS_CERT_FILE', value: '/etc/df-worker/redis-tls/tls.crt' },
+        { name: 'DF_REDIS_TLS_KEY_FILE', value: '/etc/df-worker/redis-tls/tls.key' },
+      ]),
+    );
+    expect(volumeMounts).toContainEqual({
+      name: 'redis-tls',
+      mountPath: '/etc/df-worker/redis-tls',
+      readOnly: true,
+    });
+    const volume = deployment.spec.template.spec.volumes.find((v) => v.name === 'redis-tls');
+    expect(volume?.secret).toMatchObject({
+      secretName: 'redis-tls',
+      items: [
+        { key: 'ca.crt', path: 'ca.crt' },
+        { key: 'tls.crt', path: 'tls.crt' },
+        { key: 'tls.key', path: 'tls.key' },
+      ],
+    });
+    // Without them, none of it.
+    const plain = JSON.stringify(deploymentOf(CLUSTERED));
+    expect(plain).not.toMatch(/DF_REDIS_SENTINEL|DF_REDIS_TLS|redis-tls/);
+    expect(
+      failureOf({
+        ...CLUSTERED,
+        redis: { ...CLUSTERED.redis, tls: { secretName: 's', certKey: 'tls.crt' } },
+      }),
+    ).toMatch(/^redis\.tls\.certKey is set but redis\.tls\.keyKey is empty/);
+  });
+
   it('clustered with one replica still rolls (no downtime on upgrades), without a PodDisruptionBudget', () => {
     const manifests = renderManifests({ ...CLUSTERED, replicaCount: 1 });
     expect(find<Deployment>(manifests, 'Deployment')!.spec.strategy.type).toBe('RollingUpdate');
@@ -609,6 +659,9 @@ describe('PrometheusRule', () => {
   it('alerts when no replica of a clustered deployment holds the coordinator lease, or several do for long', () => {
     expect(rules).toContain('- alert: DfWorkerNoCoordinator\n');
     expect(rules).toContain('- alert: DfWorkerSplitCoordinator\n');
+    expect(rules).toMatch(
+      /increase\(dfworker_redis_errors_total\{[^\n]*, kind="oom" \}\[5m\]\) > 0\n\s*for: 1m/,
+    );
     // A sum over the deployment's replicas: empty, so silent, where no replica exposes the metric (standalone).
     expect(rules).toMatch(
       /sum by \(namespace, service, job\) \(dfworker_cluster_coordinator\{[^\n]*\}\) == 0\n\s*for: \{\{ \$rules\.noCoordinatorFor \}\}/,

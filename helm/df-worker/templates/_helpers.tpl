@@ -83,6 +83,9 @@ deployment.yaml, so `helm install`, `helm template` and `helm lint` all stop on 
 {{- if and (gt (int .Values.replicaCount) 1) (not $clustered) }}
 {{- fail (printf "replicaCount is %d, but redis.existingSecret is empty: without Redis, several workers on one key would each spend the key's whole budget (the service then answers 429). Set redis.existingSecret to the name of a Secret holding the Redis URL under redis.existingSecretKey (clustered mode, see CLUSTERING.md), or set replicaCount to 1 (or 0)." (int .Values.replicaCount)) }}
 {{- end }}
+{{- if and .Values.redis.tls.certKey (not .Values.redis.tls.keyKey) }}
+{{- fail "redis.tls.certKey is set but redis.tls.keyKey is empty: a client certificate needs its key; name the Secret's entry holding it, or empty both." }}
+{{- end }}
 {{- if and $clustered (not .Values.redis.existingSecretKey) }}
 {{- fail "redis.existingSecret is set but redis.existingSecretKey is empty: name the entry of that Secret that holds the Redis URL." }}
 {{- end }}
