@@ -159,6 +159,8 @@ describe('the packed package', () => {
       ]),
     );
     expect(packedFiles.filter((file) => file.endsWith('.map') || file.startsWith('dist/docs/'))).toEqual([]);
+    // The month replay runs from source for bench/ and test/: nothing of it ships.
+    expect(packedFiles.filter((file) => file.startsWith('dist/replay/'))).toEqual([]);
   });
 
   it('ships the user guides (the handler guide holds the ctx reference) and the license, not the examples', () => {
