@@ -88,8 +88,8 @@ export class ClusterRig {
     return rig;
   }
 
-  /** Starts replica `name` and waits until it has started. */
-  async start(name: string): Promise<CliProcess> {
+  /** Starts replica `name` (with `env` over the rig's settings) and waits until it has started. */
+  async start(name: string, env: Record<string, string> = {}): Promise<CliProcess> {
     const daemon = runCli(['start'], {
       DF_API_URL: this.emulator.url,
       DF_API_KEY: this.apiKey,
@@ -109,6 +109,7 @@ export class ClusterRig {
       DF_MIN_POLL_INTERVAL_MS: '0',
       DF_SHUTDOWN_GRACE_MS: '10000',
       ...this.#options.env,
+      ...env,
     });
     this.daemons.set(name, daemon);
     this.#all.push({ name, process: daemon });
@@ -147,6 +148,11 @@ export class ClusterRig {
     return holder?.name;
   }
 
+  /** Sends `signal` to replica `name` and leaves it running (SIGSTOP, SIGCONT). */
+  signal(name: string, signal: NodeJS.Signals): void {
+    this.daemons.get(name)!.child.kill(signal);
+  }
+
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const daemon = this.daemons.get(name)!;
     this.daemons.delete(name);
@@ -170,6 +176,15 @@ export class ClusterRig {
       by.set(name, (by.get(name) ?? 0) + count);
     }
     return by;
+  }
+
+  /** Executions replica `name` started and has not reported, from its logs. */
+  runningOn(name: string): string[] {
+    const logs = this.logsOf(name);
+    const reported = new Set(logs.filter((l) => l.msg === 'execution reported').map((l) => l.executionId));
+    return logs
+      .filter((l) => l.msg === 'execution claimed' && !reported.has(l.executionId))
+      .map((l) => l.executionId as string);
   }
 
   logsOf(name: string): Record<string, unknown>[] {
@@ -223,6 +238,7 @@ export class ClusterRig {
   async dispose(): Promise<void> {
     await Promise.all(
       [...this.daemons.values()].map(async (d) => {
+        d.child.kill('SIGCONT');
         d.child.kill('SIGKILL');
         await d.exited;
       }),
