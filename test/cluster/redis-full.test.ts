@@ -50,8 +50,18 @@ describe.runIf(clusteredTestsRun)('Redis full as a claim arrives', () => {
     await admin.config('SET', 'maxmemory-policy', 'noeviction');
     const used = async () => Number(/used_memory:(\d+)/.exec(await admin!.info('memory'))![1]);
     const filling = await fillingProxy(rig.emulator.url, async () => {
-      // Full: the limit just under what Redis holds now, so every write is refused until it is raised.
-      await admin!.config('SET', 'maxmemory', String((await used()) - 1_024));
+      // Full: the limit just under what Redis holds now (which moves with client buffers), lowered until a
+      // write is refused, so every write is refused until it is raised.
+      for (let below = 8_192; ; below += 8_192) {
+        await admin!.config('SET', 'maxmemory', String((await used()) - below));
+        if (
+          !(await admin!.set('redis-full-probe', 'x').then(
+            () => true,
+            () => false,
+          ))
+        )
+          return;
+      }
     });
     proxy = filling.server;
     const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
