@@ -149,7 +149,7 @@ async function clustered(server: RedisServer, replicas: string[], build: string)
     const logs = replicas.flatMap((name) => rig.logsOf(name));
     const { start, report } = latencies(rig, logs);
     console.log(
-      `  ${replicas.length} replica(s): ${Math.round(idlePerSecond)} Redis round trips a second when idle (idle polls' ` +
+      `  ${replicas.length} replica(s), ${build}: ${Math.round(idlePerSecond)} Redis round trips a second when idle (idle polls' ` +
         'budget slots, heartbeats, lease, blocking reads)',
     );
     return {

@@ -208,7 +208,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       capacity: () => Math.max(this.#alive.capacity, config.concurrency),
       claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
       exitSignal: core.reportSignal,
-      claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`),
+      claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`, clock),
       profiles: {
         load: async () => {
           const text = await redis.get(this.#keys.profile);
