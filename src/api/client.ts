@@ -200,15 +200,22 @@ export class ServiceClient {
 
   /**
    * Reports the outcome of a claimed execution. Rejects with ReportValidationError, sending nothing, when the
-   * status is not COMPLETED/FAILED or the output is not a plain JSON object.
+   * status is not COMPLETED/FAILED or the output is not a plain JSON object. `beforeSend` runs once the budget
+   * let the report through, right before it leaves: its rejection sends nothing (a fence of clustered mode).
    */
-  async reportExecution(id: string, report: ExecutionReport, signal?: AbortSignal): Promise<TaskExecution> {
+  async reportExecution(
+    id: string,
+    report: ExecutionReport,
+    signal?: AbortSignal,
+    beforeSend?: () => Promise<void>,
+  ): Promise<TaskExecution> {
     const body = serializeReport(id, report);
     return await this.#call(
       'executions.report',
       this.#request('PATCH', this.#paths.execution(id), undefined, body),
       signal,
       this.#json('executions.report', parseTaskExecution),
+      { ...(beforeSend ? { beforeSend } : {}) },
     );
   }
 
@@ -319,7 +326,8 @@ export class ServiceClient {
     signal: AbortSignal | undefined,
     interpret: (answer: Answer) => T,
     // What aborts the request once it has left the gate: by default the caller's signal; null for nothing.
-    { sentSignal }: { sentSignal?: AbortSignal | null } = {},
+    // `beforeSend` runs between the gate and the send.
+    { sentSignal, beforeSend }: { sentSignal?: AbortSignal | null; beforeSend?: () => Promise<void> } = {},
   ): Promise<T> {
     if (this.#closed) {
       throw new ServiceClientError(
@@ -328,6 +336,7 @@ export class ServiceClient {
     }
     await this.#gate?.acquire(operation, signal);
     signal?.throwIfAborted();
+    await beforeSend?.();
     const started = performance.now();
     let status = 0;
     try {

@@ -23,8 +23,11 @@ import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { StartupError } from '../daemon/task-list.ts';
 import { registerClusterMetrics, type ClusterCounters, type QueueCounts } from './cluster-metrics.ts';
 import { CoordinatorLease } from './coordinator-lease.ts';
+import { ClaimRoom } from './claim-room.ts';
 import { Coordinator } from './coordinator.ts';
 import { executionProcessor } from './execution-processor.ts';
+import { JobFence } from './job-fence.ts';
+import { QueuePruner } from './queue-pruner.ts';
 import { QueueJournal, type ExecutionJobData } from './queue-journal.ts';
 import {
   bullConnectionOptions,
@@ -52,6 +55,11 @@ import { SharedBudget } from './shared-budget.ts';
  */
 export const LOCK_DURATION_MS = 5_000;
 export const STALLED_CHECK_MS = 2_000;
+/**
+ * Lock losses BullMQ tolerates before it fails a job by itself. Stalls are not crashes (the pipeline's poison
+ * limit counts the runs that died, see JobFence), so this is only a bound on a job that stalls for ever.
+ */
+const MAX_STALLS = 1_000;
 
 /** How long a replica may hold the task-sync lock (DF_TASK_SYNC), in ms. */
 const TASK_SYNC_LOCK_MS = 60_000;
@@ -72,6 +80,8 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   #closing: Promise<void> | undefined;
   #replicas: Replicas | undefined;
   #coordinator: Coordinator | undefined;
+  #fence: JobFence | undefined;
+  #pruner: QueuePruner | undefined;
   #alive = { count: 0, capacity: 0 };
   #queueCounts: QueueCounts | undefined;
   /** True while another process holds this replica id (this one stood still longer than its heartbeat). */
@@ -134,10 +144,24 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     logger.info({ month: month.key, used: month.used, limit: month.limit }, 'month budget usage (cluster)');
     // Long enough for a task list read that waits for budget; a replica that dies holding it delays the others.
     const syncLock = new CoordinatorLease(redis, this.#keys.taskSync, this.replicaId, TASK_SYNC_LOCK_MS);
+    const journal = new QueueJournal();
+    const fence = new JobFence({
+      redis,
+      prefix: this.#keys.prefix,
+      queue: this.#keys.queue,
+      lockMs: LOCK_DURATION_MS,
+      clock,
+    });
+    this.#fence = fence;
     return {
       budget: local,
       gate: budget,
-      journal: new QueueJournal(),
+      journal,
+      // A report leaves only while this replica holds its job's lock: one that lost it drops the outcome.
+      fence: async (executionId) => {
+        const job = journal.job(executionId);
+        return job === undefined || (await fence.owns(job));
+      },
       // What the planner learns of arrivals is kept in Redis by the coordinators (see Coordinator: profiles).
       keepProfile: false,
       ...(config.tasks.sync
@@ -168,6 +192,9 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       events,
       replay: config.journal.replay,
       replicaId: this.replicaId,
+      fence: this.#fence!,
+      maxCrashes: config.journal.maxCrashesPerExecution,
+      signal: core.pollSignal,
     });
     this.#queueWorker = new QueueWorker<ExecutionJobData>(this.#keys.queue, processor, {
       prefix: this.#keys.prefix,
@@ -176,15 +203,25 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       lockDuration: LOCK_DURATION_MS,
       stalledInterval: STALLED_CHECK_MS,
       // The pipeline fails a poison execution itself, as standalone does, once it has died that many times.
-      maxStalledCount: config.journal.maxCrashesPerExecution + 1,
+      maxStalledCount: MAX_STALLS,
       // A report not delivered before its replica stopped is retried at the daemon's back-off.
       settings: { backoffStrategy: (attemptsMade) => backoffDelayMs(attemptsMade, backoff) },
     });
     this.#queueWorker.on('error', (error) => logger.debug({ err: error }, 'queue worker error'));
+    // This replica lives, yet lost these jobs' locks (a stall, a partition): not crashes of their executions.
+    this.#queueWorker.on('lockRenewalFailed', (jobIds) => {
+      logger.warn(
+        { jobIds },
+        'lost the lock of running jobs: another replica may run them; no report from here',
+      );
+      this.#fence!.lockLost(jobIds).catch(() => undefined);
+    });
+    this.#pruner = new QueuePruner({ queue: this.#queue, clock });
     const coordinator = new Coordinator({
       lease: new CoordinatorLease(redis, this.#keys.lease, this.replicaId),
       queue: this.#queue,
       client: parts.client,
+      gate: parts.gate,
       planner: parts.planner,
       clock,
       logger,
@@ -194,6 +231,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       capacity: () => Math.max(this.#alive.capacity, config.concurrency),
       claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
       exitSignal: core.reportSignal,
+      claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`, clock),
       profiles: {
         load: async () => {
           const text = await redis.get(this.#keys.profile);
@@ -329,6 +367,12 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
         failed: counts.failed ?? 0,
       };
       await this.#budget!.refresh();
+      if (this.coordinating) {
+        // A failed prune is tried again at the next minute; it says nothing of whether claims may go on.
+        await this.#pruner!.maybePrune().catch((error: unknown) => {
+          logger.warn({ err: error as Error }, 'could not remove old jobs from the queue');
+        });
+      }
       if (this.#heartbeatOk === false) logger.info('Redis answers again: claiming resumes');
       this.#heartbeatOk = true;
     } catch (error) {

@@ -3,14 +3,15 @@
 // the cluster has a free handler slot. On losing the lease (or on stop) it ends its term.
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { ServiceClient } from '../api/client.ts';
+import type { RequestGate, ServiceClient } from '../api/client.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
-import type { ExecutionJobData } from './queue-journal.ts';
+import type { ClaimRoom } from './claim-room.ts';
+import { claimJobId, COMPLETED_KEEP_MS, FAILED_KEEP_MS, type ExecutionJobData } from './queue-journal.ts';
 
 /** Wait between two looks at the queue while the cluster's handler slots are all taken, in ms. */
 const ROOM_CHECK_MS = 200;
@@ -27,6 +28,8 @@ export interface CoordinatorOptions {
   lease: CoordinatorLease;
   queue: Queue<ExecutionJobData>;
   client: ServiceClient;
+  /** The key's budget, which every poll passes before the term's own checks (see #termGate). */
+  gate: RequestGate;
   planner: PollPlanner;
   clock: Clock;
   logger: Logger;
@@ -46,9 +49,13 @@ export interface CoordinatorOptions {
    * and as it ends, so that a takeover or a rolling restart keeps the pacing learnt (as a state folder does).
    */
   profiles?: ProfileStore;
+  /** Room in Redis for the claim a poll may bring, reserved before each poll leaves (see ClaimRoom). */
+  claimRoom?: ClaimRoom;
 }
 
 interface Term {
+  /** Counts the terms of this process: a poll belongs to the term that sent it. */
+  number: number;
   scheduler: Scheduler;
   stop: AbortController;
   done: Promise<void>;
@@ -65,6 +72,7 @@ export class Coordinator {
   #term: Term | undefined;
   /** Clock instant the last successful take or renewal of the lease began (its TTL runs from after it). */
   #renewedAt = -Infinity;
+  #terms = 0;
 
   constructor(options: CoordinatorOptions) {
     this.#o = options;
@@ -94,14 +102,18 @@ export class Coordinator {
       const held = await lease.tryHold();
       if (held) this.#renewedAt = tried;
       if (signal.aborted) break;
+      if (!held && this.#term) await this.#endTerm('lost the coordinator lease');
+      // A poll fenced its term (the lease may have lapsed before it left): a new term starts if still held.
+      else if (this.#term?.stop.signal.aborted)
+        await this.#endTerm('the lease may have lapsed before a poll');
+      else if (held && this.#term && this.#o.clock.now() - savedAt >= PROFILE_SAVE_MS) {
+        savedAt = this.#o.clock.now();
+        await this.#saveProfile();
+      }
       if (held && !this.#term) {
         await this.#adoptProfile();
         savedAt = this.#o.clock.now();
         this.#startTerm();
-      } else if (!held && this.#term) await this.#endTerm('lost the coordinator lease');
-      else if (held && this.#o.clock.now() - savedAt >= PROFILE_SAVE_MS) {
-        savedAt = this.#o.clock.now();
-        await this.#saveProfile();
       }
       await this.#o.clock.sleep(LEASE_RENEW_MS, signal).catch(() => undefined);
     }
@@ -139,8 +151,9 @@ export class Coordinator {
     const { clock, logger, events } = this.#o;
     const stop = new AbortController();
     const claimedAt = () => new Date(clock.now()).toISOString();
+    const number = ++this.#terms;
     const scheduler = new Scheduler({
-      client: this.#o.client,
+      client: this.#o.client.withGate(this.#termGate(number, stop)),
       planner: this.#o.planner,
       clock,
       logger,
@@ -183,9 +196,37 @@ export class Coordinator {
       .run(stop.signal)
       .then(() => scheduler.drained())
       .catch((error: unknown) => logger.error({ err: error as Error }, 'the poll loop failed'));
-    this.#term = { scheduler, stop, done };
+    this.#term = { number, scheduler, stop, done };
     events.emit('lease', { held: true });
     logger.info('took the coordinator lease: polling for the cluster');
+  }
+
+  /**
+   * The gate of term `number`'s requests: the key's budget, then, for a poll, right before it leaves, the fence
+   * of the term (a poll that waited in the budget while its process stood still, past its lease, is dropped and
+   * ends the term) and the room for its claim in Redis (a poll leaves only once Redis took that write).
+   */
+  #termGate(number: number, stop: AbortController): RequestGate {
+    const gate = this.#o.gate;
+    return {
+      acquire: async (operation, signal) => {
+        await gate.acquire(operation, signal);
+        if (operation !== 'tasks.poll') return;
+        const ended =
+          this.#term?.number !== number ? 'its lease term ended' : (this.#leaseLapsing() ?? undefined);
+        if (ended !== undefined) {
+          this.#o.logger.warn(
+            { reason: ended },
+            'poll dropped before it left: this replica may not coordinate',
+          );
+          this.#o.events.emit('fenced', { request: 'poll' });
+          stop.abort(new Error(`poll dropped: ${ended}`));
+          throw stop.signal.reason;
+        }
+        await this.#o.claimRoom?.reserve();
+      },
+      observe: (answer) => gate.observe?.(answer),
+    };
   }
 
   /** Why no claim may go out although the term has not ended: the lease may have lapsed since its renewal. */
@@ -208,20 +249,26 @@ export class Coordinator {
   /** The scheduler's dispatch: the claim goes into the queue first, then polling waits for a free slot. */
   async #enqueue(data: ExecutionJobData, termStop: AbortSignal): Promise<void> {
     const logger = this.#o.logger.child({ taskKey: data.taskKey, executionId: data.executionId });
+    let warned = false;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#o.queue.add('execution', data, {
-          // A second add of the same execution is a no-op while the job is kept.
-          jobId: data.executionId,
+          // A second add of the same claim is a no-op while the job is kept; a new claim is a new job.
+          jobId: claimJobId(data),
           // Retries only of a report a replica could not deliver before it stopped (the outcome is kept), at
           // the queue worker's back-off (clustered-worker.ts: DF_RETRY_BASE_MS, DF_ERROR_BACKOFF_MAX_MS).
           attempts: 1_000,
           backoff: { type: 'df-worker' },
-          removeOnComplete: { age: 3_600 },
-          removeOnFail: { age: 7 * 86_400 },
+          removeOnComplete: { age: COMPLETED_KEEP_MS / 1000 },
+          removeOnFail: { age: FAILED_KEEP_MS / 1000 },
         });
         break;
       } catch (error) {
+        // Redis filled up since the poll left: the room reserved for this claim is given to it.
+        if (attempt === 1 && isOutOfMemory(error) && (await this.#o.claimRoom?.release())) {
+          logger.warn('Redis is full: the room reserved before the poll is given to the claim');
+          continue;
+        }
         if (this.#o.exitSignal.aborted) {
           logger.error(
             { err: error as Error },
@@ -229,7 +276,8 @@ export class Coordinator {
           );
           return;
         }
-        if (attempt === 1) {
+        if (!warned) {
+          warned = true;
           logger.warn({ err: error as Error }, 'cannot add the claimed execution to the queue yet; retrying');
         }
         await this.#o.clock.sleep(backoffDelayMs(attempt, this.#o.backoff));
@@ -252,4 +300,8 @@ export class Coordinator {
       await this.#o.clock.sleep(ROOM_CHECK_MS, stop).catch(() => undefined);
     }
   }
+}
+
+function isOutOfMemory(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('OOM ');
 }

@@ -6,6 +6,7 @@ import type { TaskExecution } from '../api/types.ts';
 import type { WorkerEvents } from '../daemon/events.ts';
 import type { ExecutionPipeline } from '../daemon/execution-pipeline.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
+import type { JobFence } from './job-fence.ts';
 import { entryOfJob, type ExecutionJobData, type JobEnd, type QueueJournal } from './queue-journal.ts';
 
 export interface ExecutionProcessorOptions {
@@ -16,6 +17,12 @@ export interface ExecutionProcessorOptions {
   replay: 'rerun' | 'fail';
   /** Returned as the job's value: which replica ran it. */
   replicaId: string;
+  /** Tells runs that died with their replica from runs that only lost their lock (a stall). */
+  fence: JobFence;
+  /** DF_MAX_CRASHES_PER_EXECUTION. */
+  maxCrashes: number;
+  /** Aborted when the daemon stops: a poison verdict waiting for a stalled replica ends early. */
+  signal: AbortSignal;
 }
 
 export function executionProcessor(
@@ -30,10 +37,12 @@ export function executionProcessor(
       if (data.unreadable !== undefined && !data.outcome) {
         await o.pipeline.failUnreadable(polled, data.executionId, data.unreadable);
       } else if (data.outcome || job.stalledCounter > 0 || job.attemptsMade > 0) {
-        // Taken up again: its replica died under it (stalled) or stopped before the report got through. The
-        // pipeline applies the poison-execution limit to the runs that died (the job's stalled counter).
+        // Taken up again: its replica died under it, stalled past its lock, or stopped before the report got
+        // through. The pipeline applies the poison-execution limit to the runs that died (not those that stalled).
         o.events.emit('replay', { phase: data.outcome ? 'finished' : 'claimed' });
-        await o.pipeline.resume(entryOfJob(job), o.replay);
+        const crashes =
+          data.outcome || o.replay === 'fail' ? 0 : await o.fence.crashes(job, o.maxCrashes, o.signal);
+        await o.pipeline.resume(entryOfJob(job, crashes), o.replay);
       } else {
         const execution: TaskExecution = {
           object: 'task_execution',
@@ -47,6 +56,7 @@ export function executionProcessor(
       }
     } finally {
       end = o.journal.release(data.executionId);
+      o.fence.forget(job.id!);
     }
     if (end.kind === 'dead-lettered') {
       // Kept in the queue's failed jobs for an operator, as the dead-letter folder keeps them standalone.
@@ -57,7 +67,8 @@ export function executionProcessor(
     }
     if (end.kind === 'left') {
       throw new Error(
-        `execution ${data.executionId}: report not delivered before this replica stopped; retried`,
+        `execution ${data.executionId}: report not delivered by this replica (it stops, or could not show it ` +
+          'still holds the job); retried',
       );
     }
     return o.replicaId;

@@ -1,4 +1,4 @@
-// Clustered mode's journal: each claimed execution is a BullMQ job (job id = execution id), added by the
+// Clustered mode's journal: each claim of an execution is a BullMQ job (see claimJobId), added by the
 // coordinator before anything else is done with it. The pipeline's journal calls land on that job: an outcome
 // is stored in its data (a replica that takes the job up again reports it rather than run the handler again),
 // and the report's end decides how the job ends (completed, failed as a dead letter, or retried elsewhere).
@@ -20,6 +20,19 @@ export interface ExecutionJobData {
   outcome?: OutcomeRecord;
 }
 
+/** How long a completed job is kept (then pruned, see QueuePruner), in ms. */
+export const COMPLETED_KEEP_MS = 3_600_000;
+/** How long a failed job (a report the service refused for good: a dead letter) is kept, in ms. */
+export const FAILED_KEEP_MS = 7 * 86_400_000;
+
+/**
+ * The job id of one claim: the execution id and the claim's instant, so that an execution the service hands out
+ * again after its report is a new job (and runs), while a second add of the same claim is a no-op.
+ */
+export function claimJobId(data: Pick<ExecutionJobData, 'executionId' | 'claimedAt'>): string {
+  return `${data.executionId}@${Date.parse(data.claimedAt)}`;
+}
+
 /** How the pipeline left an execution: reported, refused for good, or not reported (this replica stops). */
 export type JobEnd =
   { kind: 'delivered' } | { kind: 'dead-lettered'; answer: DeadLetter['answer'] } | { kind: 'left' };
@@ -30,6 +43,11 @@ export class QueueJournal implements ExecutionJournal {
   /** The job being processed for its execution, until `release`. */
   attach(job: Job<ExecutionJobData>): void {
     this.#jobs.set(job.data.executionId, { job, end: { kind: 'left' } });
+  }
+
+  /** The job being processed for the execution, if any. */
+  job(executionId: string): Job<ExecutionJobData> | undefined {
+    return this.#jobs.get(executionId)?.job;
   }
 
   /** How the pipeline left the execution; forgets the job. */
@@ -72,8 +90,8 @@ export class QueueJournal implements ExecutionJournal {
   }
 }
 
-/** The job as a journal record for ExecutionPipeline.resume: `starts` is the runs that died with a replica. */
-export function entryOfJob(job: Job<ExecutionJobData>): JournalEntry {
+/** The job as a journal record for ExecutionPipeline.resume: `crashes`, the runs that died with a replica. */
+export function entryOfJob(job: Job<ExecutionJobData>, crashes: number): JournalEntry {
   const data = job.data;
   return {
     executionId: data.executionId,
@@ -85,7 +103,7 @@ export function entryOfJob(job: Job<ExecutionJobData>): JournalEntry {
     phase: data.outcome ? 'finished' : 'claimed',
     ...(data.outcome ? { outcome: data.outcome } : {}),
     reportAttempts: 0,
-    starts: job.stalledCounter,
+    starts: crashes,
     version: 1,
   };
 }

@@ -55,6 +55,8 @@ export interface ModeState<G extends BudgetGate> {
   /** The poll planner's arrival profile is kept in the state folder; otherwise in memory only. */
   keepProfile: boolean;
   exclusive?: TaskListOptions['exclusive'];
+  /** Asked before each report leaves: false while this process may no longer own the execution (clustered). */
+  fence?: (executionId: string) => Promise<boolean>;
 }
 
 /** The core's parts, built: what a mode claims with. */
@@ -255,6 +257,7 @@ export class DaemonCore<G extends BudgetGate> {
       service: client.withGate(opened.gate.gateFor('handler')),
       redact: sandbox.redact,
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
+      ...(opened.fence ? { fence: opened.fence } : {}),
     });
     const planner = await plannerFromConfig(config, opened.budget, { inMemory: !opened.keepProfile, logger });
     parts.planner = planner;
@@ -385,6 +388,7 @@ function pipelineEvents(
     resumed: (task, executionId) => events.emit('claim', { task, executionId, resumed: true }),
     attempt: (task, executionId, event) => events.emit('attempt', { task, executionId, ...event }),
     finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
+    fenced: (task, executionId) => events.emit('fenced', { request: 'report', task, executionId }),
     reported: (task, executionId, result, attempts) => {
       events.emit('report', { task, executionId, result, attempts });
       if (journalCounts) events.emit('journal', journalCounts());

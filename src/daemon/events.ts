@@ -28,6 +28,11 @@ export interface WorkerEventMap {
   outcome: [{ task: string; executionId: string; outcome: ExecutionOutcome }];
   /** An execution's report ended. */
   report: [{ task: string; executionId: string; result: ReportResult; attempts: number }];
+  /**
+   * A request was dropped before it left because this process may no longer own what it acts for: a report of
+   * an execution whose job lock it lost, or a poll of a coordinator whose lease term ended (clustered mode).
+   */
+  fenced: [{ request: 'report' | 'poll'; task?: string; executionId?: string }];
   /** A record left by an earlier run (journal or queue) was taken up again. */
   replay: [{ phase: 'claimed' | 'finished' }];
   /** Records owed a report, and dead letters, in the journal (standalone) after a change. */

@@ -27,6 +27,8 @@ export interface PipelineObserver {
     result: 'delivered' | 'dead-lettered' | 'left-in-journal',
     attempts: number,
   ): void;
+  /** The report was dropped: this process no longer owns the execution (see `fence`). */
+  fenced?(taskKey: string, executionId: string): void;
 }
 
 /**
@@ -60,6 +62,12 @@ export interface ExecutionPipelineOptions {
   /** Aborted when the daemon must exit: report retries stop, the outcome stays in the journal. */
   reportSignal: AbortSignal;
   observer?: PipelineObserver;
+  /**
+   * Asked before each report attempt leaves: true while this process still owns the execution (clustered mode:
+   * it still holds the job's lock, which the check extends). False drops the outcome unreported, for the owner
+   * that took the execution over to report. Default: always owned (standalone).
+   */
+  fence?: (executionId: string) => Promise<boolean>;
 }
 
 export class ExecutionPipeline {
@@ -316,8 +324,10 @@ export class ExecutionPipeline {
     logger: Logger,
   ): Promise<void> {
     const { journal, reporter } = this.#o;
+    const fence = this.#o.fence;
     const report = (status: ExecutionOutcome['status'], output: ExecutionOutcome['output']) =>
       reporter.report(executionId, { status, output }, this.#o.reportSignal, {
+        ...(fence ? { mayReport: () => this.#owned(fence, executionId, logger) } : {}),
         // Counted only when an attempt failed: `df-worker journal` shows reports that are stuck, and the
         // happy path costs no extra write.
         onRetry: () =>
@@ -327,7 +337,9 @@ export class ExecutionPipeline {
       });
     const result = await report(outcome.status, outcome.output);
     try {
-      if (result.delivered) {
+      if ('fenced' in result) {
+        this.#fenced(taskKey, executionId, logger);
+      } else if (result.delivered) {
         await journal.complete(executionId);
         logger.info({ status: outcome.status, reportAttempts: result.attempts }, 'execution reported');
         this.#o.observer?.reported?.(taskKey, executionId, 'delivered', result.attempts);
@@ -341,6 +353,10 @@ export class ExecutionPipeline {
           );
           logger.error({ refusedStatus: refused.status }, 'output refused; reporting the execution FAILED');
           const fallback = await report('FAILED', { error: message, refusedStatus: refused.status });
+          if ('fenced' in fallback) {
+            this.#fenced(taskKey, executionId, logger);
+            return;
+          }
           if ('interrupted' in fallback) {
             logger.warn('report not delivered before exit; it stays in the journal for the next start');
             this.#o.observer?.reported?.(taskKey, executionId, 'left-in-journal', result.attempts);
@@ -362,6 +378,28 @@ export class ExecutionPipeline {
     } catch (error) {
       logger.error({ err: error as Error }, 'could not update the journal after reporting');
     }
+  }
+
+  /** The fence's answer; a fence that fails cannot prove ownership, so the report is dropped. */
+  async #owned(
+    fence: (executionId: string) => Promise<boolean>,
+    executionId: string,
+    logger: Logger,
+  ): Promise<boolean> {
+    try {
+      return await fence(executionId);
+    } catch (error) {
+      logger.warn({ err: error as Error }, 'could not check that this process still owns the execution');
+      return false;
+    }
+  }
+
+  #fenced(taskKey: string, executionId: string, logger: Logger): void {
+    logger.warn(
+      'this process no longer owns the execution (its lock lapsed during a stall or a partition): dropping ' +
+        'its outcome unreported; the replica that took it over reports it',
+    );
+    this.#o.observer?.fenced?.(taskKey, executionId);
   }
 }
 

@@ -49,6 +49,14 @@ export function listenForTelemetry(
     if (at !== undefined && result === 'delivered')
       m.reportLatency.observe({ task }, (clock.now() - at) / 1000);
   });
+  events.on('fenced', ({ request, task, executionId }) => {
+    m.fenced.inc({ request });
+    if (request !== 'report' || executionId === undefined) return;
+    // The execution leaves this process unreported: another owner reports it.
+    m.inFlight.dec();
+    finishedAt.delete(executionId);
+    logger.debug({ task, executionId }, 'report fenced');
+  });
   events.on('journal', ({ pending, deadLettered }) => {
     m.journalPending.set(pending);
     m.journalDeadLettered.set(deadLettered);

@@ -21,7 +21,9 @@ export interface ReporterOptions {
 export type ReportResult =
   | { delivered: true; attempts: number }
   | { delivered: false; attempts: number; refused: { status: number; code?: string; message: string } }
-  | { delivered: false; attempts: number; interrupted: true };
+  | { delivered: false; attempts: number; interrupted: true }
+  /** `mayReport` said this process no longer owns the execution: nothing was sent, or sent again. */
+  | { delivered: false; attempts: number; fenced: true };
 
 export class Reporter {
   readonly #o: ReporterOptions;
@@ -38,7 +40,14 @@ export class Reporter {
     executionId: string,
     report: { status: ReportStatus; output: JsonObject },
     signal?: AbortSignal,
-    hooks: { onRetry?: () => Promise<void> } = {},
+    hooks: {
+      onRetry?: () => Promise<void>;
+      /**
+       * Asked before each attempt leaves (once the budget let it through): false drops the report unsent, and
+       * its retries (another owner reports the execution).
+       */
+      mayReport?: () => Promise<boolean>;
+    } = {},
   ): Promise<ReportResult> {
     const { client, clock, logger } = this.#o;
     let attempts = 0;
@@ -46,10 +55,22 @@ export class Reporter {
     for (;;) {
       if (signal?.aborted) return { delivered: false, attempts, interrupted: true };
       attempts++;
+      let fenced = false;
+      const mayReport = hooks.mayReport;
       try {
-        await client.reportExecution(executionId, report, signal);
+        await client.reportExecution(
+          executionId,
+          report,
+          signal,
+          mayReport &&
+            (async () => {
+              fenced = !(await mayReport());
+              if (fenced) throw new Error('report fenced: this process no longer owns the execution');
+            }),
+        );
         return { delivered: true, attempts };
       } catch (error) {
+        if (fenced) return { delivered: false, attempts: attempts - 1, fenced: true };
         if (signal?.aborted) return { delivered: false, attempts, interrupted: true };
         if (error instanceof ResponseValidationError) {
           // Only a 2xx answer gets this far: the service took the report; its answer's shape is its problem.

@@ -21,6 +21,7 @@ export class WorkerMetrics {
   readonly requestDuration: Histogram<'operation'>;
   readonly polls: Counter<'task' | 'result'>;
   readonly pollAnswersLost: Counter<'task' | 'reason'>;
+  readonly fenced: Counter<'request'>;
   readonly pickupLatency: Histogram<'task'>;
   readonly handlerDuration: Histogram<'task' | 'outcome'>;
   readonly attempts: Histogram<'task'>;
@@ -91,6 +92,15 @@ export class WorkerMetrics {
       name: 'dfworker_polls_total',
       help: 'Polls by task and result: hit (an execution was claimed), empty, error.',
       labelNames: ['task', 'result'],
+      registers,
+    });
+    this.fenced = new Counter({
+      name: 'dfworker_fenced_total',
+      help:
+        'Requests dropped before they left because this replica may no longer own what they act for (clustered ' +
+        'mode): report (its job lock lapsed in a stall or partition; another replica reports the execution), ' +
+        'poll (its coordinator lease term ended).',
+      labelNames: ['request'],
       registers,
     });
     this.pollAnswersLost = new Counter({

@@ -154,6 +154,11 @@ export class ClusterRig {
     return holder?.name;
   }
 
+  /** Sends `signal` to replica `name` and leaves it running (SIGSTOP, SIGCONT). */
+  signal(name: string, signal: NodeJS.Signals): void {
+    this.daemons.get(name)!.child.kill(signal);
+  }
+
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const daemon = this.daemons.get(name)!;
     this.daemons.delete(name);
@@ -177,6 +182,15 @@ export class ClusterRig {
       by.set(name, (by.get(name) ?? 0) + count);
     }
     return by;
+  }
+
+  /** Executions replica `name` started and has not reported, from its logs. */
+  runningOn(name: string): string[] {
+    const logs = this.logsOf(name);
+    const reported = new Set(logs.filter((l) => l.msg === 'execution reported').map((l) => l.executionId));
+    return logs
+      .filter((l) => l.msg === 'execution claimed' && !reported.has(l.executionId))
+      .map((l) => l.executionId as string);
   }
 
   logsOf(name: string): Record<string, unknown>[] {
@@ -251,6 +265,7 @@ export class ClusterRig {
   async dispose(): Promise<void> {
     await Promise.all(
       [...this.daemons.values()].map(async (d) => {
+        d.child.kill('SIGCONT');
         d.child.kill('SIGKILL');
         await d.exited;
       }),

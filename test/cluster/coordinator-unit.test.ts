@@ -6,6 +6,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RequestGate } from '../../src/api/client.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { Coordinator, type ProfileStore } from '../../src/cluster/coordinator.ts';
 import { CoordinatorLease, LEASE_RENEW_MS, LEASE_TTL_MS } from '../../src/cluster/coordinator-lease.ts';
@@ -81,7 +82,10 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
     const polls = () => emulator.requests().filter((r) => r.operation === 'tasks.poll').length;
 
     /** A replica's coordinator, on its own Redis connection, sharing the cluster's clock. */
-    async function replica(id: string, options: { capacity?: () => number; profiles?: ProfileStore } = {}) {
+    async function replica(
+      id: string,
+      options: { capacity?: () => number; profiles?: ProfileStore; gate?: RequestGate } = {},
+    ) {
       const connection = connectRedis(server.url);
       await connection.connect();
       cleanups.push(() => connection.disconnect());
@@ -103,6 +107,7 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
         lease: new CoordinatorLease(connection, leaseKey, id),
         queue,
         client,
+        gate: options.gate ?? budget,
         planner,
         clock,
         logger: pino({ level: 'silent' }),
@@ -120,7 +125,7 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
         await running;
       };
       cleanups.push(halt);
-      return { coordinator, connection, halt, leases };
+      return { coordinator, connection, halt, leases, events };
     }
 
     /** Moves the clock one lease period on, and lets the renewals it starts reach Redis and come back. */
@@ -130,11 +135,12 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
       for (let i = 0; i < 5; i++) await turn();
     }
 
-    const job = (executionId: string) => queue.getJob(executionId);
+    const job = async (executionId: string) =>
+      (await queue.getJobs()).find((j) => j?.data.executionId === executionId);
     return { clock, emulator, task, leaseKey, queue, polls, replica, renewalPeriod, job };
   }
 
-  it('takes a free lease, then polls for the cluster and queues each claim under its execution id', async () => {
+  it('takes a free lease, then polls for the cluster and queues each claim under its execution id and claim instant', async () => {
     const c = await cluster();
     const a = await c.replica('a');
     await eventually(() => a.coordinator.coordinating, 'a to take the lease');
@@ -147,6 +153,7 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
     expect(a.coordinator.wake()).toBe(1);
     await eventually(async () => (await c.job(queued.id)) !== undefined, 'the claim in the queue');
     const job = await c.job(queued.id);
+    expect(job?.id).toMatch(new RegExp(`^${queued.id}@\\d+$`));
     expect(job?.data).toMatchObject({
       executionId: queued.id,
       taskId: c.task.id,
@@ -189,6 +196,34 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
     await a.halt();
     expect(await redis.get(c.leaseKey)).toBe('b');
     expect(a.leases).toEqual(['held', 'lost: lost the coordinator lease']);
+  });
+
+  it('drops a poll that waited in the budget while its term ended (a stall): it never leaves', async () => {
+    const c = await cluster();
+    // A budget that holds the poll as a stalled process would, and lets it through once told.
+    let letThrough: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (letThrough = resolve));
+    let waiting = 0;
+    const gate: RequestGate = {
+      acquire: async () => {
+        waiting++;
+        await held;
+      },
+    };
+    const a = await c.replica('a', { gate });
+    const fenced: string[] = [];
+    a.events.on('fenced', ({ request }) => fenced.push(request));
+    await eventually(() => a.coordinator.coordinating, 'a to take the lease');
+    c.emulator.enqueueExecution(c.task.id, {});
+    a.coordinator.wake();
+    await eventually(() => waiting === 1, 'the poll to wait in the budget');
+    await redis.set(c.leaseKey, 'b', 'PX', 60_000);
+    await c.renewalPeriod();
+    letThrough();
+    await eventually(() => fenced.length === 1, 'the poll to be dropped');
+    await eventually(() => !a.coordinator.coordinating, 'a to end its term');
+    expect(c.polls()).toBe(0);
+    expect(fenced).toEqual(['poll']);
   });
 
   it('counts a Redis that does not answer as a lost lease, and ends its term', async () => {

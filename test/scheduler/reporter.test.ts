@@ -69,3 +69,37 @@ describe('Reporter', () => {
     ]);
   });
 });
+
+describe('Reporter with a fence', () => {
+  it('sends nothing, and stops retrying, once the fence says this process no longer owns the execution', async () => {
+    const emulator = new Emulator({ apiKeys: [KEY] });
+    const url = await emulator.listen();
+    const client = new ServiceClient({ baseUrl: url, apiKey: KEY });
+    cleanups.push(async () => {
+      await client.close();
+      await emulator.close();
+    });
+    const queued = emulator.enqueueExecution(emulator.createTask({ key: 't' }).id, {});
+    await client.pollTask(queued.taskId);
+    const reporter = new Reporter({
+      client,
+      clock: systemClock,
+      logger: pino({ level: 'silent' }),
+      backoff: { baseMs: 20, maxMs: 50 },
+    });
+    let asked = 0;
+    const result = await reporter.report(queued.id, { status: 'COMPLETED', output: {} }, undefined, {
+      mayReport: () => Promise.resolve(++asked < 1),
+    });
+    expect(result).toEqual({ delivered: false, attempts: 0, fenced: true });
+    expect(asked).toBe(1);
+    expect(emulator.execution(queued.id)!.reports).toHaveLength(0);
+    expect(emulator.requests().filter((r) => r.operation === 'executions.report')).toHaveLength(0);
+
+    const owned = await reporter.report(queued.id, { status: 'COMPLETED', output: {} }, undefined, {
+      mayReport: () => Promise.resolve(true),
+    });
+    expect(owned).toEqual({ delivered: true, attempts: 1 });
+    expect(emulator.execution(queued.id)!.reports).toHaveLength(1);
+  });
+});
