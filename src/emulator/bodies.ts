@@ -7,7 +7,7 @@ import { isPlainObject, plainObject } from '../schema/plain-object.ts';
 import { firstIssue, issuePath, record } from '../schema/record.ts';
 import { InvalidFaultRuleError, InvalidTaskDefinitionError } from './errors.ts';
 import type { FaultRule } from './types.ts';
-import type { VariableChanges } from './store.ts';
+import type { VariableChanges } from './types.ts';
 
 const json = (value: unknown): string => JSON.stringify(value) ?? 'undefined';
 const nonNegativeInteger = (message: string) =>

@@ -12,7 +12,9 @@ import type {
   Variable,
 } from '../api/types.ts';
 import { parseTaskDefinition } from './bodies.ts';
-import type { EmulatedExecution } from './types.ts';
+import type { EmulatedExecution, VariableChanges } from './types.ts';
+
+export type { VariableChanges } from './types.ts';
 
 /** The v2 file record the emulator answers; the service does not document its fields. */
 export interface EmulatedFile {
@@ -29,9 +31,6 @@ export interface EmulatedVariable {
   variable: Variable;
   version: number;
 }
-
-/** What a variable update may change (part 4.7); checked by the service layer before it reaches the store. */
-export type VariableChanges = Pick<Variable, 'key' | 'name' | 'value' | 'secret' | 'status'>;
 
 export class Store {
   readonly #clock: Clock;

@@ -1,7 +1,7 @@
 // Public shapes of the emulator: its options, what it records about executions and requests, and the
 // rules of its fault table. Kept apart from the server so callers can import types without runtime code.
 import type { Clock } from '../clock/clock.ts';
-import type { JsonObject, Operation, ReportStatus, TaskExecution } from '../api/types.ts';
+import type { JsonObject, Operation, ReportStatus, TaskExecution, Variable } from '../api/types.ts';
 
 /** Request budgets per API key (service API part 8). 0 or Infinity disables that limit. */
 export interface EmulatorLimits {
@@ -88,3 +88,6 @@ export type FaultRule = {
     // Destroy the socket without handling the request.
     | { kind: 'drop' }
   );
+
+/** What a variable update may change (part 4.7); checked by the service layer before it reaches the store. */
+export type VariableChanges = Pick<Variable, 'key' | 'name' | 'value' | 'secret' | 'status'>;
