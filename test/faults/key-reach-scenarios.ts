@@ -179,6 +179,12 @@ export function keyReach(options: KeyReachOptions): Promise<KeyReach> {
     );
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    // A daemon that cannot start as `user` (e.g. the checkout, or node, below a folder of mode 0700) says so.
+    child.on('error', (error) => {
+      stderr +=
+        `could not start the daemon as uid ${options.user ?? 'self'}: ${error.message}; node (${process.execPath}) ` +
+        `and the checkout (${REPO_ROOT}) must be reachable by that user (each parent folder o+x)`;
+    });
     try {
       await rig.waitUntil(() => rig.reportsOf(execution.id).length > 0 || child.exitCode !== null, 30_000);
       const report = rig.reportsOf(execution.id)[0];
