@@ -56,7 +56,7 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, ...RUN_ALONE],
           // Most of the suite's time is spent waiting on the key's windows (5/s, 50/min) with real daemons, not
           // on the CPU: more forks than cores overlap those waits. On two cores vitest's default is one fork.
-          maxWorkers: 3,
+          maxWorkers: 4,
         },
       },
       {
