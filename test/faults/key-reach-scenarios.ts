@@ -5,8 +5,8 @@
 // first characters (its input), and reports what it found per place, so the key never travels in its output.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, chown, mkdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { REPO_ROOT } from '../cli/process.ts';
 import { withRig, type FaultRig } from './rig.ts';
 
@@ -142,7 +142,40 @@ async function handOver(rig: FaultRig, user: number): Promise<void> {
   await chown(rig.stateDir, user, user);
 }
 
-export function keyReach(options: KeyReachOptions): Promise<KeyReach> {
+/**
+ * Lets any user pass through (o+x, not list) the folders above the checkout and node, as a checkout below a
+ * `mktemp -d` folder (mode 0700) would otherwise refuse the daemon's user; returns what puts the modes back.
+ */
+async function letThrough(paths: string[]): Promise<() => Promise<void>> {
+  const changed: { folder: string; mode: number }[] = [];
+  const seen = new Set<string>();
+  for (const path of paths) {
+    for (let folder = dirname(path); !seen.has(folder); folder = dirname(folder)) {
+      seen.add(folder);
+      const mode = (await stat(folder)).mode & 0o7777;
+      if ((mode & 0o001) === 0) {
+        await chmod(folder, mode | 0o001);
+        changed.push({ folder, mode });
+      }
+      if (dirname(folder) === folder) break;
+    }
+  }
+  return async () => {
+    for (const { folder, mode } of changed.reverse()) await chmod(folder, mode);
+  };
+}
+
+export async function keyReach(options: KeyReachOptions): Promise<KeyReach> {
+  const restore =
+    options.user === undefined ? () => Promise.resolve() : await letThrough([REPO_ROOT, process.execPath]);
+  try {
+    return await reachAs(options);
+  } finally {
+    await restore();
+  }
+}
+
+function reachAs(options: KeyReachOptions): Promise<KeyReach> {
   return withRig({}, async (rig) => {
     const taskId = await rig.addTask(
       { key: REACH_TASK, inputKeys: ['keySha256', 'keyLength', 'keyPrefix'], outputKeys: [...PLACES] },
