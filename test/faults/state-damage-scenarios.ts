@@ -1,6 +1,7 @@
 // Issue 26, items 4 and 5: damaged and lost state. Each scenario runs the real `df-worker start` against the
 // emulator at the key's real limits (5/s, 50/min) and returns what the service saw; state-damage.test.ts
 // asserts on it and bench:faults can print it (STATE_DAMAGE_SCENARIOS).
+import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -241,7 +242,14 @@ export function vanishedLock(): Promise<VanishedLockResult> {
     // The daemon may write into it while it goes (a heartbeat, a record): rm retries a folder that refilled.
     await rm(rig.stateDir, { recursive: true, force: true, maxRetries: 5 });
     const lostLine = 'df-worker lost its state folder';
-    await rig.waitUntil(() => logged(first, lostLine) !== undefined, 3_000);
+    // The second daemon starts once the first noticed and left its hand-over budget.json: one started before
+    // (a loaded machine can delay the notice past 3 s) is the window the guarantees name as not covered.
+    await rig.waitFor(() => logged(first, lostLine) !== undefined, 'the first daemon to notice', 15_000);
+    await rig.waitFor(
+      () => existsSync(join(rig.stateDir, 'budget.json')),
+      'the hand-over budget.json',
+      15_000,
+    );
     const line = logged(first, lostLine);
     const noticedAt = line ? Date.parse(String(line.time)) : undefined;
     const secondStartedAt = Date.now();
