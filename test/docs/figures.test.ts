@@ -1,4 +1,4 @@
-// The costs the guides quote (a handler worker's memory, its first attempt) come from one measurement: the bench
+// The costs the guides quote (a handler worker's memory, its first attempt, the daemon's own) come from one measurement: the bench
 // writes bench/figures.json, `npm run docs` copies each figure into the guides' figure blocks, and a guide that
 // quotes such a cost in its own words fails here, so two guides cannot give two figures again.
 import { readFile } from 'node:fs/promises';
@@ -19,11 +19,15 @@ const GUIDES = [
 
 const read = (file: string) => readFile(path.join(REPO_ROOT, file), 'utf8');
 
-/** Ways a guide has quoted a worker's cost by hand: memory per worker, the sizing formula, a first attempt. */
+/**
+ * Ways a guide has quoted a cost by hand: a worker's memory, the pod-sizing formula and the daemon's allowance in
+ * it, a new worker's first attempt.
+ */
 const HAND_QUOTED_COSTS = [
   /\d[\d.,]*\s*MB (?:less |more )?per (?:warm |idle |new )?(?:handler )?(?:worker|process|thread)/i,
   /\b(?:worker|process|thread)s?\b[^.|()]{0,30}?\b(?:costs?|holds?|carr(?:y|ies)|adds?|takes?|uses?|with)\b[^.|()]{0,20}?[~≈]?\d[\d.,]*\s*MB/i,
   /DF_HANDLER_MEMORY_MB`?\s*\+\s*\d/,
+  /\bplus (?:about |~|some )?\d[\d.,]*\s*MB\b/i,
   /first attempt[^.|()]{0,30}?\d[\d.]*(?:[–-]\d[\d.]*)?\s*(?:s|ms)\b/i,
 ];
 
@@ -71,7 +75,12 @@ describe('figure blocks', () => {
     const scripts = (JSON.parse(await read('package.json')) as { scripts: Record<string, string> }).scripts;
     const figures = readFigures();
     expect(Object.keys(figures)).toEqual(
-      expect.arrayContaining(['process-worker-private-mb', 'process-worker-rss-mb', 'thread-worker-mb']),
+      expect.arrayContaining([
+        'process-worker-private-mb',
+        'process-worker-rss-mb',
+        'thread-worker-mb',
+        'daemon-peak-rss-mb',
+      ]),
     );
     for (const [name, figure] of Object.entries(figures)) {
       const script = /^npm run (\S+)/.exec(figure.command)?.[1];
@@ -92,6 +101,7 @@ describe('a handler worker cost in the guides', () => {
       'size the pod for `DF_CONCURRENCY × (DF_HANDLER_MEMORY_MB + 50 MB)` plus about 100 MB',
       'the next attempt starts a new one (its first attempt takes 0.1–0.4 s more)',
       'a process worker costs ~40 MB',
+      '`DF_CONCURRENCY × (DF_HANDLER_MEMORY_MB + 50)` plus ~100 MB for the daemon',
     ];
     for (const quote of quotes) expect(handQuotedCosts(quote), quote).not.toEqual([]);
     // Other memory figures near the word "worker" are not a worker's cost.
@@ -108,7 +118,9 @@ describe('a handler worker cost in the guides', () => {
   it('is quoted by the guides that size a pod or compare the isolation modes', async () => {
     for (const file of ['handlers/README.md', 'helm/README.md']) {
       const names = [...(await read(file)).matchAll(FIGURE_BLOCK)].map((m) => m[1]);
-      expect(names, file).toContain('process-worker-private-mb');
+      expect(names, file).toEqual(
+        expect.arrayContaining(['process-worker-private-mb', 'daemon-peak-rss-mb']),
+      );
     }
   });
 });
