@@ -115,6 +115,13 @@ describe('a handler worker cost in the guides', () => {
     expect(handQuotedCosts(await read(file))).toEqual([]);
   });
 
+  it.each(GUIDES)('%s never starts a line with a figure block', async (file) => {
+    // A line that starts with `<!--` opens an HTML block: the paragraph breaks there and the rest of the line is
+    // shown raw, Markdown unread.
+    const lines = (await read(file)).split('\n').filter((line) => /^\s*(?:[-*] )?<!-- figure:/.test(line));
+    expect(lines).toEqual([]);
+  });
+
   it('is quoted by the guides that size a pod or compare the isolation modes', async () => {
     for (const file of ['handlers/README.md', 'helm/README.md']) {
       const names = [...(await read(file)).matchAll(FIGURE_BLOCK)].map((m) => m[1]);
