@@ -7,6 +7,8 @@
 //   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --starts 5 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2' --built]
 // With --snapshot DIR, each daemon writes a heap snapshot of its main thread after the idle phase and after the
 // drain, into DIR/<configuration> (node --heapsnapshot-signal, through NODE_OPTIONS).
+// The daemon's idle and peak resident memory (of `built` with --built, else of `now`) are written to
+// bench/figures.json, which the guides quote through `npm run docs`; --no-write leaves it alone.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
@@ -16,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Emulator } from '../src/emulator/index.ts';
+import { writeFigures } from '../src/docs/figures.ts';
 
 const { values } = parseArgs({
   options: {
@@ -31,6 +34,7 @@ const { values } = parseArgs({
     built: { type: 'boolean', default: false },
     // The commit before issue 10's footprint work.
     'baseline-ref': { type: 'string', default: 'face1c1' },
+    'no-write': { type: 'boolean', default: false },
   },
 });
 const idleSeconds = Number(values['idle-s']);
@@ -410,6 +414,28 @@ console.log(['figure', ...names].join(' | '));
 console.log(['---', ...names.map(() => '---')].join(' | '));
 for (const [label, read] of rows)
   console.log([label, ...names.map((n) => String(read(results[n]!)))].join(' | '));
+const quoted = results.built ?? results.now;
+if (quoted !== undefined && !values['no-write']) {
+  const command = `npm run bench:footprint -- --only ${results.built ? 'built --built' : 'now'}`;
+  const setting = `${taskCount} tasks, ${results.built ? "the build with the image's NODE_OPTIONS" : 'from source'}`;
+  const written = await writeFigures([
+    {
+      name: 'daemon-idle-rss-mb',
+      value: quoted.idle.rssMb,
+      unit: 'MB',
+      meaning: `the daemon's resident memory idle after ${idleSeconds} s, ${setting}`,
+      command,
+    },
+    {
+      name: 'daemon-peak-rss-mb',
+      value: quoted.drain.peakRssMb,
+      unit: 'MB',
+      meaning: `the daemon's peak resident memory draining ${backlog} executions with the limits lifted, ${setting}`,
+      command,
+    },
+  ]);
+  console.log(`\nWritten to ${written}: daemon-idle-rss-mb, daemon-peak-rss-mb.`);
+}
 await rm(CONFIGURATIONS.before!.root, { recursive: true, force: true });
 for (const { compileCache } of Object.values(CONFIGURATIONS)) {
   if (compileCache !== undefined) await rm(compileCache, { recursive: true, force: true });

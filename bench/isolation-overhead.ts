@@ -3,8 +3,11 @@
 // - cold start: the first attempt on a new worker (spawn, import of the handler module);
 // - latency: p50/p99 of one trivial execution at a time through the runner (no service, no journal);
 // - backlog: 2,000 executions with 2 ms of CPU each at concurrency 4: throughput and p50/p99;
-// - memory: resident memory per idle worker, and peak resident memory under the backlog.
-//   npm run bench:isolation [-- --executions 1000 --backlog 2000]
+// - memory: resident and private (anonymous) memory per warm idle worker, and peak resident memory under the
+//   backlog.
+// The per-worker memory and the first attempt are written to bench/figures.json, which the guides quote through
+// `npm run docs` (src/docs/figures.ts); --no-write leaves it alone.
+//   npm run bench:isolation [-- --executions 1000 --backlog 2000 --no-write]
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,12 +24,14 @@ import { registerSelfResolution } from '../src/handlers/self-resolve.ts';
 import { inlineHost, type AttemptHost } from '../src/runner/attempt-host.ts';
 import { runExecution } from '../src/runner/run-execution.ts';
 import { HandlerPool } from '../src/sandbox/handler-pool.ts';
+import { writeFigures, type Figure } from '../src/docs/figures.ts';
 
 const { values } = parseArgs({
   options: {
     mode: { type: 'string' },
     executions: { type: 'string', default: '1000' },
     backlog: { type: 'string', default: '2000' },
+    'no-write': { type: 'boolean', default: false },
   },
 });
 const MODES = ['none', 'thread', 'process'] as const;
@@ -39,6 +44,10 @@ interface Figures {
   p50Ms: number;
   p99Ms: number;
   idleRssPerWorkerMb: number;
+  /** Anonymous memory (heap, Buffers, native): what each more worker adds to a container's memory. */
+  idlePrivatePerWorkerMb: number;
+  /** Workers alive when the per-worker figures were read. */
+  warmWorkers: number;
   backlogSeconds: number;
   backlogPerSecond: number;
   backlogP50Ms: number;
@@ -52,9 +61,10 @@ export default defineTask({
   key: 'bench',
   inputKeys: ['n'],
   outputKeys: ['n2'],
-  handle: (input: { n: number; cpuMs?: number }) => {
+  handle: async (input: { n: number; cpuMs?: number; waitMs?: number }) => {
     const until = performance.now() + (input.cpuMs ?? 0);
     while (performance.now() < until) {}
+    if (input.waitMs) await new Promise((resolve) => setTimeout(resolve, input.waitMs));
     return { n2: input.n * 2 };
   },
 });
@@ -113,7 +123,9 @@ async function compare(): Promise<void> {
         `${r.p99Ms.toFixed(3)} ms`,
         r === base ? '(baseline)' : `+${(r.p50Ms - base.p50Ms).toFixed(3)} ms`,
         r === base ? '(baseline)' : `+${(r.p99Ms - base.p99Ms).toFixed(3)} ms`,
-        r.mode === 'none' ? '-' : `${r.idleRssPerWorkerMb.toFixed(1)} MB`,
+        r.mode === 'none'
+          ? '-'
+          : `${r.idleRssPerWorkerMb.toFixed(1)} MB (${r.idlePrivatePerWorkerMb.toFixed(1)} MB private, ${r.warmWorkers} workers)`,
         `${r.backlogSeconds.toFixed(2)} s (${r.backlogPerSecond.toFixed(0)}/s)`,
         `${r.backlogP50Ms.toFixed(2)} / ${r.backlogP99Ms.toFixed(2)} ms`,
         `${r.peakRssMb.toFixed(0)} MB`,
@@ -124,6 +136,59 @@ async function compare(): Promise<void> {
     `\n${CONCURRENCY} workers, ${values.executions} sequential executions of a trivial handler, then a backlog ` +
       `of ${values.backlog} executions of 2 ms CPU each at concurrency ${CONCURRENCY} on ${process.platform}.`,
   );
+  if (!values['no-write']) {
+    const written = await writeFigures(isolationFigures(results));
+    console.log(
+      `\nWritten to ${written}: ${isolationFigures(results)
+        .map((f) => f.name)
+        .join(', ')}.`,
+    );
+  }
+}
+
+/** The figures the guides quote: what a worker of each pool holds and adds per execution, and the backlog. */
+function isolationFigures(results: Figures[]): Figure[] {
+  const command = `npm run bench:isolation -- --executions ${values.executions} --backlog ${values.backlog}`;
+  const base = results.find((r) => r.mode === 'none')!;
+  const figures: Figure[] = [];
+  const add = (name: string, value: number, unit: Figure['unit'], meaning: string) =>
+    figures.push({ name, value, unit, meaning, command });
+  for (const r of results) {
+    add(
+      `isolation-${r.mode}-backlog-ms`,
+      r.backlogSeconds * 1000,
+      'ms',
+      `${values.backlog} executions of 2 ms CPU at concurrency ${CONCURRENCY}, isolation ${r.mode}`,
+    );
+    add(`isolation-${r.mode}-peak-rss-mb`, r.peakRssMb, 'MB', `peak resident memory in that backlog`);
+    if (r.mode === 'none') continue;
+    const worker = r.mode === 'process' ? 'handler process' : 'handler thread';
+    add(`${r.mode}-worker-p50-added-ms`, r.p50Ms - base.p50Ms, 'ms', `p50 of one execution, over none`);
+    add(`${r.mode}-worker-p99-added-ms`, r.p99Ms - base.p99Ms, 'ms', `p99 of one execution, over none`);
+    add(
+      `${r.mode}-worker-first-attempt-ms`,
+      r.coldStartMs,
+      'ms',
+      `a new ${worker}'s first attempt (start, import of the handler), ${CONCURRENCY} started at once`,
+    );
+    if (r.mode === 'thread') {
+      add('thread-worker-mb', r.idleRssPerWorkerMb, 'MB', `resident memory a warm, idle ${worker} adds`);
+    } else {
+      add(
+        'process-worker-private-mb',
+        r.idlePrivatePerWorkerMb,
+        'MB',
+        `private (anonymous) resident memory of a warm, idle ${worker}`,
+      );
+      add(
+        'process-worker-rss-mb',
+        r.idleRssPerWorkerMb,
+        'MB',
+        `resident memory of a warm, idle ${worker}, with the node binary's pages it shares`,
+      );
+    }
+  }
+  return figures;
 }
 
 async function measure(mode: Mode): Promise<void> {
@@ -171,17 +236,24 @@ async function measure(mode: Mode): Promise<void> {
   };
 
   await settle();
-  const rssBefore = await rssMb(pool);
+  const before = await memoryMb(pool);
   // Cold start: the first attempt of each of CONCURRENCY new workers, at once.
   const cold = await Promise.all(Array.from({ length: CONCURRENCY }, (_, n) => runOne({ n })));
+  // The pool adds a worker only when an attempt waited for a busy one: attempts that wait 1.5 s each bring it
+  // to CONCURRENCY warm workers, whose memory is then read idle.
+  await Promise.all(Array.from({ length: CONCURRENCY }, (_, n) => runOne({ n, waitMs: 1_500 })));
+  const warmWorkers = pool?.workers.total ?? 0;
   await settle();
-  const idleRssPerWorkerMb = ((await rssMb(pool)) - rssBefore) / CONCURRENCY;
+  const after = await memoryMb(pool);
+  const perWorker = (mb: number) => (warmWorkers === 0 ? 0 : mb / warmWorkers);
+  const idleRssPerWorkerMb = perWorker(after.rss - before.rss);
+  const idlePrivatePerWorkerMb = perWorker(after.private - before.private);
 
   const latencies: number[] = [];
   for (let n = 0; n < Number(values.executions); n++) latencies.push(await runOne({ n }));
 
-  let peak = await rssMb(pool);
-  const sampler = setInterval(() => void rssMb(pool).then((mb) => (peak = Math.max(peak, mb))), 50);
+  let peak = (await memoryMb(pool)).rss;
+  const sampler = setInterval(() => void memoryMb(pool).then((mb) => (peak = Math.max(peak, mb.rss))), 50);
   const queue = new PQueue({ concurrency: CONCURRENCY });
   const backlog: number[] = [];
   const started = performance.now();
@@ -201,6 +273,8 @@ async function measure(mode: Mode): Promise<void> {
     p50Ms: percentile(latencies, 0.5),
     p99Ms: percentile(latencies, 0.99),
     idleRssPerWorkerMb,
+    idlePrivatePerWorkerMb,
+    warmWorkers,
     backlogSeconds,
     backlogPerSecond: backlog.length / backlogSeconds,
     backlogP50Ms: percentile(backlog, 0.5),
@@ -217,16 +291,23 @@ async function settle(): Promise<void> {
   }
 }
 
-/** Resident memory of this process and of the pool's worker processes, in MB. */
-async function rssMb(pool: HandlerPool | undefined): Promise<number> {
-  let total = process.memoryUsage.rss();
-  for (const pid of new Set(pool?.workerPids() ?? [])) {
-    if (pid === process.pid) continue;
+/**
+ * Resident memory of this process and of the pool's worker processes, in MB: all of it, and its private
+ * (anonymous) part, without the file-backed pages of the node binary that every process shares.
+ */
+async function memoryMb(pool: HandlerPool | undefined): Promise<{ rss: number; private: number }> {
+  const pids = [process.pid, ...new Set(pool?.workerPids() ?? [])].filter(
+    (pid, i) => i === 0 || pid !== process.pid,
+  );
+  let rss = 0;
+  let anonymous = 0;
+  for (const pid of pids) {
     const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-    if (kb !== undefined) total += Number(kb) * 1024;
+    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+    rss += kb('VmRSS');
+    anonymous += kb('RssAnon');
   }
-  return total / 2 ** 20;
+  return { rss: rss / 1024, private: anonymous / 1024 };
 }
 
 function percentile(values: number[], p: number): number {

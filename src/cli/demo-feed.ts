@@ -22,8 +22,24 @@ const CSVS: JsonObject[] = [
   { csv: 'a,b\n"unterminated,2\n' }, // bad CSV: fails with the line number
 ];
 
+/**
+ * The execution fed at this index (the fifth) lacks the last input key its task declares, whatever the handlers:
+ * `--executions 9` shows that failure (FAILED at once, naming the key, the handler never called) beside the
+ * example handlers' bad-data failures.
+ */
+export const MISSING_KEY_AT = 4;
+
 /** The i-th sample input for one of the handlers, cycling through tasks so every one gets work. */
 export function demoInput(i: number, handlers: TaskModule[], webhookUrl: string): DemoInput {
+  const sample = sampleInput(i, handlers, webhookUrl);
+  const handler = handlers[i % handlers.length]!;
+  const dropped = handler.inputKeys.at(-1)?.key;
+  if (i !== MISSING_KEY_AT || dropped === undefined) return sample;
+  const { [dropped]: _left, ...input } = sample.input;
+  return { taskKey: sample.taskKey, input };
+}
+
+function sampleInput(i: number, handlers: TaskModule[], webhookUrl: string): DemoInput {
   const handler = handlers[i % handlers.length]!;
   const n = Math.floor(i / handlers.length);
   switch (handler.key) {

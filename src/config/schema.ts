@@ -95,14 +95,14 @@ export const schema = {
       env: 'DF_HANDLER_ISOLATION',
       default: 'process',
       values: ['thread', 'process', 'none'],
-      doc: "Where handler attempts run: process (a pool of child processes, started when an attempt needs one and ended after DF_HANDLER_IDLE_TIMEOUT_MS idle: a handler that blocks, leaks, exits, crashes, overruns its timeout or runs out of memory, on the heap or off it, fails only its attempt; each process costs about 50 MB while it lives), thread (a pool of worker threads in the daemon's process, lighter, but only the V8 heap is limited: Buffers and native memory count against the daemon's, and some allocations past the heap limit (a large String.replace) abort the whole daemon), or none (on the daemon's own event loop, as a debugging aid: no protection at all).",
+      doc: "Where handler attempts run: process (a pool of child processes, started when an attempt needs one and ended after DF_HANDLER_IDLE_TIMEOUT_MS idle: a handler that blocks, leaks, exits, crashes, overruns its timeout or runs out of memory, on the heap or off it, fails only its attempt; each process holds memory of its own while it lives: see Handler isolation in handlers/README.md), thread (a pool of worker threads in the daemon's process, lighter, but only the V8 heap is limited: Buffers and native memory count against the daemon's, and some allocations past the heap limit (a large String.replace) abort the whole daemon), or none (on the daemon's own event loop, as a debugging aid: no protection at all).",
     }),
     memoryMb: integer({
       env: 'DF_HANDLER_MEMORY_MB',
       default: 512,
       min: 16,
       max: 65_536,
-      doc: "Memory each handler worker may use, in MB: a handler that exceeds it fails its attempt and its worker is replaced. With DF_HANDLER_ISOLATION process, the worker's V8 heap is capped at it and the daemon kills a worker whose anonymous resident memory (heap, Buffers, native allocations) grew by more than it since the worker started (checked every 100 ms); each worker process also carries about 50 MB of Node.js itself, and the kernel ends a handler process, never the daemon, at the container's memory limit. With thread, only the V8 heap is capped. Up to DF_CONCURRENCY workers run at once.",
+      doc: "Memory each handler worker may use, in MB: a handler that exceeds it fails its attempt and its worker is replaced. With DF_HANDLER_ISOLATION process, the worker's V8 heap is capped at it and the daemon kills a worker whose anonymous resident memory (heap, Buffers, native allocations) grew by more than it since the worker started (checked every 100 ms); each worker process also carries Node.js's own memory (measured in Handler isolation, handlers/README.md), and the kernel ends a handler process, never the daemon, at the container's memory limit. With thread, only the V8 heap is capped. Up to DF_CONCURRENCY workers run at once.",
     }),
     maxOutputBytes: integer({
       env: 'DF_HANDLER_MAX_OUTPUT_BYTES',

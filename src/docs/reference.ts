@@ -1,8 +1,10 @@
 // Reference tables generated from the single sources of truth (the configuration schema, the metrics registry, the
-// error catalogue), so the guides cannot drift from the code: `npm run docs` rewrites them, a test fails when they differ.
+// error catalogue), and the measured figures the guides quote (bench/figures.json), so the guides cannot drift from
+// the code or from one another: `npm run docs` rewrites them, a test fails when they differ.
 import { describeConfig } from '../config/describe.ts';
 import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
+import { renderFigures } from './figures.ts';
 
 export const CONFIG_MARKERS = ['<!-- config-table:start -->', '<!-- config-table:end -->'] as const;
 export const METRICS_MARKERS = ['<!-- metrics-table:start -->', '<!-- metrics-table:end -->'] as const;
@@ -52,19 +54,26 @@ export function replaceBetween(text: string, markers: readonly [string, string],
   return `${text.slice(0, start + markers[0].length)}\n${content}\n${text.slice(end)}`;
 }
 
-/** A guide with generated tables, by its path from the repository root, and how to bring them up to date. */
+/** A guide with generated tables or figures, by its path from the repository root, and how to bring them up to date. */
 export interface GeneratedDoc {
   path: string;
   render(text: string): string;
 }
 
-// Each guide wraps its markers in `<!-- prettier-ignore-start -->` ... `<!-- prettier-ignore-end -->`: Prettier would
-// pad every row of these wide tables to the longest one.
+const tables = (markers: readonly [string, string], table: () => string) => (text: string) =>
+  replaceBetween(text, markers, table());
+
+// Each guide wraps its table markers in `<!-- prettier-ignore-start -->` ... `<!-- prettier-ignore-end -->`:
+// Prettier would pad every row of these wide tables to the longest one. Figure blocks sit inline, in any guide.
 export const GENERATED_DOCS: readonly GeneratedDoc[] = [
-  { path: 'config/README.md', render: (text) => replaceBetween(text, CONFIG_MARKERS, configTable()) },
-  { path: 'helm/README.md', render: (text) => replaceBetween(text, METRICS_MARKERS, metricsTable()) },
-  {
-    path: 'src/errors/README.md',
-    render: (text) => replaceBetween(text, ERROR_CODES_MARKERS, errorCodesTable()),
-  },
-];
+  { path: 'README.md' },
+  { path: 'config/README.md', table: tables(CONFIG_MARKERS, configTable) },
+  { path: 'handlers/README.md' },
+  { path: 'helm/README.md', table: tables(METRICS_MARKERS, metricsTable) },
+  { path: 'helm/CLUSTERING.md' },
+  { path: '.github/CONTRIBUTING.md' },
+  { path: 'src/errors/README.md', table: tables(ERROR_CODES_MARKERS, errorCodesTable) },
+].map(({ path, table }: { path: string; table?: (text: string) => string }) => ({
+  path,
+  render: (text: string) => renderFigures(table === undefined ? text : table(text)),
+}));

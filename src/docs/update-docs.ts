@@ -1,5 +1,6 @@
 // `npm run docs`: rewrites the generated tables of the guides (configuration in config/README.md, metrics in
-// helm/README.md, error codes in src/errors/README.md) from the code.
+// helm/README.md, error codes in src/errors/README.md) from the code, and their figure blocks from
+// bench/figures.json.
 import { readFile, writeFile } from 'node:fs/promises';
 import { GENERATED_DOCS } from './reference.ts';
 
@@ -9,8 +10,8 @@ for (const doc of GENERATED_DOCS) {
   const after = doc.render(before);
   if (after !== before) {
     await writeFile(file, after);
-    process.stdout.write(`${doc.path}: generated tables updated\n`);
+    process.stdout.write(`${doc.path}: generated tables and figures updated\n`);
   } else {
-    process.stdout.write(`${doc.path}: generated tables already up to date\n`);
+    process.stdout.write(`${doc.path}: generated tables and figures already up to date\n`);
   }
 }

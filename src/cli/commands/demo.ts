@@ -1,5 +1,5 @@
 // `df-worker demo`: the daemon's main job against the embedded emulator, no account needed. Feeds a stream
-// of executions to the example handlers and prints each outcome as the service records it.
+// of executions to the example handlers and prints each outcome as the service records it, beside its input.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { loadHandlersOrThrow } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { demoInput } from '../demo-feed.ts';
+import { outcomeLine } from '../demo-output.ts';
 import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
 import { EXIT_CONFIG } from './start.ts';
 
@@ -26,7 +27,8 @@ Usage: df-worker demo [--executions N] [--interval-ms MS]
 
 Starts the local emulator with the service's limits (5/s, 50/min, 40,000/month), creates a task for every
 handler in DF_HANDLERS_DIR (default ./handlers), feeds executions to them, and runs the worker against it,
-printing each outcome. Logs (JSON) go to stderr at DF_LOG_LEVEL (default warn for the demo).
+printing each outcome beside the execution's input (the fifth execution lacks a declared input key, to show
+that failure). Logs (JSON) go to stderr at DF_LOG_LEVEL (default warn for the demo).
 
 Options:
   --executions N    exit 0 once N executions are reported (default 0: run until Ctrl-C)
@@ -131,11 +133,15 @@ Options:
           if (!report || seen.has(e.id)) continue;
           seen.add(e.id);
           printed++;
-          const took = e.claimedAt
-            ? ` in ${((Date.parse(report.at) - Date.parse(e.createdAt)) / 1000).toFixed(1)} s`
-            : '';
           say(
-            `${report.status === 'COMPLETED' ? '✔' : '✖'} ${e.id} ${e.taskKey} ${report.status}${took}: ${preview(report.output)}`,
+            outcomeLine({
+              id: e.id,
+              taskKey: e.taskKey,
+              input: e.input,
+              status: report.status,
+              output: report.output,
+              ...(e.claimedAt ? { tookMs: Date.parse(report.at) - Date.parse(e.createdAt) } : {}),
+            }),
           );
         }
         if (wanted > 0 && printed >= wanted) void daemon.stop();
@@ -167,8 +173,3 @@ Options:
     }
   },
 };
-
-function preview(output: unknown): string {
-  const text = JSON.stringify(output);
-  return text.length > 140 ? `${text.slice(0, 137)}...` : text;
-}
