@@ -83,7 +83,8 @@ beforeAll(async () => {
     REPO_ROOT,
   );
   expect(build, 'tsc build').toMatchObject({ code: 0 });
-  const pack = await exec('npm', ['pack', '--json', '--pack-destination', work], staging);
+  // --ignore-scripts: dist/ is built above; the staging copy has no src/ for prepack to build from.
+  const pack = await exec('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], staging);
   expect(pack.code, pack.stderr).toBe(0);
   const [packed] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
   tarball = path.join(work, packed.filename);
