@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The folder holding df-worker's package.json: the parent of src/ or dist/. */
-const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * How to invoke df-worker from `cwd`, given the package's folder: outside any `node_modules` it is a clone (npm
@@ -24,4 +24,9 @@ export function cliInvocation(packageRoot: string = PACKAGE_ROOT, cwd: string = 
 /** `df-worker <args>` as it should be typed here, e.g. `npx df-worker run my-task`. */
 export function cliCommand(args: string): string {
   return `${cliInvocation()} ${args}`;
+}
+
+/** Quotes for a POSIX shell only when needed, so printed commands can be pasted as they are. */
+export function shellQuote(text: string): string {
+  return /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }

@@ -7,7 +7,7 @@ import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
-import { cliCommand } from '../invocation.ts';
+import { cliCommand, shellQuote } from '../invocation.ts';
 import {
   handlerExtension,
   handlerSource,
@@ -195,9 +195,4 @@ function vitestNote(): string {
     if (existsSync(path.join(folder, 'node_modules', 'vitest', 'package.json'))) return '';
     if (path.dirname(folder) === folder) return ' (after `npm i -D vitest`)';
   }
-}
-
-/** Quotes for a POSIX shell only when needed, so printed commands can be pasted as they are. */
-function shellQuote(text: string): string {
-  return /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
