@@ -1,7 +1,7 @@
 // How a new project should depend on df-worker so that `npm i` there installs the very package that made it:
 // the spec the running copy was installed from (a tarball, a git repository, the registry), read from the
 // package.json of the project whose node_modules holds it (npx's own cache folder included).
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface PackageSpec {
@@ -20,20 +20,20 @@ const NAME = 'df-worker';
  * The spec a new project should use for the df-worker in `packageRoot`, at `version`. A relative `file:` spec is
  * made absolute, since the new project lives elsewhere; a registry range becomes `^version`.
  */
-export async function installedPackageSpec(packageRoot: string, version: string): Promise<PackageSpec> {
+export function installedPackageSpec(packageRoot: string, version: string): PackageSpec {
   const segments = path.resolve(packageRoot).split(path.sep);
   const nodeModules = segments.indexOf('node_modules');
   if (nodeModules === -1) return { spec: `file:${path.resolve(packageRoot)}`, from: 'clone' };
   const project = segments.slice(0, nodeModules).join(path.sep) || path.sep;
-  const declared = await declaredSpec(path.join(project, 'package.json'));
+  const declared = declaredSpec(path.join(project, 'package.json'));
   const spec = declared === undefined ? undefined : usableSpec(declared, project);
   return spec === undefined ? { spec: `^${version}`, from: 'version' } : { spec, from: 'installed' };
 }
 
-async function declaredSpec(manifestFile: string): Promise<string | undefined> {
+function declaredSpec(manifestFile: string): string | undefined {
   let manifest: Record<string, unknown>;
   try {
-    manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as Record<string, unknown>;
+    manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Record<string, unknown>;
   } catch {
     return undefined; // no package.json (a global install's prefix) or not JSON: nothing to learn from it
   }

@@ -64,7 +64,7 @@ describe('installedPackageSpec', () => {
       }),
     });
     const root = path.join(cache, '_npx', '4f2a', 'node_modules', 'df-worker');
-    expect(await installedPackageSpec(root, '0.1.0')).toEqual({
+    expect(installedPackageSpec(root, '0.1.0')).toEqual({
       spec: `file:${path.join(cache, 'work', 'df-worker-0.1.0.tgz')}`,
       from: 'installed',
     });
@@ -77,7 +77,7 @@ describe('installedPackageSpec', () => {
         'package.json': JSON.stringify({ dependencies: { 'df-worker': spec } }),
       });
       const root = path.join(project, 'node_modules', 'df-worker');
-      expect(await installedPackageSpec(root, '0.1.0')).toEqual({ spec, from: 'installed' });
+      expect(installedPackageSpec(root, '0.1.0')).toEqual({ spec, from: 'installed' });
     },
   );
 
@@ -87,15 +87,15 @@ describe('installedPackageSpec', () => {
     });
     const global = await tempDir();
     for (const root of [project, global]) {
-      expect(await installedPackageSpec(path.join(root, 'node_modules', 'df-worker'), '0.3.1')).toEqual({
+      expect(installedPackageSpec(path.join(root, 'node_modules', 'df-worker'), '0.3.1')).toEqual({
         spec: '^0.3.1',
         from: 'version',
       });
     }
   });
 
-  it('links a clone of the repository as a folder', async () => {
-    expect(await installedPackageSpec('/home/me/df-worker', '0.1.0')).toEqual({
+  it('links a clone of the repository as a folder', () => {
+    expect(installedPackageSpec('/home/me/df-worker', '0.1.0')).toEqual({
       spec: 'file:/home/me/df-worker',
       from: 'clone',
     });

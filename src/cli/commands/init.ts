@@ -161,7 +161,7 @@ Options:
     const own = ownManifest();
     const packageSpec: PackageSpec =
       option === undefined
-        ? await installedPackageSpec(PACKAGE_ROOT, own.version)
+        ? installedPackageSpec(PACKAGE_ROOT, own.version)
         : { spec: option, from: 'installed' };
     const template = templateFor(dir, own, packageSpec);
     let written: string[];
