@@ -2,12 +2,13 @@
 # Container image of the df-worker daemon: a build stage compiles src/ to dist/, the runtime stage holds production
 # dependencies, dist/, config/ and the example handlers, and runs as the unprivileged `node` user on a read-only root.
 
-# Debian rather than Alpine: the `node` devDependency downloads a glibc Node binary during `npm ci`, which cannot run
-# on musl, and user handlers that pull in native npm modules get the glibc builds they usually ship.
+# Debian rather than Alpine: user handlers that pull in native npm modules get the glibc builds they usually ship.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# --ignore-scripts: the package's `prepare` would build before src/ is copied (the build is the step below), and the
+# `node` devDependency's download is not needed on an image that has Node 24.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build

@@ -11,6 +11,7 @@ const LONGEST_FILES = [
   'test/faults/lost-budget-file.test.ts',
   'test/faults/restart-windows.test.ts',
   'test/cli/package.test.ts',
+  'test/cli/package-clone.test.ts',
   'test/faults/network.test.ts',
   'test/faults/handler-faults.test.ts',
   'test/daemon/throughput.test.ts',

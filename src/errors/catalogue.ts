@@ -131,6 +131,11 @@ export const ERROR_CATALOGUE = {
     meaning: '`df-worker new` would overwrite a handler or its test; nothing was written',
     errors: ['ScaffoldExistsError'],
   },
+  DFW_CLI_INIT_NOT_EMPTY: {
+    meaning:
+      '`df-worker init` was given a folder that is not empty; nothing was written (`--force` writes anyway)',
+    errors: ['ProjectFolderNotEmptyError'],
+  },
   DFW_CLI_NO_DEV_SESSION: {
     meaning: 'No `df-worker dev` session runs for this state folder',
     errors: ['NoDevSessionError'],

@@ -13,6 +13,7 @@ import {
 } from './define-task.ts';
 import { HandlerLoadError, HandlerLoadErrors, HandlersDirectoryError } from './load-errors.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
+import { packageScope } from './module-scope.ts';
 import { registerSelfResolution } from './self-resolve.ts';
 
 /** A task module together with the file it came from. */
@@ -136,7 +137,8 @@ async function loadHandlerFile(file: string): Promise<LoadedHandler> {
   try {
     namespace = (await import(pathToFileURL(path.resolve(file)).href)) as { default?: unknown };
   } catch (error) {
-    throw new HandlerLoadError(file, describeImportFailure(error), { cause: error });
+    const message = (await describeCommonJsScope(file, error)) ?? describeImportFailure(error);
+    throw new HandlerLoadError(file, message, { cause: error });
   }
 
   const exported = namespace.default;
@@ -167,6 +169,35 @@ async function loadHandlerFile(file: string): Promise<LoadedHandler> {
     );
   }
   return { ...task, file };
+}
+
+/**
+ * The fix for an ES module that Node read as CommonJS: a `.ts`/`.js` handler using `import` or `export` under a
+ * package.json that does not say `"type": "module"` (`npm init` writes `"commonjs"`). Undefined for any other
+ * failure.
+ */
+async function describeCommonJsScope(file: string, error: unknown): Promise<string | undefined> {
+  if (!(error instanceof SyntaxError)) return undefined;
+  if (!/Cannot use import statement outside a module|Unexpected token 'export'/.test(error.message)) {
+    return undefined;
+  }
+  const extension = path.extname(file);
+  if (extension !== '.ts' && extension !== '.js') return undefined;
+  const { scope, packageJson } = await packageScope(path.dirname(file));
+  if (scope === 'module') return undefined;
+  const renamed = `${path.basename(file, extension)}${extension === '.ts' ? '.mts' : '.mjs'}`;
+  const where =
+    packageJson === undefined
+      ? `no package.json above it says "type": "module"`
+      : `${packageJson} does not say "type": "module"`;
+  const addType =
+    packageJson === undefined
+      ? `create a package.json with "type": "module" in ${path.dirname(path.resolve(file))} or a folder above`
+      : `add "type": "module" to ${packageJson}`;
+  return (
+    `is an ES module (it uses import/export), but Node loads it as CommonJS because ${where}; ` +
+    `rename it to ${renamed}, or ${addType} (${error.message})`
+  );
 }
 
 function describeImportFailure(error: unknown): string {

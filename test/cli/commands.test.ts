@@ -10,6 +10,7 @@ describe('the command table', () => {
       'demo',
       'emulator',
       'dev',
+      'init',
       'new',
       'run',
       'tasks',
@@ -21,7 +22,7 @@ describe('the command table', () => {
     expect(usage).toMatch(/^ {2}journal +show the executions the state folder still owes the service/m);
   });
 
-  it.each(['dev', 'new', 'run', 'tasks', 'check', 'journal'])(
+  it.each(['dev', 'init', 'new', 'run', 'tasks', 'check', 'journal'])(
     'gives %s a help text starting with its usage',
     (name) => {
       expect(commands.get(name)!.help.trim()).toMatch(new RegExp(`^Usage: df-worker ${name}\\b`));

@@ -262,6 +262,8 @@ describe('df-worker dev', () => {
     const stale = await enqueue(dir, 'Ada');
     expect(stale.code).toBe(1);
     expect(stale.stderr).toMatch(/no dev session is running: .* was left by process \d+, which is gone/);
+    // Run from this repo's source, the command to start one is the npm script that works in a clone.
+    expect(stale.stderr).toContain('start one with `npm run cli -- dev`');
     const bad = await cli(['dev', '--enqueue', 'greet', '{"name":'], {}, dir);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('the input is not valid JSON: unexpected end of input');

@@ -2,18 +2,15 @@
 // (`npm init -y`, so "type": "commonjs"), then the handler guide's path (handlers/README.md) through `npx df-worker`: new, run, check, the
 // generated vitest file, and start against the emulator. Offline-capable: the project's lockfile pins the
 // dependencies to this repo's package-lock.json, whose tarballs `npm ci` left in the npm cache.
-import { execFile, execFileSync, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeVersionProblem } from '../../src/runtime/node-version.ts';
+import { childEnv, exec, firstMatch, pinDependencies } from './packed-project.ts';
 import { REPO_ROOT } from './run-cli.ts';
-
-const execFileAsync = promisify(execFile);
 
 /** A Node older than df-worker supports, found on the machine (e.g. the distribution's), to prove the guard. */
 const OLD_NODE = ['/usr/bin/node', '/usr/local/bin/node'].find((file) => {
@@ -25,39 +22,6 @@ const OLD_NODE = ['/usr/bin/node', '/usr/local/bin/node'].find((file) => {
     return false;
   }
 });
-
-/** The child's environment: this run's Node first on PATH (npx runs on it), no DF_* or npm script variables. */
-function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (name.startsWith('DF_') || name === 'FORCE_COLOR') continue;
-    if (name.startsWith('npm_') && name !== 'npm_config_cache') continue;
-    env[name] = value;
-  }
-  env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`;
-  return { ...env, ...extra };
-}
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a program to completion in `cwd`; never rejects on a non-zero exit (the test asserts the code). */
-async function exec(file: string, args: string[], cwd: string, env = childEnv()): Promise<Result> {
-  try {
-    const { stdout, stderr } = await execFileAsync(file, args, { cwd, env, timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number | string; stdout?: string; stderr?: string };
-    return {
-      code: typeof failed.code === 'number' ? failed.code : null,
-      stdout: failed.stdout ?? '',
-      stderr: `${failed.stderr ?? ''}${typeof failed.code === 'string' ? failed.code : ''}`,
-    };
-  }
-}
 
 let work: string;
 let project: string;
@@ -83,7 +47,8 @@ beforeAll(async () => {
     REPO_ROOT,
   );
   expect(build, 'tsc build').toMatchObject({ code: 0 });
-  const pack = await exec('npm', ['pack', '--json', '--pack-destination', work], staging);
+  // --ignore-scripts: dist/ is built above; the staging copy has no src/ for prepack to build from.
+  const pack = await exec('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], staging);
   expect(pack.code, pack.stderr).toBe(0);
   const [packed] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
   tarball = path.join(work, packed.filename);
@@ -101,49 +66,6 @@ beforeAll(async () => {
 afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });
 });
-
-/**
- * Adds the tarball to the project as `npm i <tarball>` would, with a lockfile whose other entries are this
- * repo's production dependencies: `npm ci --prefer-offline` then finds every tarball in the npm cache.
- */
-async function pinDependencies(dir: string, file: string): Promise<void> {
-  const lock = JSON.parse(await readFile(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, { dev?: boolean; version?: string } & Record<string, unknown>>;
-  };
-  const manifest = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as Record<
-    string,
-    unknown
-  >;
-  const ownRoot = lock.packages[''] ?? {};
-  const spec = `file:${path.relative(dir, file)}`;
-  manifest.dependencies = { 'df-worker': spec };
-  await writeFile(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  const integrity = `sha512-${createHash('sha512')
-    .update(await readFile(file))
-    .digest('base64')}`;
-  const packages: Record<string, unknown> = {
-    '': { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies },
-    'node_modules/df-worker': {
-      version: ownRoot.version,
-      resolved: spec,
-      integrity,
-      dependencies: ownRoot.dependencies,
-      bin: ownRoot.bin,
-      engines: ownRoot.engines,
-    },
-  };
-  for (const [key, entry] of Object.entries(lock.packages)) {
-    if (key !== '' && entry.dev !== true) packages[key] = entry;
-  }
-  const projectLock = {
-    name: manifest.name,
-    version: manifest.version,
-    lockfileVersion: 3,
-    requires: true,
-    packages,
-  };
-  await writeFile(path.join(dir, 'package-lock.json'), `${JSON.stringify(projectLock, null, 2)}\n`);
-}
 
 describe('the packed package', () => {
   it('ships the compiled code, its types, the templates and the default config, without source maps', () => {
@@ -267,17 +189,3 @@ describe('the packed package', () => {
     },
   );
 });
-
-/** Resolves with the first capture group of `pattern` once a child's output shows it. */
-function firstMatch(stream: NodeJS.ReadableStream, pattern: RegExp): Promise<string> {
-  let text = '';
-  return new Promise((resolve, reject) => {
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk: string) => {
-      text += chunk;
-      const match = pattern.exec(text);
-      if (match) resolve(match[1] ?? match[0]);
-    });
-    stream.once('end', () => reject(new Error(`output ended without ${String(pattern)}:\n${text}`)));
-  });
-}

@@ -10,6 +10,9 @@ import { afterEach, vi } from 'vitest';
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = path.join(REPO_ROOT, 'src/cli/main.ts');
 
+/** The longest a command run by `cli` may take, in ms: far beyond any of them on a loaded 2-core machine. */
+const CLI_TIMEOUT_MS = 120_000;
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -25,6 +28,8 @@ export function cli(args: string[], env: Record<string, string> = {}, cwd = REPO
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A command that hangs is killed (SIGTERM) rather than outliving its test; code is then null.
+    timeout: CLI_TIMEOUT_MS,
   });
   let stdout = '';
   let stderr = '';

@@ -267,6 +267,35 @@ describe('loadHandlers under Node (child process)', () => {
     );
   });
 
+  it('names both fixes for an ES module handler in a CommonJS project, and loads it once one is applied', async () => {
+    // npm init -y writes "type": "commonjs": the README's `.ts` handler then fails as CommonJS.
+    const project = await handlersDir({
+      'package.json': '{ "name": "my-project", "type": "commonjs" }\n',
+      'handlers/slugify.ts': [
+        "import { defineTask } from 'df-worker';",
+        "export default defineTask({ key: 'slugify', handle: () => ({}) });",
+      ].join('\n'),
+      'handlers/plain.js': "export default { key: 'plain', handle: () => ({}) };\n",
+    });
+    const manifest = path.join(project, 'package.json');
+    const { errors } = await loadWithNode(path.join(project, 'handlers'));
+    expect(errors?.map((e) => e.message)).toEqual([
+      expect.stringContaining(
+        `plain.js: is an ES module (it uses import/export), but Node loads it as CommonJS because ${manifest} ` +
+          `does not say "type": "module"; rename it to plain.mjs, or add "type": "module" to ${manifest}`,
+      ),
+      expect.stringContaining(
+        `slugify.ts: is an ES module (it uses import/export), but Node loads it as CommonJS`,
+      ),
+    ]);
+    expect(errors![1]!.message).toContain(`rename it to slugify.mts, or add "type": "module" to ${manifest}`);
+
+    await writeFile(manifest, '{ "name": "my-project", "type": "module" }\n');
+    const fixed = await loadWithNode(path.join(project, 'handlers'));
+    expect(fixed.errors).toEqual([]);
+    expect(fixed.loaded?.map((h) => h.key)).toEqual(['plain', 'slugify']);
+  });
+
   it("loads the repository's example handlers and skips their tests", async () => {
     const result = await loadWithNode('handlers');
     expect(result.errors).toEqual([]);

@@ -16,6 +16,7 @@ import { createLogger } from '../../telemetry/logger.ts';
 import { isPlainObject } from '../../schema/plain-object.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { enqueueIntoSession } from '../dev/enqueue.ts';
+import { cliCommand } from '../invocation.ts';
 import { HandlerSet } from '../dev/handler-set.ts';
 import { HandlerWatch } from '../dev/handler-watch.ts';
 import {
@@ -305,7 +306,6 @@ function printBanner(say: (line: string) => void, b: Banner): void {
   const first = b.handlers[0];
   const example = first?.key ?? 'my-task';
   const input = JSON.stringify(Object.fromEntries((first?.inputKeys ?? []).map((k) => [k.key, '...'])));
-  const cli = cliHint();
   say(`df-worker dev: emulator on ${b.url} (API key ${DEV_KEY})`);
   say(`  admin routes: ${b.url}/__admin (Authorization: Bearer ${b.adminToken})`);
   say(`  worker: ${b.workerUrl} (/metrics, /readyz, POST /wake)`);
@@ -318,17 +318,12 @@ function printBanner(say: (line: string) => void, b: Banner): void {
   );
   say(`  session file: ${path.relative(process.cwd(), b.file)}`);
   say('Enqueue from another terminal:');
-  say(`  ${cli} --enqueue ${example} '${input}'`);
+  say(`  ${cliCommand(`dev --enqueue ${example} '${input}'`)}`);
   say(
     `  curl -X POST ${b.url}/__admin/executions -H 'authorization: Bearer ${b.adminToken}' ` +
       `-H 'content-type: application/json' -d '{"taskKey":"${example}","input":${input}}'`,
   );
   say('Ctrl-C stops the session.');
-}
-
-/** How to run this command where it runs: from a source checkout through npm, else the installed bin. */
-function cliHint(): string {
-  return import.meta.url.endsWith('.ts') ? 'npm run dev --' : 'df-worker dev';
 }
 
 /** Prints each tracked execution once it has its first report, with its pickup and report times. */

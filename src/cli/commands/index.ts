@@ -4,6 +4,7 @@ import { checkCommand } from './check.ts';
 import { demoCommand } from './demo.ts';
 import { devCommand } from './dev.ts';
 import { emulatorCommand } from './emulator.ts';
+import { initCommand } from './init.ts';
 import { journalCommand } from './journal.ts';
 import { newCommand } from './new.ts';
 import { runCommand } from './run.ts';
@@ -16,6 +17,7 @@ export const commands = new Map<string, Command>(
     demoCommand,
     emulatorCommand,
     devCommand,
+    initCommand,
     newCommand,
     runCommand,
     tasksCommand,

@@ -1,21 +1,21 @@
 // `df-worker new <task-key>`: scaffolds a handler module and its test in the handlers folder, so a new task
 // starts from code that already loads, runs and passes its test.
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
-import { cliCommand } from '../invocation.ts';
+import { cliCommand, shellQuote } from '../invocation.ts';
 import {
   handlerExtension,
   handlerSource,
   handlerTestSource,
   SAMPLE_INPUT,
   type HandlerLanguage,
-  type ModuleScope,
 } from '../templates/handler.ts';
+import { packageScope, type PackageScope } from '../../handlers/module-scope.ts';
 import { EXIT_CONFIG } from './start.ts';
 import type { ErrorCode } from '../../errors/catalogue.ts';
 
@@ -26,43 +26,12 @@ const HANDLER_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
 export interface Scaffold {
   handlerFile: string;
   testFile: string;
-  /** The module scope of the handlers folder (see ModuleScope) and the package.json that sets it, if any. */
+  /**
+   * The module scope of the handlers folder and the package.json that sets it, if any. A package.json without
+   * `"type": "module"` (or none at all) scaffolds `.mts`: an ES module whatever the project says, so nothing in
+   * the user's package.json is changed.
+   */
   scope: PackageScope;
-}
-
-/** The nearest package.json above a folder and whether it makes `.ts`/`.js` files ES modules. */
-export interface PackageScope {
-  scope: ModuleScope;
-  /** Absolute path of that package.json; undefined when there is none up to the root. */
-  packageJson: string | undefined;
-}
-
-/**
- * The module scope Node applies to files in `dir` (which may not exist yet): the `type` of the nearest
- * package.json, as Node looks it up. A package.json without `"type": "module"` (or none at all) scaffolds
- * `.mts`: it is an ES module whatever the project says, so nothing in the user's package.json is changed.
- */
-export async function packageScope(dir: string): Promise<PackageScope> {
-  for (let folder = path.resolve(dir); ; folder = path.dirname(folder)) {
-    const file = path.join(folder, 'package.json');
-    let text: string | undefined;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
-    }
-    if (text !== undefined) {
-      let type: unknown;
-      try {
-        type = (JSON.parse(text) as { type?: unknown }).type;
-      } catch {
-        type = undefined;
-      }
-      return { scope: type === 'module' ? 'module' : 'commonjs', packageJson: file };
-    }
-    if (path.dirname(folder) === folder) return { scope: 'commonjs', packageJson: undefined };
-  }
 }
 
 /**
@@ -226,9 +195,4 @@ function vitestNote(): string {
     if (existsSync(path.join(folder, 'node_modules', 'vitest', 'package.json'))) return '';
     if (path.dirname(folder) === folder) return ' (after `npm i -D vitest`)';
   }
-}
-
-/** Quotes for a POSIX shell only when needed, so printed commands can be pasted as they are. */
-function shellQuote(text: string): string {
-  return /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }

@@ -4,6 +4,7 @@
 import type { JsonObject } from '../../api/types.ts';
 import type { EmulatedExecution } from '../../emulator/index.ts';
 import type { DevSession } from './session-file.ts';
+import { cliCommand } from '../invocation.ts';
 
 export interface EnqueueOptions {
   session: DevSession;
@@ -85,7 +86,7 @@ function adminClient(session: DevSession): AdminCall {
     } catch (error) {
       throw new Error(
         `the dev session's emulator at ${session.url} does not answer (${(error as Error).message}); ` +
-          'is `df-worker dev` still running?',
+          `is \`${cliCommand('dev')}\` still running?`,
         { cause: error },
       );
     }

@@ -5,6 +5,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as v from 'valibot';
 import type { ErrorCode } from '../../errors/catalogue.ts';
+import { cliCommand } from '../invocation.ts';
 
 /** Name of the session file in the state folder (DF_STATE_DIR, default ./.state). */
 export const SESSION_FILE_NAME = 'dev-session.json';
@@ -76,7 +77,7 @@ export async function readLiveSession(stateDir: string): Promise<DevSession> {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
       throw new NoDevSessionError(
-        `no dev session found: ${file} does not exist; start one with \`df-worker dev\` in this folder ` +
+        `no dev session found: ${file} does not exist; start one with \`${cliCommand('dev')}\` in this folder ` +
           '(or point DF_STATE_DIR / --state-dir at the state folder of the one running)',
       );
     }
@@ -85,7 +86,7 @@ export async function readLiveSession(stateDir: string): Promise<DevSession> {
   if (!isAlive(session.pid)) {
     throw new NoDevSessionError(
       `no dev session is running: ${file} was left by process ${session.pid}, which is gone; start one ` +
-        'with `df-worker dev`',
+        `with \`${cliCommand('dev')}\``,
     );
   }
   return session;

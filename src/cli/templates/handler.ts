@@ -1,18 +1,12 @@
 // The text `df-worker new` writes: a starter handler module and its vitest file, in erasable TypeScript or
 // plain ESM JavaScript. The generated test must pass as written, so it shares the sample below with our tests.
+import type { ModuleScope } from '../../handlers/module-scope.ts';
 
 export type HandlerLanguage = 'ts' | 'js';
 
 /** Input the generated test feeds the generated handler, and the output the handler returns for it. */
 export const SAMPLE_INPUT = { text: 'hello' } as const;
 export const SAMPLE_OUTPUT = { result: 'HELLO' } as const;
-
-/**
- * Whether Node reads a `.ts` or `.js` file in the handlers folder as an ES module: only when the nearest
- * package.json says `"type": "module"`. Otherwise (`npm init` writes `"type": "commonjs"`) the templates'
- * `import` statements need the `.mts`/`.mjs` extension, which is an ES module under any package.json.
- */
-export type ModuleScope = 'module' | 'commonjs';
 
 /** Extension of the handler module (and, before `.test`, of its test) for a language and module scope. */
 export function handlerExtension(

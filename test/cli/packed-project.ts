@@ -1,0 +1,109 @@
+// Helpers of the package tests: a project that installs df-worker from a tarball without the network, and the
+// programs (npm, npx, the bin) run in it to completion or until their output shows a line.
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from './run-cli.ts';
+
+const execFileAsync = promisify(execFile);
+
+/** The child's environment: this run's Node first on PATH (npx runs on it), no DF_* or npm script variables. */
+export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name.startsWith('DF_') || name === 'FORCE_COLOR') continue;
+    if (name.startsWith('npm_') && name !== 'npm_config_cache') continue;
+    env[name] = value;
+  }
+  env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`;
+  return { ...env, ...extra };
+}
+
+export interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a program to completion in `cwd`, killed after `timeoutMs`; never rejects on a non-zero exit (the test
+ * asserts the code).
+ */
+export async function exec(
+  file: string,
+  args: string[],
+  cwd: string,
+  env = childEnv(),
+  timeoutMs = 60_000,
+): Promise<Result> {
+  try {
+    const { stdout, stderr } = await execFileAsync(file, args, { cwd, env, timeout: timeoutMs });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number | string; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : null,
+      stdout: failed.stdout ?? '',
+      stderr: `${failed.stderr ?? ''}${typeof failed.code === 'string' ? failed.code : ''}`,
+    };
+  }
+}
+
+/**
+ * Adds the tarball to the project as `npm i <tarball>` would, with a lockfile whose other entries are this
+ * repo's production dependencies: `npm ci --prefer-offline` then finds every tarball in the npm cache.
+ */
+export async function pinDependencies(dir: string, file: string): Promise<void> {
+  const lock = JSON.parse(await readFile(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; version?: string } & Record<string, unknown>>;
+  };
+  const manifest = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  const ownRoot = lock.packages[''] ?? {};
+  const spec = `file:${path.relative(dir, file)}`;
+  manifest.dependencies = { 'df-worker': spec };
+  await writeFile(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  const integrity = `sha512-${createHash('sha512')
+    .update(await readFile(file))
+    .digest('base64')}`;
+  const packages: Record<string, unknown> = {
+    '': { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies },
+    'node_modules/df-worker': {
+      version: ownRoot.version,
+      resolved: spec,
+      integrity,
+      dependencies: ownRoot.dependencies,
+      bin: ownRoot.bin,
+      engines: ownRoot.engines,
+    },
+  };
+  for (const [key, entry] of Object.entries(lock.packages)) {
+    if (key !== '' && entry.dev !== true) packages[key] = entry;
+  }
+  const projectLock = {
+    name: manifest.name,
+    version: manifest.version,
+    lockfileVersion: 3,
+    requires: true,
+    packages,
+  };
+  await writeFile(path.join(dir, 'package-lock.json'), `${JSON.stringify(projectLock, null, 2)}\n`);
+}
+
+/** Resolves with the first capture group of `pattern` once a child's output shows it. */
+export function firstMatch(stream: NodeJS.ReadableStream, pattern: RegExp): Promise<string> {
+  let text = '';
+  return new Promise((resolve, reject) => {
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      const match = pattern.exec(text);
+      if (match) resolve(match[1] ?? match[0]);
+    });
+    stream.once('end', () => reject(new Error(`output ended without ${String(pattern)}:\n${text}`)));
+  });
+}
