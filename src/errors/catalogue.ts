@@ -16,6 +16,11 @@ export const ERROR_CATALOGUE = {
       'A setting (`DF_*` variable, `DF_CONFIG` file or option) is invalid; the message lists every one',
     errors: ['ConfigError'],
   },
+  DFW_CONFIG_UNKNOWN_SETTING: {
+    meaning:
+      'A `DF_*` variable is no df-worker setting (a typo?); `check` fails on it unless it is in `DF_IGNORE_UNKNOWN`',
+    errors: ['UnknownSettingsError'],
+  },
   DFW_NODE_UNSUPPORTED: {
     meaning: 'The Node.js running df-worker is older than it needs',
     errors: ['UnsupportedNodeError'],

@@ -86,6 +86,29 @@ describe('df-worker start logs', () => {
     expect(cli.stdout()).not.toContain('"stack"');
   });
 
+  it('name a DF_* variable that is no setting, with the setting it was meant to be, and start anyway', async () => {
+    emulator.createTask({ key: 'pricing' });
+    cli = runCli(['start'], env({ DF_API_KYE: KEY, DF_HANDLER_TIMOUT_MS: '100', DF_FEATURE_FLAGS: 'x' }));
+    await waitFor(() => cli!.logs().some((line) => line.msg === 'df-worker started'), 'the start', 15_000);
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+    const unknown = cli.logs().filter((line) => line.code === 'DFW_CONFIG_UNKNOWN_SETTING');
+    expect(unknown).toEqual([
+      expect.objectContaining({
+        level: 40,
+        variable: 'DF_API_KYE',
+        suggestion: 'DF_API_KEY',
+        msg: 'DF_API_KYE is not a df-worker setting; did you mean DF_API_KEY?',
+      }),
+      expect.objectContaining({ level: 40, variable: 'DF_FEATURE_FLAGS' }),
+      expect.objectContaining({
+        level: 40,
+        msg: 'DF_HANDLER_TIMOUT_MS is not a df-worker setting; did you mean DF_HANDLER_TIMEOUT_MS?',
+      }),
+    ]);
+    expect(cli.stdout()).not.toContain(KEY);
+  });
+
   const script = '/usr/bin/script';
   it.skipIf(!existsSync(script))(
     'are readable on a terminal by default, and JSON there with DF_LOG_PRETTY=false',

@@ -26,7 +26,7 @@ import {
   writeSessionFile,
 } from '../dev/session-file.ts';
 import { describeStartupFailure, runDaemon, type RunningDaemon } from '../run-daemon.ts';
-import { describeJsonError } from './run.ts';
+import { describeJsonError, warnUnknownSettings } from './run.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 const DEV_KEY = 'dev-key';
@@ -171,8 +171,10 @@ async function session(options: SessionOptions): Promise<number> {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`df-worker dev: ${describeError(error)}\n`);
+    warnUnknownSettings('dev');
     return EXIT_CONFIG;
   }
+  warnUnknownSettings('dev', config);
   const workDir = await mkdtemp(path.join(tmpdir(), 'df-worker-dev-'));
   const adminToken = randomBytes(16).toString('hex');
   let daemon: RunningDaemon | undefined;

@@ -9,6 +9,8 @@ import { ConfigError } from '../../config/errors.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { MAX_TIMER_MS } from '../../config/formats.ts';
 import { loadConfig } from '../../config/load.ts';
+import type { WorkerConfig } from '../../config/schema.ts';
+import { unknownSettingWarnings } from '../../config/unknown-settings.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { backoffFromConfig } from '../../daemon/service-wiring.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
@@ -258,8 +260,10 @@ Options:
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       process.stderr.write(`df-worker run: ${describeError(error)}\n`);
+      warnUnknownSettings('run');
       return EXIT_CONFIG;
     }
+    warnUnknownSettings('run', config);
     const handler = await findHandler(values.dir ?? config.handlers.dir, key);
     if (handler === undefined) return 1;
 
@@ -299,6 +303,16 @@ Options:
     return outcome.status === 'COMPLETED' ? 0 : 1;
   },
 };
+
+/**
+ * Names, on stderr, each DF_* variable that is no setting, with the setting it was probably meant to be:
+ * `dev` and `run` go on, as `start` does.
+ */
+export function warnUnknownSettings(command: string, config?: WorkerConfig): void {
+  for (const line of unknownSettingWarnings(process.env, config)) {
+    process.stderr.write(`df-worker ${command}: ${line}\n`);
+  }
+}
 
 /** The handler of `key`, with other broken files shown as warnings; undefined (reason printed) when unusable. */
 async function findHandler(dir: string, key: string): Promise<TaskModule | undefined> {
