@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cliCommand } from '../../src/cli/invocation.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { REPO_ROOT, runCli, type CliProcess } from './process.ts';
@@ -107,6 +108,22 @@ describe('df-worker start logs', () => {
       }),
     ]);
     expect(cli.stdout()).not.toContain(KEY);
+  });
+
+  it('name `tasks sync` and the nearest task key for a handler whose task is not on the service', async () => {
+    emulator.createTask({ key: 'pricnig' });
+    cli = runCli(['start'], env({ DF_TASK_SYNC: 'false' }));
+    const missing = () => cli!.logs().find((line) => line.taskKey === 'pricing' && line.level === 40);
+    await waitFor(() => missing() !== undefined, 'the warning', 15_000);
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+    expect(missing()).toMatchObject({
+      file: join(dir, 'handlers', 'pricing.ts'),
+      nearestTaskKey: 'pricnig',
+      msg:
+        "a handler has no task on the service (did you mean pricnig? then correct the handler's key); create its " +
+        `task with \`${cliCommand('tasks sync')}\` or start with DF_TASK_SYNC=true`,
+    });
   });
 
   const script = '/usr/bin/script';

@@ -10,7 +10,7 @@ import { describeError } from '../../errors/catalogue.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
 import { wantsHelp, type Command, parseCommandArgs, usageError } from '../command.ts';
-import { checkOnline } from '../online-check.ts';
+import { checkOnline, type HandlerToCheck } from '../online-check.ts';
 
 export type ConfigCheck =
   { config: WorkerConfig; problems: [] } | { config: undefined; problems: ConfigProblem[] };
@@ -62,12 +62,15 @@ export function checkUnknownSettings(
 }
 
 /** Lines describing the handlers of `dir` and the problems found there (each naming its file). */
-export async function checkHandlers(dir: string): Promise<{ lines: string[]; problems: number }> {
+export async function checkHandlers(
+  dir: string,
+): Promise<{ lines: string[]; problems: number; loaded: HandlerToCheck[] }> {
   try {
     const { handlers, errors } = await loadHandlers(dir);
     const keys = [...handlers.keys()].sort();
     const failed = errors.length === 0 ? '' : `; ${errors.length} failed`;
     return {
+      loaded: keys.map((key) => ({ key, file: handlers.get(key)!.file })),
       lines: [
         `handlers: ${keys.length} loaded from ${dir}${keys.length === 0 ? '' : ` (${keys.join(', ')})`}${failed}`,
         ...errors.map((error) => `  ${error.message}`),
@@ -76,7 +79,7 @@ export async function checkHandlers(dir: string): Promise<{ lines: string[]; pro
     };
   } catch (error) {
     if (!(error instanceof HandlersDirectoryError)) throw error;
-    return { lines: ['handlers: none loaded', `  ${error.message}`], problems: 1 };
+    return { lines: ['handlers: none loaded', `  ${error.message}`], problems: 1, loaded: [] };
   }
 }
 
@@ -92,16 +95,18 @@ every problem found, each naming the setting or the file to fix. Exits 0 when al
 Secrets (the API key, the wake token) are never printed. A DF_* variable that is no setting (DF_API_KYE) is a
 problem, named with the setting it was probably meant to be, unless DF_IGNORE_UNKNOWN lists it.
 
-With --online (DF_API_URL and a key needed), it also sends one request to the service (one page of one task),
+With --online (DF_API_URL and a key needed), it also lists the service's tasks (one request per 1,000 tasks),
 counted in the state folder's budget like the daemon's own, and reports whether the URL reaches the service,
-whether the key is valid, and the month's budget used and left. A worker running on the same state folder holds
-its budget: then nothing is sent, and the budget shown is the one that worker last saved.
+whether the key is valid, whether every loaded handler's task is there (a handler without one is a problem,
+named with its file, the nearest task key and the fix: tasks sync), and the month's budget used and left. A
+worker running on the same state folder holds its budget: then nothing is sent, and the budget shown is the
+one that worker last saved.
 
 Options:
   --dir DIR       handlers folder (default: DF_HANDLERS_DIR, else ./handlers)
   --config FILE   a JSON config file (same as DF_CONFIG=FILE)
   --verbose       also print the whole configuration, secrets redacted
-  --online        also try the service: URL, key and budget (one request)
+  --online        also try the service: URL, key, each handler's task and budget
   --allow-unknown-settings
                   only warn about DF_* variables that are no setting
   -h, --help      this help
@@ -151,7 +156,7 @@ Options:
       if (config === undefined) {
         lines.push('online: not tried (fix the configuration first)');
       } else {
-        const online = await checkOnline(config);
+        const online = await checkOnline(config, handlers.loaded);
         lines.push(...online.lines);
         onlineProblems = online.problems;
       }

@@ -16,6 +16,7 @@ import { describeError } from '../../errors/catalogue.ts';
 import { loadHandlersIsolated, logLoadedHandlers } from '../../sandbox/load-handlers.ts';
 import { handlerEnvironmentFromConfig } from '../../sandbox/secrets.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
+import { cliCommand } from '../invocation.ts';
 
 /** How long after start the compile cache is written, in ms. */
 const COMPILE_CACHE_SAVE_DELAY_MS = 2_000;
@@ -81,7 +82,10 @@ Options:
     });
     handlersLoading?.catch(() => undefined);
     try {
-      const daemon = await runStartDaemon(config, logger, handlersLoading ? { handlersLoading } : {});
+      const daemon = await runStartDaemon(config, logger, {
+        taskSyncCommand: cliCommand('tasks sync'),
+        ...(handlersLoading ? { handlersLoading } : {}),
+      });
       // Every module of the daemon is loaded by now; a daemon that is killed rather than stopped keeps them. Not at
       // once: writing the cache of a first start takes some 100 ms, which would hold up the first polls.
       setTimeout(saveCompileCache, COMPILE_CACHE_SAVE_DELAY_MS).unref();
