@@ -148,8 +148,13 @@ export const ERROR_CATALOGUE = {
     meaning: 'An emulator task definition lacks its key or has a member of the wrong type',
     errors: ['InvalidTaskDefinitionError'],
   },
+  DFW_EMULATOR_VARIABLE_EXISTS: {
+    meaning: 'An emulator variable was created with an id that another variable has',
+    errors: ['VariableExistsError'],
+  },
   DFW_EMULATOR_FAULT_INVALID: {
-    meaning: 'An emulator fault rule is malformed; the message names the rule and the member',
+    meaning:
+      'An emulator fault rule is malformed; the message names the rule and the member, and where the format is',
     errors: ['InvalidFaultRuleError'],
   },
   DFW_EMULATOR_STATE: {
