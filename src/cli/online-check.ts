@@ -75,13 +75,13 @@ async function checkService(config: WorkerConfig, handlers: readonly HandlerToCh
     throw error;
   }
   try {
-    return await sendOne(config, url, handlers);
+    return await askService(config, url, handlers);
   } finally {
     await lock.release();
   }
 }
 
-async function sendOne(
+async function askService(
   config: WorkerConfig,
   url: string,
   handlers: readonly HandlerToCheck[],
