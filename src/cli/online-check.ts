@@ -1,31 +1,46 @@
-// `df-worker check --online`: one request to the service (the first page of its tasks, one task long), counted in
-// the state folder's budget as the daemon counts its own, to say whether the URL reaches the service, whether the
-// key is accepted, and how much of the month's budget is left; and with DF_REDIS_URL, whether Redis answers and
-// is set up as clustered mode needs.
+// `df-worker check --online`: the service's task list (one request per 1,000 tasks), counted in the state folder's
+// budget as the daemon counts its own, to say whether the URL reaches the service, whether the key is accepted,
+// whether every handler's task is there, and how much of the month's budget is left; and with DF_REDIS_URL,
+// whether Redis answers and is set up as clustered mode needs.
 import type { ServiceClient } from '../api/client.ts';
+import type { Task } from '../api/types.ts';
 import { ServiceClientError, ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
 import { BudgetExhaustedError } from '../budget/budget.ts';
 import { systemClock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import { budgetFromConfig, clientFromConfig } from '../daemon/service-wiring.ts';
+import { nearestName } from '../errors/nearest-name.ts';
 import { errorCode } from '../journal/durable-file.ts';
 import { JournalUnavailableError } from '../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../journal/state-lock.ts';
+import { cliCommand } from './invocation.ts';
 
 export interface OnlineCheck {
-  /** Lines to print, starting with `url:`, `key:` and `budget:` (and `redis:` in clustered mode). */
+  /** Lines to print, starting with `url:`, `key:`, `tasks:` and `budget:` (and `redis:` in clustered mode). */
   lines: string[];
-  /** How many of them are problems (the request failed, the key was refused, the folder is unusable). */
+  /**
+   * How many problems they name (the request failed, the key was refused, a handler has no task, the folder
+   * is unusable).
+   */
   problems: number;
 }
 
+/** A loaded handler, as the task check names it: its task key and its file. */
+export interface HandlerToCheck {
+  key: string;
+  file: string;
+}
+
 /**
- * Sends the one request and describes what came back, then tries Redis when DF_REDIS_URL is set; never throws
- * for what the service, Redis or the network does.
+ * Lists the service's tasks and describes what came back, each handler's task among it, then tries Redis when
+ * DF_REDIS_URL is set; never throws for what the service, Redis or the network does.
  */
-export async function checkOnline(config: WorkerConfig): Promise<OnlineCheck> {
-  const service = await checkService(config);
+export async function checkOnline(
+  config: WorkerConfig,
+  handlers: readonly HandlerToCheck[] = [],
+): Promise<OnlineCheck> {
+  const service = await checkService(config, handlers);
   if (config.cluster.redisUrl === '') return service;
   // Loaded only in clustered mode, as the daemon loads it.
   const { probeRedis } = await import('../cluster/redis-probe.ts');
@@ -33,7 +48,7 @@ export async function checkOnline(config: WorkerConfig): Promise<OnlineCheck> {
   return { lines: [...service.lines, ...redis.lines], problems: service.problems + redis.problems };
 }
 
-async function checkService(config: WorkerConfig): Promise<OnlineCheck> {
+async function checkService(config: WorkerConfig, handlers: readonly HandlerToCheck[]): Promise<OnlineCheck> {
   // The configuration refuses a URL with credentials or a query, so it can be shown as it is.
   const url = config.api.url;
   let lock: StateLock | undefined;
@@ -48,6 +63,7 @@ async function checkService(config: WorkerConfig): Promise<OnlineCheck> {
         lines: [
           `url: ${url} (not tried: ${error.message}; its /readyz says whether it reaches the service)`,
           'key: not tried',
+          'tasks: not checked',
           `budget: ${describeMonth(budget)} (as the running worker last saved it)`,
         ],
         problems: 0,
@@ -59,13 +75,17 @@ async function checkService(config: WorkerConfig): Promise<OnlineCheck> {
     throw error;
   }
   try {
-    return await sendOne(config, url);
+    return await askService(config, url, handlers);
   } finally {
     await lock.release();
   }
 }
 
-async function sendOne(config: WorkerConfig, url: string): Promise<OnlineCheck> {
+async function askService(
+  config: WorkerConfig,
+  url: string,
+  handlers: readonly HandlerToCheck[],
+): Promise<OnlineCheck> {
   const budget = budgetFromConfig(config, systemClock);
   try {
     await budget.load();
@@ -80,7 +100,7 @@ async function sendOne(config: WorkerConfig, url: string): Promise<OnlineCheck> 
         problems: 1,
       };
     }
-    const answer = await askForOneTask(client, url);
+    const answer = await askForTasks(client, url, handlers);
     return { lines: [...answer.lines, budgetLine(budget)], problems: answer.problems };
   } finally {
     await client.close();
@@ -88,15 +108,21 @@ async function sendOne(config: WorkerConfig, url: string): Promise<OnlineCheck> 
   }
 }
 
-async function askForOneTask(client: ServiceClient, url: string): Promise<OnlineCheck> {
+async function askForTasks(
+  client: ServiceClient,
+  url: string,
+  handlers: readonly HandlerToCheck[],
+): Promise<OnlineCheck> {
   try {
-    const page = await client.listTasksPage(0, 1);
+    const tasks = await client.listTasks();
+    const matched = checkTasks(tasks, handlers);
     return {
       lines: [
-        `url: ${url} (the service answered; ${page.totalElements} ${page.totalElements === 1 ? 'task' : 'tasks'} there)`,
+        `url: ${url} (the service answered; ${tasks.length} ${tasks.length === 1 ? 'task' : 'tasks'} there)`,
         'key: valid',
+        ...matched.lines,
       ],
-      problems: 0,
+      problems: matched.problems,
     };
   } catch (error) {
     if (error instanceof ServiceError && (error.status === 401 || error.status === 403)) {
@@ -120,6 +146,33 @@ async function askForOneTask(client: ServiceClient, url: string): Promise<Online
     }
     throw error;
   }
+}
+
+/**
+ * A `tasks:` line, then one line per handler whose key no task on the service has: its file, its key, the
+ * nearest task key that no handler serves (a misspelling on one side or the other), and the fix.
+ */
+export function checkTasks(tasks: readonly Task[], handlers: readonly HandlerToCheck[]): OnlineCheck {
+  const keys = new Set(tasks.map((task) => task.key));
+  const missing = handlers.filter((handler) => !keys.has(handler.key));
+  const served = handlers.length - missing.length;
+  const head = `tasks: ${served} of ${handlers.length} ${handlers.length === 1 ? 'handler has its' : 'handlers have their'} task on the service`;
+  if (missing.length === 0) return { lines: [head], problems: 0 };
+  const handled = new Set(handlers.map((handler) => handler.key));
+  const unserved = [...keys].filter((key) => !handled.has(key));
+  const sync = cliCommand('tasks sync');
+  return {
+    lines: [
+      `${head}; ${missing.length} without (create them with \`${sync}\`)`,
+      ...missing.map(({ key, file }) => {
+        const nearest = nearestName(key, unserved);
+        const guess =
+          nearest === undefined ? '' : `; did you mean ${nearest}? (then correct the handler's key)`;
+        return `  ${file}: no task on the service has the key "${key}"${guess}; create it with \`${sync}\``;
+      }),
+    ],
+    problems: missing.length,
+  };
 }
 
 function budgetLine(budget: Budget): string {

@@ -1,5 +1,7 @@
-// The one error configuration loading throws: every bad setting at once, so a user fixes them in one go.
+// The errors of the configuration: every bad setting at once, so a user fixes them in one go; and the DF_*
+// variables that are no setting at all (a warning for `start`, a failure for `check`).
 import type { ErrorCode } from '../errors/catalogue.ts';
+import { describeUnknownSetting, type UnknownSetting } from './unknown-settings.ts';
 
 /** One bad setting. `message` never contains a sensitive value (the API key, the wake token). */
 export interface ConfigProblem {
@@ -31,5 +33,17 @@ export class ConfigError extends Error {
         problems.map(formatProblem).join('\n'),
     );
     this.problems = problems;
+  }
+}
+
+/** DF_* variables that are not settings, each with the setting it was probably meant to be. */
+export class UnknownSettingsError extends Error {
+  override readonly name = 'UnknownSettingsError';
+  readonly code: ErrorCode = 'DFW_CONFIG_UNKNOWN_SETTING';
+  readonly unknown: UnknownSetting[];
+
+  constructor(unknown: UnknownSetting[]) {
+    super(unknown.map(describeUnknownSetting).join('\n'));
+    this.unknown = unknown;
   }
 }

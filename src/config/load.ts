@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import { checkRelations, checkServiceAccess, checkKey } from './checks.ts';
 import { redactUrl } from './describe.ts';
+import { nearestName } from '../errors/nearest-name.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { ConfigError } from './errors.ts';
 import type { ConfigProblem } from './errors.ts';
@@ -169,10 +170,13 @@ function leaves(values: object): string[] {
 }
 
 function undeclaredProblem(setting: string, sources: Sources): ConfigProblem {
-  return {
-    setting,
-    message: `is not a setting df-worker knows${fileSource(setting, sources) ?? ' (from the command-line options)'}; remove it or correct its spelling`,
-  };
+  const source = fileSource(setting, sources) ?? ' (from the command-line options)';
+  const nearest = nearestName(setting, SETTINGS.keys());
+  const remedy =
+    nearest === undefined
+      ? 'remove it or correct its spelling'
+      : `did you mean '${nearest}'? Correct its spelling`;
+  return { setting, message: `is not a setting df-worker knows${source}; ${remedy}` };
 }
 
 const EXPECTED_TYPE: Record<string, string> = {

@@ -311,6 +311,11 @@ export const schema = {
       doc: 'Readable log lines (time, level, message, fields on one line) instead of JSON lines. auto: readable when stdout is a terminal, JSON otherwise (containers, files, pipes); false forces JSON on a terminal too.',
     }),
   },
+  ignoreUnknown: string({
+    env: 'DF_IGNORE_UNKNOWN',
+    default: '',
+    doc: "DF_* environment variables that are not df-worker settings but are meant to be there (another tool's, a handler's own), separated by commas: `start`, `dev`, `run` and `check` name every other unknown DF_* variable, with the setting it was probably meant to be, and `check` fails on them (`check --allow-unknown-settings` only warns).",
+  }),
   shutdownGraceMs: milliseconds({
     env: 'DF_SHUTDOWN_GRACE_MS',
     default: 30_000,

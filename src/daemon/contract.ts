@@ -27,6 +27,11 @@ export interface WorkerOptions {
   events?: WorkerEvents;
   /** How requests reach the service (the month replay: the emulator in process). Default: HTTP. */
   transport?: ServiceTransport;
+  /**
+   * The command that creates the handlers' tasks as a user types it here (`npx df-worker tasks sync` in a
+   * project), named by the warning about a handler without its task. Default: `df-worker tasks sync`.
+   */
+  taskSyncCommand?: string;
 }
 
 export interface Readiness {

@@ -227,7 +227,13 @@ export class DaemonCore<G extends BudgetGate> {
       clock,
     );
     parts.client = client;
-    const registry = new TaskRegistry({ handlers, client, logger, sync: config.tasks.sync });
+    const registry = new TaskRegistry({
+      handlers,
+      client,
+      logger,
+      sync: config.tasks.sync,
+      ...(this.#options.taskSyncCommand === undefined ? {} : { syncCommand: this.#options.taskSyncCommand }),
+    });
     parts.registry = registry;
     const taskList = new TaskList({
       registry,

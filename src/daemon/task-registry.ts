@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
 import type { Task, TaskDefinition } from '../api/types.ts';
+import { nearestName } from '../errors/nearest-name.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 
 export interface RegisteredTask {
@@ -48,17 +49,21 @@ export class TaskRegistry {
   readonly #client: ServiceClient;
   readonly #logger: Logger;
   readonly #sync: boolean;
+  readonly #syncCommand: string;
 
   constructor(options: {
     handlers: ReadonlyMap<string, TaskModule>;
     client: ServiceClient;
     logger: Logger;
     sync: boolean;
+    /** The command that creates missing tasks, as the user types it. Default: `df-worker tasks sync`. */
+    syncCommand?: string;
   }) {
     this.#handlers = options.handlers;
     this.#client = options.client;
     this.#logger = options.logger;
     this.#sync = options.sync;
+    this.#syncCommand = options.syncCommand ?? 'df-worker tasks sync';
   }
 
   get tasks(): RegisteredTask[] {
@@ -96,12 +101,7 @@ export class TaskRegistry {
       if (!before.has(r.task.id))
         this.#logger.info({ taskKey: r.task.key, taskId: r.task.id }, 'serving task');
     }
-    for (const key of match.missing) {
-      this.#logger.warn(
-        { taskKey: key },
-        'a handler has no task on the service; create it there or start with DF_TASK_SYNC=true',
-      );
-    }
+    for (const key of match.missing) this.#warnMissing(key, match.unhandled);
     if (match.unhandled.length > 0) {
       this.#logger.debug(
         { taskKeys: match.unhandled },
@@ -109,5 +109,23 @@ export class TaskRegistry {
       );
     }
     return match;
+  }
+
+  /** A handler without its task: likely a misspelt key when a task of a close key has no handler. */
+  #warnMissing(key: string, unhandled: string[]): void {
+    const nearest = nearestName(key, unhandled);
+    const handler = this.#handlers.get(key);
+    const file = handler !== undefined && 'file' in handler ? handler.file : undefined;
+    const fields = {
+      taskKey: key,
+      ...(typeof file === 'string' ? { file } : {}),
+      ...(nearest === undefined ? {} : { nearestTaskKey: nearest }),
+    };
+    const guess = nearest === undefined ? '' : ` (did you mean ${nearest}? then correct the handler's key)`;
+    this.#logger.warn(
+      fields,
+      `a handler has no task on the service${guess}; create its task with \`${this.#syncCommand}\` ` +
+        'or start with DF_TASK_SYNC=true',
+    );
   }
 }

@@ -1,11 +1,16 @@
 // The admin surface over HTTP (`/__admin/...`): the in-process admin API for tests and tools in other
 // processes. No API key (an admin token when the emulator has one), never rate-limited, never faulted, never in
 // the request log. `GET /__admin` lists the routes below.
-import type { JobContext, JsonObject, Task } from '../api/types.ts';
-import { InvalidFaultRuleError, InvalidTaskDefinitionError, UnknownTaskError } from './errors.ts';
+import type { JobContext, JsonObject, Task, Variable } from '../api/types.ts';
+import {
+  InvalidFaultRuleError,
+  InvalidTaskDefinitionError,
+  UnknownTaskError,
+  VariableExistsError,
+} from './errors.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
-import { parseEnqueue } from './bodies.ts';
-import type { EmulatedExecution, FaultRule, RequestRecord } from './types.ts';
+import { parseEnqueue, parseNewVariable } from './bodies.ts';
+import type { EmulatedExecution, FaultRule, NewVariable, RequestRecord } from './types.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
 import type { Answer } from './wire.ts';
 
@@ -15,6 +20,7 @@ export interface AdminOperations {
   tasks(): Task[];
   enqueueExecution(taskIdOrKey: string, input?: JsonObject, context?: JobContext): EmulatedExecution;
   executions(): EmulatedExecution[];
+  createVariable(variable: NewVariable): Variable & { etag: string };
   execution(id: string): EmulatedExecution | undefined;
   requests(): RequestRecord[];
   setFaults(faults: FaultRule[]): void;
@@ -39,11 +45,20 @@ export const ADMIN_ROUTES: readonly { method: string; path: string; does: string
   { method: 'GET', path: '/__admin/executions', does: 'every execution with its claim and reports' },
   { method: 'GET', path: '/__admin/executions/{id}', does: 'one execution with its claim and reports' },
   {
+    method: 'POST',
+    path: '/__admin/variables',
+    does: 'creates a variable from {id?, key, value, name?, secret?} (id: what ctx.service.variables.get takes)',
+  },
+  {
     method: 'GET',
     path: '/__admin/requests',
     does: 'the log of service requests (status, operation, latency)',
   },
-  { method: 'PUT', path: '/__admin/faults', does: 'replaces the fault table: {rules: [...]}' },
+  {
+    method: 'PUT',
+    path: '/__admin/faults',
+    does: 'replaces the fault table: {rules: [...]} (format: handlers/README.md#fault-rules)',
+  },
   { method: 'DELETE', path: '/__admin/faults', does: 'clears the fault table' },
   {
     method: 'POST',
@@ -85,6 +100,11 @@ export function answerAdmin(
         return enqueue(admin, body, nowMs);
       case 'GET /__admin/executions':
         return jsonAnswer(200, { data: admin.executions() });
+      case 'POST /__admin/variables': {
+        const variable = parseNewVariable(body);
+        if (typeof variable === 'string') return errorAnswer(400, 'BAD_REQUEST', variable, nowMs);
+        return jsonAnswer(201, admin.createVariable(variable));
+      }
       case 'GET /__admin/requests':
         return jsonAnswer(200, { data: admin.requests() });
       case 'PUT /__admin/faults':
@@ -109,6 +129,7 @@ export function answerAdmin(
       return errorAnswer(400, 'BAD_REQUEST', error.message, nowMs);
     }
     if (error instanceof UnknownTaskError) return errorAnswer(404, 'NOT_FOUND', error.message, nowMs);
+    if (error instanceof VariableExistsError) return errorAnswer(409, 'ALREADY_EXISTS', error.message, nowMs);
     throw error;
   }
 }

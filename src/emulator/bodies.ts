@@ -1,12 +1,12 @@
 // The request bodies the emulator accepts, as schemas: task definitions, reports, variable updates, enqueued
 // executions (admin) and fault rules (admin). Each refusal names the first bad member, as the service does.
 import * as v from 'valibot';
-import { OPERATIONS } from '../api/types.ts';
 import type { JobContext, JsonObject, ReportStatus, TaskDefinition } from '../api/types.ts';
 import { isPlainObject, plainObject } from '../schema/plain-object.ts';
 import { firstIssue, issuePath, record } from '../schema/record.ts';
 import { InvalidFaultRuleError, InvalidTaskDefinitionError } from './errors.ts';
-import type { FaultRule } from './types.ts';
+import { EMULATOR_OPERATIONS } from './routes.ts';
+import type { FaultRule, NewVariable } from './types.ts';
 import type { VariableChanges } from './types.ts';
 
 const json = (value: unknown): string => JSON.stringify(value) ?? 'undefined';
@@ -133,7 +133,10 @@ const numberIn = (min: number, max: number, message: string) =>
 const KIND_MESSAGE = "kind must be one of 'status', 'rateLimit', 'latency', 'dropAfterApply', 'drop'";
 const ruleTarget = {
   operation: v.optional(
-    v.picklist(['*', ...OPERATIONS], `operation must be '*' or one of ${OPERATIONS.join(', ')}`),
+    v.picklist(
+      ['*', ...EMULATOR_OPERATIONS],
+      `operation must be '*' or one of ${EMULATOR_OPERATIONS.join(', ')}`,
+    ),
   ),
   taskId: v.optional(v.string('taskId must be a string')),
   probability: v.optional(numberIn(0, 1, 'probability must be a number from 0 to 1')),
@@ -173,12 +176,39 @@ const faultRule = v.lazy((rule) => {
   return typeof kind === 'string' && Object.hasOwn(ruleByKind, kind) ? ruleByKind[kind]! : unknownKind;
 });
 
+/** Where the fault rules' format is written down, with an example of each kind; every refusal points there. */
+export const FAULT_RULES_DOC = 'handlers/README.md#fault-rules (in the df-worker package)';
+
 /** Checks rules that may come from JSON (the admin surface); returns copies safe to keep. */
 export function validateFaultRules(value: unknown): FaultRule[] {
-  if (!Array.isArray(value)) throw new InvalidFaultRuleError('Fault rules must be an array of rule objects.');
+  const refuse = (problem: string) =>
+    new InvalidFaultRuleError(`${problem} The format, with an example of each kind: ${FAULT_RULES_DOC}.`);
+  if (!Array.isArray(value)) {
+    throw refuse('Fault rules must be an array of rule objects: PUT /__admin/faults {"rules": [...]}.');
+  }
   return value.map((rule: unknown, index) => {
     const issue = firstIssue(faultRule, rule);
-    if (issue) throw new InvalidFaultRuleError(`Fault rule #${index} is invalid: ${issue.message}.`);
+    if (issue) throw refuse(`Fault rule #${index} is invalid: ${issue.message}.`);
     return structuredClone(rule) as FaultRule;
   });
+}
+
+const NEW_VARIABLE = 'A variable is created from {id?, key, value, name?, secret?}.';
+const newVariable = record(
+  {
+    id: v.optional(
+      v.pipe(v.string('id must be a non-empty string.'), v.nonEmpty('id must be a non-empty string.')),
+    ),
+    key: v.pipe(v.string('key must be a non-empty string.'), v.nonEmpty('key must be a non-empty string.')),
+    value: v.string('value must be a string.'),
+    name: v.optional(v.string('name must be a string.')),
+    secret: v.optional(v.boolean('secret must be true or false.')),
+  },
+  () => NEW_VARIABLE,
+);
+
+/** An admin variable (`POST /__admin/variables`), or what is wrong with it. */
+export function parseNewVariable(body: unknown): NewVariable | string {
+  const result = v.safeParse(newVariable, body, { abortEarly: true });
+  return result.success ? result.output : result.issues[0].message;
 }

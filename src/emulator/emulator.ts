@@ -9,14 +9,21 @@ import { systemClock } from '../clock/clock.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { JobContext, JsonObject, Task, TaskDefinition, Variable } from '../api/types.ts';
 import { adminIndex, answerAdmin } from './admin.ts';
-import { EmulatorStateError, UnknownTaskError } from './errors.ts';
+import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './errors.ts';
 import { FaultTable } from './faults.ts';
 import { RateLimiter } from './limits.ts';
 import { matchRoute } from './routes.ts';
 import type { RouteMatch } from './routes.ts';
 import { answerService } from './service.ts';
 import { Store } from './store.ts';
-import type { EmulatedExecution, EmulatorOptions, FaultRule, RequestRecord } from './types.ts';
+import type {
+  EmulatedExecution,
+  EmulatorOptions,
+  FaultRule,
+  NewVariable,
+  RequestRecord,
+  VariableChanges,
+} from './types.ts';
 import { errorAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
 import type { Answer, RequestBody } from './wire.ts';
 
@@ -131,21 +138,24 @@ export class Emulator {
     return execution && structuredClone(execution);
   }
 
-  /** Adds a variable at version 1 (ETag `"1"`); every accepted update raises the version by one. */
-  createVariable(variable: {
-    key: string;
-    value: string;
-    name?: string;
-    secret?: boolean;
-  }): Variable & { etag: string } {
-    const { variable: created, version } = this.#store.createVariable({
+  /**
+   * Adds a variable at version 1 (ETag `"1"`); every accepted update raises the version by one. Its id is `id`
+   * when given (VariableExistsError when a variable has it), else the next `variable-N`.
+   */
+  createVariable(variable: NewVariable): Variable & { etag: string } {
+    const changes: VariableChanges = {
       key: variable.key,
       name: variable.name ?? variable.key,
       value: variable.value,
       secret: variable.secret ?? false,
       status: 'ACTIVE',
-    });
-    return { ...structuredClone(created), etag: `"${version}"` };
+    };
+    const stored =
+      variable.id === undefined
+        ? this.#store.createVariable(changes)
+        : this.#store.createVariableWithId(variable.id, changes);
+    if (stored === undefined) throw new VariableExistsError(variable.id!);
+    return { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
   }
 
   /** The variable as stored now, with its ETag; undefined when no variable has this id. */

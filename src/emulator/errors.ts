@@ -31,3 +31,14 @@ export class EmulatorStateError extends Error {
   override name = 'EmulatorStateError';
   readonly code: ErrorCode = 'DFW_EMULATOR_STATE';
 }
+
+/** `createVariable` (or the admin surface) was given an id that a variable has already. */
+export class VariableExistsError extends Error {
+  override name = 'VariableExistsError';
+  readonly code: ErrorCode = 'DFW_EMULATOR_VARIABLE_EXISTS';
+  readonly id: string;
+  constructor(id: string) {
+    super(`A variable has id '${id}' already; give the new one another id, or update it with PUT.`);
+    this.id = id;
+  }
+}

@@ -1,9 +1,8 @@
 // The fault table: rules that make chosen service requests fail the way networks and services do.
 // Rules are tried in order and the first that applies wins; a seeded PRNG decides probabilistic rules.
-import type { Operation } from '../api/types.ts';
 import { validateFaultRules } from './bodies.ts';
 import { mulberry32 } from '../clock/seeded-random.ts';
-import type { FaultRule } from './types.ts';
+import type { EmulatorOperation, FaultRule } from './types.ts';
 
 interface ActiveRule {
   rule: FaultRule;
@@ -32,7 +31,7 @@ export class FaultTable {
   }
 
   /** The rule to apply to a request, spending one use of it; undefined when none applies. */
-  pick(operation: Operation | 'unknown', taskId: string | undefined): FaultRule | undefined {
+  pick(operation: EmulatorOperation | 'unknown', taskId: string | undefined): FaultRule | undefined {
     for (const active of this.#rules) {
       const { rule } = active;
       if (active.remaining <= 0) continue;

@@ -7,11 +7,14 @@ export {
   InvalidFaultRuleError,
   InvalidTaskDefinitionError,
   UnknownTaskError,
+  VariableExistsError,
 } from './errors.ts';
 export type {
   EmulatedExecution,
   EmulatorLimits,
   EmulatorOptions,
+  EmulatorOperation,
   FaultRule,
+  NewVariable,
   RequestRecord,
 } from './types.ts';

@@ -1,14 +1,23 @@
 // Maps a service request's method and path to the operation it performs, accepting both path
 // spellings the service uses (`data-factory`/`data_factory`, `task-executions`/`task_executions`).
-import type { Operation } from '../api/types.ts';
+import { OPERATIONS } from '../api/types.ts';
+import type { EmulatorOperation } from './types.ts';
+
+/** Every operation the routes name, for fault rules that target one. */
+export const EMULATOR_OPERATIONS: readonly EmulatorOperation[] = [
+  ...OPERATIONS,
+  'variables.create',
+  'variables.list',
+  'variables.find',
+];
 
 export interface RouteMatch {
-  operation: Operation;
+  operation: EmulatorOperation;
   /** The id in the path (task, execution, file, variable, job execution), when the route has one. */
   id?: string;
 }
 
-const ROUTES: { method: string; pattern: RegExp; operation: Operation }[] = [
+const ROUTES: { method: string; pattern: RegExp; operation: EmulatorOperation }[] = [
   { method: 'GET', pattern: /^\/v1\/data-factory\/tasks$/, operation: 'tasks.list' },
   { method: 'POST', pattern: /^\/v1\/data-factory\/tasks$/, operation: 'tasks.create' },
   { method: 'GET', pattern: /^\/v1\/data-factory\/tasks\/([^/]+)$/, operation: 'tasks.get' },
@@ -23,6 +32,9 @@ const ROUTES: { method: string; pattern: RegExp; operation: Operation }[] = [
   },
   { method: 'POST', pattern: /^\/v2\/data-factory\/files$/, operation: 'files.upload' },
   { method: 'GET', pattern: /^\/v2\/data-factory\/files\/([^/]+)$/, operation: 'files.get' },
+  { method: 'POST', pattern: /^\/v1\/data-factory\/variables$/, operation: 'variables.create' },
+  { method: 'GET', pattern: /^\/v1\/data-factory\/variables$/, operation: 'variables.list' },
+  { method: 'POST', pattern: /^\/v1\/data-factory\/variables\/find$/, operation: 'variables.find' },
   { method: 'GET', pattern: /^\/v1\/data-factory\/variables\/([^/]+)$/, operation: 'variables.get' },
   { method: 'PUT', pattern: /^\/v1\/data-factory\/variables\/([^/]+)$/, operation: 'variables.update' },
   { method: 'GET', pattern: /^\/v1\/data-factory\/job-executions\/([^/]+)$/, operation: 'jobExecutions.get' },

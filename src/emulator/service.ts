@@ -1,17 +1,19 @@
 // The custom-task surface of the service (tasks, executions, v2 files, variables, job executions), answered
 // from the store.
 // Auth, limits and faults are decided before this runs; here only the operation itself happens.
-import type { Operation } from '../api/types.ts';
+import type { Variable } from '../api/types.ts';
 import { InvalidTaskDefinitionError } from './errors.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { parseReport, parseVariableChanges } from './bodies.ts';
+import { matchesQuery, pageOf, parsePageQuery, parseQuery } from './query.ts';
 import { toWireExecution } from './store.ts';
 import type { EmulatedVariable, Store } from './store.ts';
+import type { EmulatorOperation } from './types.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
 import type { Answer } from './wire.ts';
 
 export interface ServiceRequest {
-  operation: Operation;
+  operation: EmulatorOperation;
   id?: string;
   query: URLSearchParams;
   contentType: string | undefined;
@@ -20,9 +22,6 @@ export interface ServiceRequest {
   body: Buffer;
   nowMs: number;
 }
-
-const MAX_PAGE_SIZE = 1000;
-const DEFAULT_PAGE_SIZE = 10;
 
 export async function answerService(store: Store, request: ServiceRequest): Promise<Answer> {
   const { operation, nowMs } = request;
@@ -62,6 +61,16 @@ export async function answerService(store: Store, request: ServiceRequest): Prom
       const file = store.getFile(id);
       return file ? jsonAnswer(200, file) : notFound(`No file has id '${id}'.`, nowMs);
     }
+    case 'variables.create':
+      return withJsonBody(request, (body) => createVariable(store, body, nowMs));
+    case 'variables.list':
+      return listVariables(store, request.query, undefined, nowMs);
+    case 'variables.find':
+      return withJsonBody(request, (body) => {
+        const query = parseQuery(body);
+        if (typeof query === 'string') return badRequest(`Find: ${query}`, nowMs);
+        return listVariables(store, request.query, (variable) => matchesQuery(query, { ...variable }), nowMs);
+      });
     case 'variables.get': {
       const stored = store.getVariable(id);
       return stored ? versionedAnswer(200, stored) : variableNotFound(id, nowMs);
@@ -79,6 +88,27 @@ export async function answerService(store: Store, request: ServiceRequest): Prom
           : badRequest('A job execution must be created from a JSON object.', nowMs),
       );
   }
+}
+
+/** Part 2.3: a secret variable's value is not answered back on create (an empty string stands for it). */
+function createVariable(store: Store, body: unknown, nowMs: number): Answer {
+  const changes = parseVariableChanges(body);
+  if (typeof changes === 'string') return badRequest(`New variable: ${changes}`, nowMs);
+  const { variable } = store.createVariable(changes);
+  return jsonAnswer(201, variable.secret ? { ...variable, value: '' } : variable);
+}
+
+/** A page of the variables (those `matches` keeps, for find), in creation order unless `sort` says otherwise. */
+function listVariables(
+  store: Store,
+  query: URLSearchParams,
+  matches: ((variable: Variable) => boolean) | undefined,
+  nowMs: number,
+): Answer {
+  const page = parsePageQuery(query);
+  if (typeof page === 'string') return badRequest(page, nowMs);
+  const found = matches === undefined ? store.variables() : store.variables().filter(matches);
+  return jsonAnswer(200, { object: 'list', data: pageOf(found, page), totalElements: found.length });
 }
 
 /** Part 8: the ETag is the version as a quoted string; a mismatched If-Match changes nothing (412). */
@@ -105,16 +135,9 @@ function versionedAnswer(status: number, stored: EmulatedVariable): Answer {
 }
 
 function listTasks(store: Store, query: URLSearchParams, nowMs: number): Answer {
-  const page = query.get('page') ?? '0';
-  const size = query.get('size') ?? String(DEFAULT_PAGE_SIZE);
-  if (!/^\d+$/.test(page)) {
-    return errorAnswer(400, 'BAD_REQUEST', `Page '${page}' is not a page number; pages start at 0.`, nowMs);
-  }
-  if (!/^\d+$/.test(size) || Number(size) < 1 || Number(size) > MAX_PAGE_SIZE) {
-    const message = `Page size '${size}' is outside 1..${MAX_PAGE_SIZE}; ask for at most ${MAX_PAGE_SIZE} per page.`;
-    return errorAnswer(400, 'BAD_REQUEST', message, nowMs);
-  }
-  return jsonAnswer(200, store.listTasks(Number(page), Number(size)));
+  const page = parsePageQuery(query);
+  if (typeof page === 'string') return badRequest(page, nowMs);
+  return jsonAnswer(200, store.listTasks(page.page, page.size));
 }
 
 function report(store: Store, id: string, body: unknown, nowMs: number): Answer {

@@ -178,12 +178,32 @@ export class Store {
     return this.#files.get(id);
   }
 
+  /** Adds a variable at version 1 under the next `variable-N` that no variable has (the service's create). */
   createVariable(changes: VariableChanges): EmulatedVariable {
-    const id = `variable-${++this.#sequence.variable}`;
+    let id: string;
+    do id = `variable-${++this.#sequence.variable}`;
+    while (this.#variables.has(id));
+    return this.#addVariable(id, changes);
+  }
+
+  /**
+   * Adds a variable at version 1 under an id of the caller's (`df-worker dev --variable`, so that a handler's
+   * `ctx.service.variables.get(id)` finds it); undefined when a variable has that id already.
+   */
+  createVariableWithId(id: string, changes: VariableChanges): EmulatedVariable | undefined {
+    return this.#variables.has(id) ? undefined : this.#addVariable(id, changes);
+  }
+
+  #addVariable(id: string, changes: VariableChanges): EmulatedVariable {
     const variable: Variable = { object: 'variable', id, createdAt: this.#isoNow(), ...changes };
     const stored = { variable, version: 1 };
     this.#variables.set(id, stored);
     return stored;
+  }
+
+  /** Every variable, in creation order. */
+  variables(): Variable[] {
+    return [...this.#variables.values()].map((stored) => stored.variable);
   }
 
   getVariable(id: string): EmulatedVariable | undefined {

@@ -3,6 +3,12 @@
 import type { Clock } from '../clock/clock.ts';
 import type { JsonObject, Operation, ReportStatus, TaskExecution, Variable } from '../api/types.ts';
 
+/**
+ * Every service operation the emulator answers: the client's, and the service's variable routes that
+ * df-worker itself never sends (create, list, find) but a test, a tool or a handler's own HTTP client may.
+ */
+export type EmulatorOperation = Operation | 'variables.create' | 'variables.list' | 'variables.find';
+
 /** Request budgets per API key (service API part 8). 0 or Infinity disables that limit. */
 export interface EmulatorLimits {
   /** Requests accepted in any sliding 1 s window. Default 5. */
@@ -49,7 +55,7 @@ export interface RequestRecord {
   method: string;
   /** Path as sent, without the query string. */
   path: string;
-  operation: Operation | 'unknown';
+  operation: EmulatorOperation | 'unknown';
   /** Status answered, or 0 when the connection was dropped without an answer. */
   status: number;
   apiKeyValid: boolean;
@@ -59,10 +65,13 @@ export interface RequestRecord {
   latencyMs?: number;
 }
 
-/** A rule of the fault table. Rules are tried in order; the first that applies to a request wins. */
+/**
+ * A rule of the fault table. Rules are tried in order; the first that applies to a request wins. The format,
+ * with an example of each kind, is in handlers/README.md, "Fault rules".
+ */
 export type FaultRule = {
   /** Operation the rule targets. Default `'*'` (every service request, unknown routes included). */
-  operation?: Operation | '*';
+  operation?: EmulatorOperation | '*';
   /** Restrict to requests about this task (its CRUD and poll, and its executions). */
   taskId?: string;
   /** Chance, 0..1, that the rule applies to a matching request. Default 1. */
@@ -91,3 +100,13 @@ export type FaultRule = {
 
 /** What a variable update may change (part 4.7); checked by the service layer before it reaches the store. */
 export type VariableChanges = Pick<Variable, 'key' | 'name' | 'value' | 'secret' | 'status'>;
+
+/** A variable created in process or by the admin route: `name` defaults to `key`, `secret` to false. */
+export interface NewVariable {
+  /** The variable's id; default: the next `variable-N`, as the service's create gives. */
+  id?: string;
+  key: string;
+  value: string;
+  name?: string;
+  secret?: boolean;
+}

@@ -16,6 +16,11 @@ export const ERROR_CATALOGUE = {
       'A setting (`DF_*` variable, `DF_CONFIG` file or option) is invalid; the message lists every one',
     errors: ['ConfigError'],
   },
+  DFW_CONFIG_UNKNOWN_SETTING: {
+    meaning:
+      'A `DF_*` variable is no df-worker setting (a typo?); `check` fails on it unless it is in `DF_IGNORE_UNKNOWN`',
+    errors: ['UnknownSettingsError'],
+  },
   DFW_NODE_UNSUPPORTED: {
     meaning: 'The Node.js running df-worker is older than it needs',
     errors: ['UnsupportedNodeError'],
@@ -148,8 +153,13 @@ export const ERROR_CATALOGUE = {
     meaning: 'An emulator task definition lacks its key or has a member of the wrong type',
     errors: ['InvalidTaskDefinitionError'],
   },
+  DFW_EMULATOR_VARIABLE_EXISTS: {
+    meaning: 'An emulator variable was created with an id that another variable has',
+    errors: ['VariableExistsError'],
+  },
   DFW_EMULATOR_FAULT_INVALID: {
-    meaning: 'An emulator fault rule is malformed; the message names the rule and the member',
+    meaning:
+      'An emulator fault rule is malformed; the message names the rule and the member, and where the format is',
     errors: ['InvalidFaultRuleError'],
   },
   DFW_EMULATOR_STATE: {

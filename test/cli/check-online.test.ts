@@ -1,8 +1,9 @@
 // `df-worker check --online`: one request to the service, reporting the URL, the key and the month's budget.
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cliCommand } from '../../src/cli/invocation.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { StateLock } from '../../src/journal/state-lock.ts';
 import { cli, tempDir } from './run-cli.ts';
@@ -37,7 +38,8 @@ describe('df-worker check --online', () => {
     const result = await cli(['check', '--online'], env());
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).toContain(
-      `url: ${emulator.url} (the service answered; 1 task there)\nkey: valid\n`,
+      `url: ${emulator.url} (the service answered; 1 task there)\nkey: valid\n` +
+        'tasks: 1 of 1 handler has its task on the service\n',
     );
     expect(result.stdout).toMatch(
       /^budget: 1 of 40000 requests used in \d{4}-\d{2}, 39999 left until \S+ \(DF_BUDGET_PER_MONTH\); at most 5\/s and 50\/min$/m,
@@ -47,6 +49,32 @@ describe('df-worker check --online', () => {
       used: number;
     };
     expect(saved.used).toBe(1);
+  });
+
+  it('names a handler whose task is not on the service, with its file, the nearest task key and the fix; exit 1', async () => {
+    const handlers = path.join(dir, 'handlers');
+    await writeFile(
+      path.join(handlers, 'mine.mjs'),
+      `export default { key: 'my-tsak', handle: () => ({}) };\n`,
+    );
+    await writeFile(
+      path.join(handlers, 'other.mjs'),
+      `export default { key: 'report', handle: () => ({}) };\n`,
+    );
+    emulator.createTask({ key: 'good' });
+    emulator.createTask({ key: 'my-task' });
+    const result = await cli(['check', '--online'], env());
+    expect(result.code).toBe(1);
+    const sync = cliCommand('tasks sync');
+    expect(result.stdout).toContain(
+      `tasks: 1 of 3 handlers have their task on the service; 2 without (create them with \`${sync}\`)\n` +
+        `  ${path.join(handlers, 'mine.mjs')}: no task on the service has the key "my-tsak"; did you mean ` +
+        `my-task? (then correct the handler's key); create it with \`${sync}\`\n` +
+        `  ${path.join(handlers, 'other.mjs')}: no task on the service has the key "report"; create it with \`${sync}\`\n`,
+    );
+    expect(result.stdout).toMatch(/^check failed: 2 problems/m);
+    // The whole list in one request (up to 1,000 tasks a page), as before the task check.
+    expect(emulator.requests().map((request) => request.operation)).toEqual(['tasks.list']);
   });
 
   it('says the key is invalid, without printing it, and exits 1', async () => {

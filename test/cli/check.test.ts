@@ -82,4 +82,54 @@ describe('df-worker check', () => {
     expect(result.stdout).toContain('handlers: 1 loaded');
     expect(result.stdout + result.stderr).not.toContain(SECRET);
   });
+
+  it('exits 1 naming each DF_* variable that is no setting with the setting it was meant to be', async () => {
+    const dir = await tempDir({ 'good.mjs': GOOD_HANDLER });
+    const result = await cli(['check'], {
+      DF_HANDLERS_DIR: dir,
+      DF_API_URL: 'http://127.0.0.1:9',
+      DF_API_KEY: SECRET,
+      DF_API_KYE: SECRET,
+      DF_HANDLER_TIMOUT_MS: '100',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^config: ok /m);
+    expect(result.stdout).toContain(
+      'settings: 2 unknown DF_* variables (correct them, list those another tool reads in DF_IGNORE_UNKNOWN, ' +
+        'or pass --allow-unknown-settings)\n' +
+        '  error DFW_CONFIG_UNKNOWN_SETTING: DF_API_KYE is not a df-worker setting; did you mean DF_API_KEY?\n' +
+        '  error DFW_CONFIG_UNKNOWN_SETTING: DF_HANDLER_TIMOUT_MS is not a df-worker setting; ' +
+        'did you mean DF_HANDLER_TIMEOUT_MS?\n',
+    );
+    expect(result.stdout).toMatch(/^check failed: 2 problems/m);
+    expect(result.stdout + result.stderr).not.toContain(SECRET);
+  });
+
+  it('only warns about them with --allow-unknown-settings, and says nothing of those DF_IGNORE_UNKNOWN lists', async () => {
+    const dir = await tempDir({ 'good.mjs': GOOD_HANDLER });
+    const env = {
+      DF_HANDLERS_DIR: dir,
+      DF_API_KYE: 'k',
+      DF_OTHER_TOOL: 'x',
+      DF_IGNORE_UNKNOWN: 'DF_OTHER_TOOL',
+    };
+    const allowed = await cli(['check', '--allow-unknown-settings'], env);
+    expect(allowed.code).toBe(0);
+    expect(allowed.stdout).toContain(
+      'settings: 1 unknown DF_* variable (allowed by --allow-unknown-settings)\n' +
+        '  warning DFW_CONFIG_UNKNOWN_SETTING: DF_API_KYE is not a df-worker setting; did you mean DF_API_KEY?\n',
+    );
+    expect(allowed.stdout).not.toContain('DF_OTHER_TOOL is');
+    expect(allowed.stdout).not.toContain('check failed');
+  });
+
+  it('names an unknown key of the DF_CONFIG file with the setting it was meant to be', async () => {
+    const dir = await tempDir({ 'good.mjs': GOOD_HANDLER, 'worker.json': '{"handlers": {"timoutMs": 100}}' });
+    const result = await cli(['check', '--config', path.join(dir, 'worker.json')], { DF_HANDLERS_DIR: dir });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      `  handlers.timoutMs: is not a setting df-worker knows (from the DF_CONFIG file ${path.join(dir, 'worker.json')}); ` +
+        "did you mean 'handlers.timeoutMs'? Correct its spelling\n",
+    );
+  });
 });

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../daemon/harness.ts';
 import { runCli, type CliProcess } from './process.ts';
 import { cli, tempDir } from './run-cli.ts';
+import { READ_SECRET_HANDLER } from './fixtures/read-secret-handler.ts';
 
 let session: CliProcess | undefined;
 
@@ -111,6 +112,23 @@ function alive(pid: number): boolean {
 }
 
 describe('df-worker dev', () => {
+  it('holds each --variable in its emulator from the start, so a handler finds it with ctx.service.variables.get', async () => {
+    const dir = await tempDir({ 'handlers/read-secret.ts': READ_SECRET_HANDLER });
+    const args = ['dev', '--variable', 'api-token=s3cret', '--variable', 'region=eu-north-1'];
+    session = runCli(args, { DF_CONCURENCY: '2' }, dir);
+    const s = session;
+    await waitFor(() => s.stdout().includes('Ctrl-C stops the session.'), 'the session banner', 20_000);
+    expect(s.stdout()).toContain('  variables: api-token, region (ctx.service.variables.get(id); ');
+    expect(s.stderr()).toContain(
+      'df-worker dev: warning DFW_CONFIG_UNKNOWN_SETTING: DF_CONCURENCY is not a df-worker setting; did you mean DF_CONCURRENCY?\n',
+    );
+    const result = await cli(['dev', '--enqueue', 'read-secret', '{}'], {}, dir);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      JSON.stringify({ token: 's3cret', region: 'eu-north-1', etag: '"1"' }, null, 2),
+    );
+  });
+
   it('starts the emulator and the daemon, prints URL, key and admin token, and writes the session file', async () => {
     const { dir, url, adminToken, workerUrl } = await startSession();
     const out = session!.stdout();

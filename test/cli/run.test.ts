@@ -13,6 +13,7 @@ import {
   summariseOutcome,
 } from '../../src/cli/commands/run.ts';
 import { HandlerLoadError } from '../../src/handlers/load-errors.ts';
+import { READ_SECRET_HANDLER } from './fixtures/read-secret-handler.ts';
 import { captureOutput, cli, tempDir } from './run-cli.ts';
 
 const ECHO_HANDLER = `import { defineTask } from 'df-worker';
@@ -177,6 +178,37 @@ export default defineTask({
     expect(result.stderr).toContain(
       'ctx.service: files.upload 201, files.get 200 (answered by an emulator of the service)',
     );
+  });
+
+  it('holds each --variable in that emulator, for ctx.service.variables.get, and warns of unknown DF_* variables', async () => {
+    const dir = await tempDir({ 'read-secret.ts': READ_SECRET_HANDLER });
+    const result = await cli(
+      [
+        'run',
+        'read-secret',
+        '--input',
+        '{}',
+        '--dir',
+        dir,
+        '--variable',
+        'api-token=s3cret',
+        '--variable',
+        'region=eu=n',
+      ],
+      { DF_CONCURENCY: '2' },
+    );
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ token: 's3cret', region: 'eu=n', etag: '"1"' });
+    expect(result.stderr).toContain(
+      'df-worker run: warning DFW_CONFIG_UNKNOWN_SETTING: DF_CONCURENCY is not a df-worker setting; did you mean DF_CONCURRENCY?\n',
+    );
+    expect(result.stderr).toContain('ctx.service: variables.get 200, variables.get 200');
+    const missing = await cli(['run', 'read-secret', '--input', '{}', '--dir', dir]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/No variable has id 'api-token'/);
+    const bad = await cli(['run', 'read-secret', '--input', '{}', '--dir', dir, '--variable', 'api-token']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--variable takes ID=VALUE');
   });
 
   it('exits 1 with the FAILED output when a declared input key is missing', async () => {

@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cliCommand } from '../../src/cli/invocation.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { REPO_ROOT, runCli, type CliProcess } from './process.ts';
@@ -84,6 +85,45 @@ describe('df-worker start logs', () => {
       ),
     );
     expect(cli.stdout()).not.toContain('"stack"');
+  });
+
+  it('name a DF_* variable that is no setting, with the setting it was meant to be, and start anyway', async () => {
+    emulator.createTask({ key: 'pricing' });
+    cli = runCli(['start'], env({ DF_API_KYE: KEY, DF_HANDLER_TIMOUT_MS: '100', DF_FEATURE_FLAGS: 'x' }));
+    await waitFor(() => cli!.logs().some((line) => line.msg === 'df-worker started'), 'the start', 15_000);
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+    const unknown = cli.logs().filter((line) => line.code === 'DFW_CONFIG_UNKNOWN_SETTING');
+    expect(unknown).toEqual([
+      expect.objectContaining({
+        level: 40,
+        variable: 'DF_API_KYE',
+        suggestion: 'DF_API_KEY',
+        msg: 'DF_API_KYE is not a df-worker setting; did you mean DF_API_KEY?',
+      }),
+      expect.objectContaining({ level: 40, variable: 'DF_FEATURE_FLAGS' }),
+      expect.objectContaining({
+        level: 40,
+        msg: 'DF_HANDLER_TIMOUT_MS is not a df-worker setting; did you mean DF_HANDLER_TIMEOUT_MS?',
+      }),
+    ]);
+    expect(cli.stdout()).not.toContain(KEY);
+  });
+
+  it('name `tasks sync` and the nearest task key for a handler whose task is not on the service', async () => {
+    emulator.createTask({ key: 'pricnig' });
+    cli = runCli(['start'], env({ DF_TASK_SYNC: 'false' }));
+    const missing = () => cli!.logs().find((line) => line.taskKey === 'pricing' && line.level === 40);
+    await waitFor(() => missing() !== undefined, 'the warning', 15_000);
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+    expect(missing()).toMatchObject({
+      file: join(dir, 'handlers', 'pricing.ts'),
+      nearestTaskKey: 'pricnig',
+      msg:
+        "a handler has no task on the service (did you mean pricnig? then correct the handler's key); create its " +
+        `task with \`${cliCommand('tasks sync')}\` or start with DF_TASK_SYNC=true`,
+    });
   });
 
   const script = '/usr/bin/script';

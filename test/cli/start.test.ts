@@ -132,6 +132,21 @@ describe('df-worker start', () => {
     expect(stderr + cli.stdout()).not.toContain(KEY);
   });
 
+  it('names a misspelt variable beside the setting it leaves missing, never printing the key', async () => {
+    cli = runCli(['start'], {
+      DF_API_URL: emulator.url,
+      DF_API_KYE: KEY,
+      DF_HANDLERS_DIR: join(dir, 'handlers'),
+    });
+    const { code } = await cli.exited;
+    expect(code).toBe(78);
+    expect(cli.stderr()).toMatch(/^df-worker: error DFW_CONFIG_INVALID: .*\nDF_API_KEY \(api\.key\): /m);
+    expect(cli.stderr()).toContain(
+      'df-worker: warning DFW_CONFIG_UNKNOWN_SETTING: DF_API_KYE is not a df-worker setting; did you mean DF_API_KEY?\n',
+    );
+    expect(cli.stderr() + cli.stdout()).not.toContain(KEY);
+  });
+
   it('refuses to start with a broken handler file, naming the file', async () => {
     await writeHandlers({
       'good.ts': `import { defineTask } from 'df-worker';\nexport default defineTask({ key: 'good', handle: () => ({}) });\n`,

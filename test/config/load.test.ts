@@ -195,6 +195,7 @@ describe('loadConfig validation', () => {
     const error = configError({ env: { DF_CONFIG: path } });
     expect(error.problems.map((problem) => problem.setting)).toEqual(['budget.perMinit']);
     expect(error.message).toContain(path);
+    expect(error.message).toContain("did you mean 'budget.perMinute'? Correct its spelling");
   });
 
   it('attributes a bad value from the DF_CONFIG file to that file', async () => {

@@ -116,6 +116,7 @@ describe('admin HTTP surface', () => {
         'POST /__admin/executions',
         'GET /__admin/executions',
         'GET /__admin/executions/{id}',
+        'POST /__admin/variables',
         'GET /__admin/requests',
         'PUT /__admin/faults',
         'DELETE /__admin/faults',

@@ -1,7 +1,12 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidFaultRuleError } from '../../src/emulator/index.ts';
 import type { Emulator, FaultRule } from '../../src/emulator/index.ts';
+import { FAULT_RULES_DOC } from '../../src/emulator/bodies.ts';
+import { EMULATOR_OPERATIONS } from '../../src/emulator/routes.ts';
+import { REPO_ROOT } from '../cli/run-cli.ts';
 import { call, envelope, startEmulator } from './helpers.ts';
 
 const LIST = '/v1/data-factory/tasks';
@@ -72,6 +77,36 @@ describe('status faults', () => {
     const bad = [{ kind: 'status', status: 500 }, { kind: 'explode' }] as unknown as FaultRule[];
     expect(() => emulator.setFaults(bad)).toThrow(InvalidFaultRuleError);
     expect(() => emulator.setFaults(bad)).toThrow(/#1/);
+  });
+
+  it("answers a malformed rule with a 400 that points at the rules' format", async () => {
+    const reply = await call(emulator, 'PUT', '/__admin/faults', {
+      key: null,
+      body: { rules: [{ kind: 'slow' }] },
+    });
+    expect(reply.status).toBe(400);
+    expect((reply.json as { message: string }).message).toBe(
+      "Fault rule #0 is invalid: kind must be one of 'status', 'rateLimit', 'latency', 'dropAfterApply', 'drop'. " +
+        'The format, with an example of each kind: handlers/README.md#fault-rules (in the df-worker package).',
+    );
+  });
+
+  it("accepts the guide's example of every kind, and the guide names every operation a rule may target", async () => {
+    const guide = await readFile(path.join(REPO_ROOT, 'handlers/README.md'), 'utf8');
+    const section = guide.slice(guide.indexOf('\n### Fault rules\n'));
+    expect(section).not.toBe(guide);
+    expect(FAULT_RULES_DOC).toMatch(/^handlers\/README\.md#fault-rules /);
+    const example = /<!-- fault-rules-example:start -->\s*```json\n([\s\S]*?)```/.exec(section)?.[1];
+    const { rules } = JSON.parse(example!) as { rules: FaultRule[] };
+    expect(new Set(rules.map((rule) => rule.kind))).toEqual(
+      new Set(['status', 'rateLimit', 'latency', 'dropAfterApply', 'drop']),
+    );
+    const reply = await call(emulator, 'PUT', '/__admin/faults', { key: null, body: { rules } });
+    expect(reply.status).toBe(204);
+    const listed = section.slice(section.indexOf('The operations:'), section.indexOf('One example'));
+    expect([...listed.matchAll(/`([\w.]+)`/g)].map((match) => match[1]).sort()).toEqual(
+      [...EMULATOR_OPERATIONS].sort(),
+    );
   });
 });
 

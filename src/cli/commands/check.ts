@@ -2,13 +2,15 @@
 // handler module that fails to load, listed at once. Never prints a secret.
 import path from 'node:path';
 import { redactedConfig } from '../../config/describe.ts';
-import { ConfigError, formatProblem, type ConfigProblem } from '../../config/errors.ts';
+import { ConfigError, formatProblem, UnknownSettingsError, type ConfigProblem } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
+import { findUnknownSettings, ignoredVariables } from '../../config/unknown-settings.ts';
+import { describeError } from '../../errors/catalogue.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
 import { wantsHelp, type Command, parseCommandArgs, usageError } from '../command.ts';
-import { checkOnline } from '../online-check.ts';
+import { checkOnline, type HandlerToCheck } from '../online-check.ts';
 
 export type ConfigCheck =
   { config: WorkerConfig; problems: [] } | { config: undefined; problems: ConfigProblem[] };
@@ -32,13 +34,43 @@ export function checkConfig(env: NodeJS.ProcessEnv): ConfigCheck {
   return first;
 }
 
+/**
+ * Lines naming the DF_* variables that are no setting (each with the setting it was probably meant to be), as
+ * errors, or as warnings when `allowed`; `problems` counts the errors.
+ */
+export function checkUnknownSettings(
+  env: NodeJS.ProcessEnv,
+  config: WorkerConfig | undefined,
+  allowed: boolean,
+): { lines: string[]; problems: number } {
+  const unknown = findUnknownSettings(env, ignoredVariables(env, config));
+  if (unknown.length === 0) return { lines: [], problems: 0 };
+  const count = unknown.length === 1 ? '1 unknown DF_* variable' : `${unknown.length} unknown DF_* variables`;
+  const remedy = allowed
+    ? 'allowed by --allow-unknown-settings'
+    : 'correct them, list those another tool reads in DF_IGNORE_UNKNOWN, or pass --allow-unknown-settings';
+  return {
+    lines: [
+      `settings: ${count} (${remedy})`,
+      ...unknown.map((one) => {
+        const line = describeError(new UnknownSettingsError([one]));
+        return `  ${allowed ? line.replace(/^error /, 'warning ') : line}`;
+      }),
+    ],
+    problems: allowed ? 0 : unknown.length,
+  };
+}
+
 /** Lines describing the handlers of `dir` and the problems found there (each naming its file). */
-export async function checkHandlers(dir: string): Promise<{ lines: string[]; problems: number }> {
+export async function checkHandlers(
+  dir: string,
+): Promise<{ lines: string[]; problems: number; loaded: HandlerToCheck[] }> {
   try {
     const { handlers, errors } = await loadHandlers(dir);
     const keys = [...handlers.keys()].sort();
     const failed = errors.length === 0 ? '' : `; ${errors.length} failed`;
     return {
+      loaded: keys.map((key) => ({ key, file: handlers.get(key)!.file })),
       lines: [
         `handlers: ${keys.length} loaded from ${dir}${keys.length === 0 ? '' : ` (${keys.join(', ')})`}${failed}`,
         ...errors.map((error) => `  ${error.message}`),
@@ -47,7 +79,7 @@ export async function checkHandlers(dir: string): Promise<{ lines: string[]; pro
     };
   } catch (error) {
     if (!(error instanceof HandlersDirectoryError)) throw error;
-    return { lines: ['handlers: none loaded', `  ${error.message}`], problems: 1 };
+    return { lines: ['handlers: none loaded', `  ${error.message}`], problems: 1, loaded: [] };
   }
 }
 
@@ -55,23 +87,28 @@ export const checkCommand: Command = {
   name: 'check',
   summary: 'validate the configuration and load every handler, listing all problems',
   help: `
-Usage: df-worker check [--dir DIR] [--config FILE] [--verbose] [--online]
+Usage: df-worker check [--dir DIR] [--config FILE] [--verbose] [--online] [--allow-unknown-settings]
 
 Validates the configuration (DF_* variables and the DF_CONFIG file; when DF_API_URL is set, also what \`start\`
 requires: a URL and exactly one of DF_API_KEY and DF_API_KEY_FILE) and loads every handler module, then lists
 every problem found, each naming the setting or the file to fix. Exits 0 when all is well, 1 otherwise.
-Secrets (the API key, the wake token) are never printed.
+Secrets (the API key, the wake token) are never printed. A DF_* variable that is no setting (DF_API_KYE) is a
+problem, named with the setting it was probably meant to be, unless DF_IGNORE_UNKNOWN lists it.
 
-With --online (DF_API_URL and a key needed), it also sends one request to the service (one page of one task),
+With --online (DF_API_URL and a key needed), it also lists the service's tasks (one request per 1,000 tasks),
 counted in the state folder's budget like the daemon's own, and reports whether the URL reaches the service,
-whether the key is valid, and the month's budget used and left. A worker running on the same state folder holds
-its budget: then nothing is sent, and the budget shown is the one that worker last saved.
+whether the key is valid, whether every loaded handler's task is there (a handler without one is a problem,
+named with its file, the nearest task key and the fix: tasks sync), and the month's budget used and left. A
+worker running on the same state folder holds its budget: then nothing is sent, and the budget shown is the
+one that worker last saved.
 
 Options:
   --dir DIR       handlers folder (default: DF_HANDLERS_DIR, else ./handlers)
   --config FILE   a JSON config file (same as DF_CONFIG=FILE)
   --verbose       also print the whole configuration, secrets redacted
-  --online        also try the service: URL, key and budget (one request)
+  --online        also try the service: URL, key, each handler's task and budget
+  --allow-unknown-settings
+                  only warn about DF_* variables that are no setting
   -h, --help      this help
 `,
   async run(argv) {
@@ -83,6 +120,7 @@ Options:
         config: { type: 'string' },
         verbose: { type: 'boolean', default: false },
         online: { type: 'boolean', default: false },
+        'allow-unknown-settings': { type: 'boolean', default: false },
       },
     });
     if (typeof parsed === 'number') return parsed;
@@ -105,6 +143,8 @@ Options:
       lines.push(`config: ok (${access})`);
       if (values.verbose) lines.push(JSON.stringify(redactedConfig(config), null, 2));
     }
+    const unknown = checkUnknownSettings(env, config, values['allow-unknown-settings']);
+    lines.push(...unknown.lines);
 
     // With an unusable configuration, the folder is what DF_HANDLERS_DIR (or the default) says.
     const dir = path.resolve(values.dir ?? config?.handlers.dir ?? (env.DF_HANDLERS_DIR || './handlers'));
@@ -116,13 +156,13 @@ Options:
       if (config === undefined) {
         lines.push('online: not tried (fix the configuration first)');
       } else {
-        const online = await checkOnline(config);
+        const online = await checkOnline(config, handlers.loaded);
         lines.push(...online.lines);
         onlineProblems = online.problems;
       }
     }
 
-    const total = problems.length + handlers.problems + onlineProblems;
+    const total = problems.length + unknown.problems + handlers.problems + onlineProblems;
     if (total > 0) {
       lines.push(`check failed: ${total} ${total === 1 ? 'problem' : 'problems'}; fix them and run it again`);
     }

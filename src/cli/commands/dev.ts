@@ -10,7 +10,7 @@ import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
-import { Emulator, type EmulatedExecution } from '../../emulator/index.ts';
+import { Emulator, type EmulatedExecution, type NewVariable } from '../../emulator/index.ts';
 import type { LoadedHandler } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { isPlainObject } from '../../schema/plain-object.ts';
@@ -19,6 +19,7 @@ import { enqueueIntoSession } from '../dev/enqueue.ts';
 import { cliCommand } from '../invocation.ts';
 import { HandlerSet } from '../dev/handler-set.ts';
 import { HandlerWatch } from '../dev/handler-watch.ts';
+import { parseVariableOptions } from '../variable-option.ts';
 import {
   findLiveSession,
   NoDevSessionError,
@@ -27,7 +28,7 @@ import {
   writeSessionFile,
 } from '../dev/session-file.ts';
 import { describeStartupFailure, runDaemon, type RunningDaemon } from '../run-daemon.ts';
-import { describeJsonError } from './run.ts';
+import { describeJsonError, warnUnknownSettings } from './run.ts';
 import { EXIT_CONFIG } from './start.ts';
 
 const DEV_KEY = 'dev-key';
@@ -39,7 +40,7 @@ export const devCommand: Command = {
   name: 'dev',
   summary: 'local loop: emulator + daemon + handler reload; --enqueue feeds it from another terminal',
   help: `
-Usage: df-worker dev [--dir DIR] [--port N] [--state-dir DIR]
+Usage: df-worker dev [--dir DIR] [--port N] [--state-dir DIR] [--variable ID=VALUE]...
        df-worker dev --enqueue TASK [INPUT_JSON] [--wait-ms MS] [--state-dir DIR]
 
 Starts the embedded emulator on 127.0.0.1 (its URL, API key and admin token are printed), creates or updates
@@ -57,6 +58,9 @@ Options:
   --port N          emulator port (default 0: any free port)
   --state-dir DIR   where the session file goes (default DF_STATE_DIR, else ./.state); the daemon's own
                     journal and budget go to a temp folder removed at exit
+  --variable ID=VALUE
+                    a variable the emulator holds from the start, for ctx.service.variables.get(ID);
+                    repeatable
   --enqueue TASK    enqueue one execution of TASK into the running session, input INPUT_JSON (default {}),
                     wait for its report and print it (exit 0 COMPLETED, 1 FAILED or not reported in time)
   --wait-ms MS      with --enqueue: how long to wait for the report (default 60000; 0: do not wait)
@@ -76,12 +80,16 @@ the service's: 5/s, 50/min, 40,000/month); DF_LOG_LEVEL (default warn) the daemo
         'state-dir': { type: 'string' },
         enqueue: { type: 'string' },
         'wait-ms': { type: 'string', default: String(DEFAULT_WAIT_MS) },
+        variable: { type: 'string', multiple: true },
       },
     });
     if (typeof parsed === 'number') return parsed;
     const { values, positionals } = parsed;
     const stateDir = values['state-dir'] ?? process.env.DF_STATE_DIR ?? './.state';
     if (values.enqueue !== undefined) {
+      if (values.variable !== undefined) {
+        return usageError('dev', '--variable goes with the session, not with --enqueue');
+      }
       if (positionals.length > 1) {
         return usageError('dev', 'give the input as one JSON argument (quote it), e.g. \'{"sku":"A"}\'');
       }
@@ -96,7 +104,14 @@ the service's: 5/s, 50/min, 40,000/month); DF_LOG_LEVEL (default warn) the daemo
     if (!/^\d+$/.test(values.port) || Number(values.port) > 65_535) {
       return usageError('dev', `--port must be a whole number from 0 to 65535, got "${values.port}"`);
     }
-    return session({ stateDir, port: Number(values.port), ...(values.dir ? { dir: values.dir } : {}) });
+    const variables = parseVariableOptions(values.variable);
+    if (typeof variables === 'string') return usageError('dev', variables);
+    return session({
+      stateDir,
+      port: Number(values.port),
+      variables,
+      ...(values.dir ? { dir: values.dir } : {}),
+    });
   },
 };
 
@@ -153,6 +168,8 @@ async function enqueue(
 interface SessionOptions {
   stateDir: string;
   port: number;
+  /** Created in the emulator before the daemon starts (`--variable`). */
+  variables: NewVariable[];
   dir?: string;
 }
 
@@ -172,8 +189,10 @@ async function session(options: SessionOptions): Promise<number> {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`df-worker dev: ${describeError(error)}\n`);
+    warnUnknownSettings('dev');
     return EXIT_CONFIG;
   }
+  warnUnknownSettings('dev', config);
   const workDir = await mkdtemp(path.join(tmpdir(), 'df-worker-dev-'));
   const adminToken = randomBytes(16).toString('hex');
   let daemon: RunningDaemon | undefined;
@@ -192,6 +211,7 @@ async function session(options: SessionOptions): Promise<number> {
       daemon?.worker.wake(execution.taskKey);
     },
   });
+  for (const variable of options.variables) emulator.createVariable(variable);
   let watch: HandlerWatch | undefined;
   let reportWatch: NodeJS.Timeout | undefined;
   try {
@@ -239,6 +259,7 @@ async function session(options: SessionOptions): Promise<number> {
       workerUrl: daemon.url ?? '',
       handlers: [...first.values()],
       budget: config.budget,
+      variables: options.variables,
     });
 
     const live = daemon;
@@ -300,6 +321,7 @@ interface Banner {
   workerUrl: string;
   handlers: LoadedHandler[];
   budget: WorkerConfig['budget'];
+  variables: NewVariable[];
 }
 
 function printBanner(say: (line: string) => void, b: Banner): void {
@@ -316,6 +338,12 @@ function printBanner(say: (line: string) => void, b: Banner): void {
   say(
     `  handlers: ${path.relative(process.cwd(), b.handlersDir) || '.'} (watched): ${b.handlers.map((h) => h.key).join(', ') || 'none'}`,
   );
+  if (b.variables.length > 0) {
+    say(
+      `  variables: ${b.variables.map((v) => v.id).join(', ')} (ctx.service.variables.get(id); ` +
+        'GET /v1/data-factory/variables lists them)',
+    );
+  }
   say(`  session file: ${path.relative(process.cwd(), b.file)}`);
   say('Enqueue from another terminal:');
   say(`  ${cliCommand(`dev --enqueue ${example} '${input}'`)}`);

@@ -1,15 +1,18 @@
 // `df-worker emulator`: the local stand-in for the service, for trying handlers without an account.
 import { Emulator } from '../../emulator/index.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
+import { parseVariableOptions } from '../variable-option.ts';
 
 export const emulatorCommand: Command = {
   name: 'emulator',
   summary: 'run the local service emulator (custom-task API, limits, admin surface)',
   help: `
 Usage: df-worker emulator [--port N] [--host H] [--key KEY]... [--per-second N] [--per-minute N] [--per-month N]
+                          [--variable ID=VALUE]...
 
-Serves the service's custom-task API on http://HOST:PORT with the documented limits, plus an admin surface
-under /__admin/ (create tasks, enqueue executions, read reports and the request log, inject faults).
+Serves the service's custom-task API on http://HOST:PORT with the documented limits (variables included),
+plus an admin surface under /__admin/ (create tasks and variables, enqueue executions, read reports and the
+request log, inject faults: handlers/README.md#fault-rules gives the rules' format).
 
 Options:
   --port N         port to listen on (default 8080; 0 = any free port)
@@ -18,6 +21,8 @@ Options:
   --per-second N   burst limit per key (default 5; 0 = no limit)
   --per-minute N   limit per key per minute (default 50; 0 = no limit)
   --per-month N    limit per key per month (default 40000; 0 = no limit)
+  --variable ID=VALUE
+                   a variable it holds from the start, for ctx.service.variables.get(ID); repeatable
   -h, --help       this help
 `,
   async run(argv) {
@@ -31,6 +36,7 @@ Options:
         'per-second': { type: 'string' },
         'per-minute': { type: 'string' },
         'per-month': { type: 'string' },
+        variable: { type: 'string', multiple: true },
       },
     });
     if (typeof parsed === 'number') return parsed;
@@ -52,9 +58,15 @@ Options:
       }
       limits[field] = Number(raw);
     }
+    const variables = parseVariableOptions(values.variable);
+    if (typeof variables === 'string') return usageError('emulator', variables);
     const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits });
+    for (const variable of variables) emulator.createVariable(variable);
     const url = await emulator.listen(Number(values.port), values.host);
     process.stdout.write(`emulator listening on ${url} (admin: ${url}/__admin/)\n`);
+    if (variables.length > 0) {
+      process.stdout.write(`variables: ${variables.map((variable) => variable.id).join(', ')}\n`);
+    }
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());

@@ -9,6 +9,8 @@ import { ConfigError } from '../../config/errors.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { MAX_TIMER_MS } from '../../config/formats.ts';
 import { loadConfig } from '../../config/load.ts';
+import type { WorkerConfig } from '../../config/schema.ts';
+import { unknownSettingWarnings } from '../../config/unknown-settings.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { backoffFromConfig } from '../../daemon/service-wiring.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
@@ -20,6 +22,7 @@ import { runTaskLocally } from '../../runner/run-locally.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
+import { parseVariableOptions } from '../variable-option.ts';
 import { EXIT_CONFIG } from './start.ts';
 import type { ErrorCode } from '../../errors/catalogue.ts';
 
@@ -203,6 +206,7 @@ export const runCommand: Command = {
   summary: 'run one handler locally on a given input and print its output',
   help: `
 Usage: df-worker run <task-key> --input '<json>' | --input @file.json [--dir DIR] [--timeout-ms N] [--retries N]
+                     [--variable ID=VALUE]...
 
 Loads the handlers folder, runs the handler of <task-key> once on the input with the daemon's runner (declared
 input keys checked first, output keys after, retries with back-off from DF_RETRY_BASE_MS up to
@@ -217,6 +221,7 @@ Options:
   --timeout-ms N      per-attempt time limit in ms, overriding the handler's timeoutMs
                       (default: the handler's, else DF_HANDLER_TIMEOUT_MS)
   --retries N         retries after a failed attempt, overriding the handler's retryCount
+  --variable ID=VALUE a variable the run's emulator holds, for ctx.service.variables.get(ID); repeatable
   -h, --help          this help
 `,
   async run(argv) {
@@ -228,6 +233,7 @@ Options:
         dir: { type: 'string' },
         'timeout-ms': { type: 'string' },
         retries: { type: 'string' },
+        variable: { type: 'string', multiple: true },
       },
       allowPositionals: true,
     });
@@ -242,6 +248,8 @@ Options:
     const retries = wholeNumber(values.retries, '--retries', 0, 1_000);
     if (typeof timeoutMs === 'string') return usageError('run', timeoutMs);
     if (typeof retries === 'string') return usageError('run', retries);
+    const variables = parseVariableOptions(values.variable);
+    if (typeof variables === 'string') return usageError('run', variables);
 
     let input: JsonObject;
     try {
@@ -258,8 +266,10 @@ Options:
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       process.stderr.write(`df-worker run: ${describeError(error)}\n`);
+      warnUnknownSettings('run');
       return EXIT_CONFIG;
     }
+    warnUnknownSettings('run', config);
     const handler = await findHandler(values.dir ?? config.handlers.dir, key);
     if (handler === undefined) return 1;
 
@@ -271,6 +281,7 @@ Options:
     // ctx.service answers from an emulator of the service on loopback, started for this run: a handler that
     // uploads a file or reads a variable runs as it would in the daemon, and no real service is contacted.
     const emulator = new Emulator({ apiKeys: [RUN_KEY] });
+    for (const variable of variables) emulator.createVariable(variable);
     const service = new ServiceClient({ baseUrl: await emulator.listen(0, '127.0.0.1'), apiKey: RUN_KEY });
     let outcome: ExecutionOutcome;
     try {
@@ -299,6 +310,16 @@ Options:
     return outcome.status === 'COMPLETED' ? 0 : 1;
   },
 };
+
+/**
+ * Names, on stderr, each DF_* variable that is no setting, with the setting it was probably meant to be:
+ * `dev` and `run` go on, as `start` does.
+ */
+export function warnUnknownSettings(command: string, config?: WorkerConfig): void {
+  for (const line of unknownSettingWarnings(process.env, config)) {
+    process.stderr.write(`df-worker ${command}: ${line}\n`);
+  }
+}
 
 /** The handler of `key`, with other broken files shown as warnings; undefined (reason printed) when unusable. */
 async function findHandler(dir: string, key: string): Promise<TaskModule | undefined> {

@@ -5,10 +5,18 @@
 // load after, beside them (see run()).
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import {
+  describeUnknownSetting,
+  findUnknownSettings,
+  ignoredVariables,
+  UNKNOWN_SETTING_CODE,
+  unknownSettingWarnings,
+} from '../../config/unknown-settings.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { loadHandlersIsolated, logLoadedHandlers } from '../../sandbox/load-handlers.ts';
 import { handlerEnvironmentFromConfig } from '../../sandbox/secrets.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
+import { cliCommand } from '../invocation.ts';
 
 /** How long after start the compile cache is written, in ms. */
 const COMPILE_CACHE_SAVE_DELAY_MS = 2_000;
@@ -40,7 +48,9 @@ Options:
       config = loadConfig({ env, require: 'service' });
     } catch (error) {
       if (error instanceof ConfigError) {
-        process.stderr.write(`df-worker: ${describeError(error)}\n`);
+        // A misspelt variable is often why a setting reads as missing (DF_API_KYE for DF_API_KEY).
+        const warnings = unknownSettingWarnings(env).map((line) => `df-worker: ${line}\n`);
+        process.stderr.write(`df-worker: ${describeError(error)}\n${warnings.join('')}`);
         return EXIT_CONFIG;
       }
       throw error;
@@ -63,13 +73,19 @@ Options:
         import('../../sandbox/compile-cache.ts'),
       ]);
     const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+    for (const unknown of findUnknownSettings(env, ignoredVariables(env, config))) {
+      logger.warn({ code: UNKNOWN_SETTING_CODE, ...unknown }, describeUnknownSetting(unknown));
+    }
     const handlersLoading = loading?.then((handlers) => {
       logLoadedHandlers(handlers, logger);
       return handlers;
     });
     handlersLoading?.catch(() => undefined);
     try {
-      const daemon = await runStartDaemon(config, logger, handlersLoading ? { handlersLoading } : {});
+      const daemon = await runStartDaemon(config, logger, {
+        taskSyncCommand: cliCommand('tasks sync'),
+        ...(handlersLoading ? { handlersLoading } : {}),
+      });
       // Every module of the daemon is loaded by now; a daemon that is killed rather than stopped keeps them. Not at
       // once: writing the cache of a first start takes some 100 ms, which would hold up the first polls.
       setTimeout(saveCompileCache, COMPILE_CACHE_SAVE_DELAY_MS).unref();
