@@ -2,6 +2,7 @@
 // processes. No API key (an admin token when the emulator has one), never rate-limited, never faulted, never in
 // the request log. `GET /__admin` lists the routes below.
 import type { JobContext, JsonObject, Task } from '../api/types.ts';
+import { answerRecords, RECORD_ROUTES, type RecordOperations } from './admin-records.ts';
 import { InvalidFaultRuleError, InvalidTaskDefinitionError, UnknownTaskError } from './errors.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { parseEnqueue } from './bodies.ts';
@@ -10,7 +11,7 @@ import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from '
 import type { Answer } from './wire.ts';
 
 /** The emulator methods the admin surface exposes. */
-export interface AdminOperations {
+export interface AdminOperations extends RecordOperations {
   createTask(definition: { key: string }): Task;
   tasks(): Task[];
   enqueueExecution(taskIdOrKey: string, input?: JsonObject, context?: JobContext): EmulatedExecution;
@@ -50,6 +51,7 @@ export const ADMIN_ROUTES: readonly { method: string; path: string; does: string
     path: '/__admin/reset',
     does: 'forgets tasks, executions, requests, faults and used budget',
   },
+  ...RECORD_ROUTES,
 ];
 
 /** The admin root's answer: the routes, and how to authenticate when a token is required. */
@@ -97,11 +99,14 @@ export function answerAdmin(
         admin.reset();
         return emptyAnswer(204);
       default:
-        return errorAnswer(
-          404,
-          'NOT_FOUND',
-          `No admin route ${method} ${path}; GET /__admin lists the routes.`,
-          nowMs,
+        return (
+          answerRecords(admin, method, route, body, nowMs) ??
+          errorAnswer(
+            404,
+            'NOT_FOUND',
+            `No admin route ${method} ${path}; GET /__admin lists the routes.`,
+            nowMs,
+          )
         );
     }
   } catch (error) {

@@ -178,6 +178,22 @@ export class Store {
     return this.#files.get(id);
   }
 
+  files(): EmulatedFile[] {
+    return [...this.#files.values()];
+  }
+
+  /** Renames the file record or changes its content type; undefined when no file has this id. */
+  updateFile(id: string, changes: { name?: string; contentType?: string }): EmulatedFile | undefined {
+    const file = this.#files.get(id);
+    if (!file) return undefined;
+    Object.assign(file, changes);
+    return file;
+  }
+
+  deleteFile(id: string): boolean {
+    return this.#files.delete(id);
+  }
+
   createVariable(changes: VariableChanges): EmulatedVariable {
     const id = `variable-${++this.#sequence.variable}`;
     const variable: Variable = { object: 'variable', id, createdAt: this.#isoNow(), ...changes };
@@ -188,6 +204,15 @@ export class Store {
 
   getVariable(id: string): EmulatedVariable | undefined {
     return this.#variables.get(id);
+  }
+
+  variables(): EmulatedVariable[] {
+    return [...this.#variables.values()];
+  }
+
+  /** The service documents no delete of a variable: the emulator's admin surface has one for local tools. */
+  deleteVariable(id: string): boolean {
+    return this.#variables.delete(id);
   }
 
   /** Applies the update and raises the version; undefined when no variable has this id. */

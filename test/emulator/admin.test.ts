@@ -120,6 +120,15 @@ describe('admin HTTP surface', () => {
         'PUT /__admin/faults',
         'DELETE /__admin/faults',
         'POST /__admin/reset',
+        'GET /__admin/variables',
+        'POST /__admin/variables',
+        'PUT /__admin/variables/{id}',
+        'DELETE /__admin/variables/{id}',
+        'GET /__admin/files',
+        'POST /__admin/files',
+        'PUT /__admin/files/{id}',
+        'DELETE /__admin/files/{id}',
+        'GET /__admin/usage',
       ]);
       expect(authorization).toMatch(/no admin token/);
     }
