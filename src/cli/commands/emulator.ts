@@ -9,7 +9,8 @@ export const emulatorCommand: Command = {
 Usage: df-worker emulator [--port N] [--host H] [--key KEY]... [--per-second N] [--per-minute N] [--per-month N]
 
 Serves the service's custom-task API on http://HOST:PORT with the documented limits, plus an admin surface
-under /__admin/ (create tasks, enqueue executions, read reports and the request log, inject faults).
+under /__admin/ (create tasks, enqueue executions, read reports and the request log, inject faults), and a
+web console under /console (tasks, executions, variables, files, the keys' use of the limits).
 
 Options:
   --port N         port to listen on (default 8080; 0 = any free port)
@@ -53,8 +54,11 @@ Options:
       limits[field] = Number(raw);
     }
     const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits });
+    const { mountConsole } = await import('../../console/index.ts');
+    const local = mountConsole(emulator, { mode: 'emulator' });
     const url = await emulator.listen(Number(values.port), values.host);
     process.stdout.write(`emulator listening on ${url} (admin: ${url}/__admin/)\n`);
+    process.stdout.write(`console: ${local.url(url, undefined)}\n`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
