@@ -145,7 +145,7 @@ function executionItem(
         <tr>
           <th>Attempts</th>
           <td class="attempts">
-            ${worker ? attemptsOf(worker) : html`<span class="note">${NO_WORKER_NOTE}</span>`}
+            ${worker ? attemptsOf(worker, options.showData) : html`<span class="note">${NO_WORKER_NOTE}</span>`}
           </td>
         </tr>
       </tbody>
@@ -153,25 +153,31 @@ function executionItem(
   </details>`;
 }
 
-function attemptsOf(worker: WorkerExecution): SafeHtml {
+function attemptsOf(worker: WorkerExecution, showLogs: boolean): SafeHtml {
   if (worker.attempts.length === 0 && worker.lines.length === 0)
     return html`none (the handler was not called)`;
-  return html`${worker.attempts.map(attemptItem)}${worker.lines.length > 0 && html`<div class="attempt-after">the worker, after the attempts:${logList(worker.lines)}</div>`}`;
+  return html`${worker.attempts.map((a) => attemptItem(a, showLogs))}${showLogs && worker.lines.length > 0 && html`<div class="attempt-after">the worker, after the attempts:${logList(worker.lines)}</div>`}`;
 }
 
-function attemptItem(attempt: AttemptRecord): SafeHtml {
+function attemptItem(attempt: AttemptRecord, showLogs: boolean): SafeHtml {
   const how =
     attempt.result === undefined
       ? 'running'
-      : `${attempt.result} after ${attempt.durationMs ?? '?'} ms${attempt.error ? `: ${attempt.error.name}: ${attempt.error.message}` : ''}`;
+      : `${attempt.result} after ${attempt.durationMs ?? '?'} ms${errorText(attempt.error, showLogs)}`;
   return html`<div
     class="attempt"
     data-attempt="${attempt.attempt}"
     data-result="${attempt.result ?? 'running'}"
   >
     <div><strong>Attempt ${attempt.attempt}</strong> · started ${shortTime(attempt.startedAt)} · ${how}</div>
-    ${logList(attempt.lines)}
+    ${showLogs && logList(attempt.lines)}
   </div>`;
+}
+
+/** The attempt's error: its name, and its message where user data may show (the console, not /status). */
+function errorText(error: AttemptRecord['error'], withMessage: boolean): string {
+  if (!error) return '';
+  return withMessage ? `: ${error.name}: ${error.message}` : `: ${error.name}`;
 }
 
 function logList(lines: readonly LogLine[]): SafeHtml {
