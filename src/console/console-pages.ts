@@ -57,7 +57,13 @@ async function serve(
     if (!o.authorized(request.headers.authorization)) {
       return sendJson(response, 401, { message: 'This action needs Authorization: Bearer <admin token>.' });
     }
-    return deadLetterAction(o, decodeURIComponent(action[1]!), action[2] as 'retry' | 'discard', response);
+    let executionId: string;
+    try {
+      executionId = decodeURIComponent(action[1]!);
+    } catch {
+      return sendJson(response, 400, { message: `'${action[1]}' is not a well-formed execution id.` });
+    }
+    return deadLetterAction(o, executionId, action[2] as 'retry' | 'discard', response);
   }
   const tab = TABS.find((t) => t.path === rest);
   if (method !== 'GET' || !tab) {
