@@ -31,7 +31,8 @@ export interface WorkerExecution {
   attempts: AttemptRecord[];
   outcome?: { status: 'COMPLETED' | 'FAILED'; attempts: number; durationMs: number; failure?: string };
   report?: { result: string; attempts: number; at: number };
-  /** Lines of the execution outside any attempt (a handler's timer that fired after its attempt ended). */
+  /** Lines of the execution outside any attempt: the worker's (claimed, finished, reported), and a handler's
+   * timer that fired after its attempt ended. */
   lines: LogLine[];
 }
 

@@ -156,7 +156,7 @@ function executionItem(
 function attemptsOf(worker: WorkerExecution, showLogs: boolean): SafeHtml {
   if (worker.attempts.length === 0 && worker.lines.length === 0)
     return html`none (the handler was not called)`;
-  return html`${worker.attempts.map((a) => attemptItem(a, showLogs))}${showLogs && worker.lines.length > 0 && html`<div class="attempt-after">the worker, after the attempts:${logList(worker.lines)}</div>`}`;
+  return html`${worker.attempts.map((a) => attemptItem(a, showLogs))}${showLogs && worker.lines.length > 0 && html`<div class="attempt-after">the worker's own lines for this execution:${logList(worker.lines)}</div>`}`;
 }
 
 function attemptItem(attempt: AttemptRecord, showLogs: boolean): SafeHtml {

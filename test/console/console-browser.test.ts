@@ -1,7 +1,7 @@
 // The local web console in a real browser (headless Chromium) against a real `df-worker dev`: an execution
 // enqueued from the page's form reaches COMPLETED with its attempt and its log line; a flaky one shows two
-// attempts; variables are created, edited and deleted; dead letters are sent again or discarded. One browser and
-// one session serve every test.
+// attempts; variables and file records are created, edited and deleted; dead letters are sent again or
+// discarded. One browser and one session serve every test.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, startConsoleSession, type ConsoleSession } from './console-session.ts';
@@ -117,6 +117,23 @@ describe('the local web console', () => {
 
     await row.locator('form.delete-variable button[type=submit]').click();
     await expect.poll(() => page.locator('tr[data-variable="region"]').count(), { timeout: 10_000 }).toBe(0);
+  });
+
+  it('adds, renames and deletes a file record', async () => {
+    await page.goto(`${session.url}/console/records`);
+    await page.fill('#new-file input[name=name]', 'prices.csv');
+    await page.fill('#new-file textarea[name=content]', 'sku,price\nA,1\n');
+    await page.click('#new-file button[type=submit]');
+    const row = page.locator('tr[data-file="prices.csv"]');
+    await row.waitFor({ timeout: 10_000 });
+    expect(await row.textContent()).toContain('14 bytes');
+
+    await row.locator('input[name=name]').fill('prices-2026.csv');
+    await row.locator('form.rename-file button[type=submit]').click();
+    const renamed = page.locator('tr[data-file="prices-2026.csv"]');
+    await renamed.waitFor({ timeout: 10_000 });
+    await renamed.locator('form.delete-file button[type=submit]').click();
+    await expect.poll(() => page.locator('tr[data-file]').count(), { timeout: 10_000 }).toBe(0);
   });
 
   it('sends a dead letter again, and discards another', async () => {
