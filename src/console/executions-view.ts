@@ -7,6 +7,9 @@ import type { AttemptRecord, LogLine, WorkerExecution } from './execution-record
 import { html, prettyJson, shortTime, type SafeHtml } from './html.ts';
 import type { ConsoleSources } from './sources.ts';
 
+/** Executions listed at most, newest first. */
+const MAX_SHOWN = 200;
+
 export const NO_WORKER_NOTE =
   'Attempts and their log lines come from a worker: run df-worker dev, which runs one beside its emulator. ' +
   'Here only what the service knows is shown: the claim and the reports.';
@@ -62,12 +65,19 @@ export function executionsList(sources: ConsoleSources, options: { showData: boo
   const serviceSide = service ? [...service.executions()].reverse() : [];
   const known = new Set(serviceSide.map((e) => e.id));
   const workerOnly = (worker?.recorder.all() ?? []).filter((w) => !known.has(w.executionId));
-  const items = [
-    ...workerOnly.map((w) => executionItem(undefined, w, options)),
-    ...serviceSide.map((e) => executionItem(e, worker?.recorder.get(e.id), options)),
+  const all: [EmulatedExecution | undefined, WorkerExecution | undefined][] = [
+    ...workerOnly.map((w): [undefined, WorkerExecution] => [undefined, w]),
+    ...serviceSide.map((e): [EmulatedExecution, WorkerExecution | undefined] => [
+      e,
+      worker?.recorder.get(e.id),
+    ]),
   ];
+  // The page is refreshed every second: a long session's history stays bounded on it.
+  const items = all.slice(0, MAX_SHOWN).map(([e, w]) => executionItem(e, w, options));
+  const hidden = all.length - items.length;
   return html`<div id="executions" data-live>
     ${items.length === 0 ? html`<p>No execution yet.</p>` : items}
+    ${hidden > 0 && html`<p>${hidden} older execution(s) not shown (GET /__admin/executions lists them all).</p>`}
   </div>`;
 }
 
