@@ -11,7 +11,9 @@ let session: ConsoleSession;
 let page: Page;
 
 beforeAll(async () => {
-  [browser, session] = await Promise.all([launchChromium(), startConsoleSession()]);
+  // The browser first: without one the test fails at once, with no session left running.
+  browser = await launchChromium();
+  session = await startConsoleSession();
   page = await browser.newPage();
   // The printed URL carries the admin token in its fragment; the page keeps it for the tab's life.
   await page.goto(session.consoleUrl);
