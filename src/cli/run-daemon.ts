@@ -67,12 +67,18 @@ async function serve<W extends DaemonWorker>(
   let http: WorkerHttpServer | undefined;
   let url: string | undefined;
   if (options.http ?? true) {
+    // Loaded only when the setting is on, before the worker starts so that its first claim is recorded: with
+    // the page off, the daemon never loads its code.
+    const statusPage = config.http.statusPage
+      ? (await import('../console/status-page.ts')).createStatusPage(worker)
+      : undefined;
     http = new WorkerHttpServer(
       {
         readiness: () => worker.readiness(),
         wake: (task) => worker.wake(task),
         metrics: () => worker.metrics.render(),
         metricsContentType: worker.metrics.registry.contentType,
+        ...(statusPage ? { statusPage } : {}),
       },
       {
         port: config.http.port,

@@ -290,6 +290,11 @@ export const schema = {
       max: 60_000,
       doc: 'How long one rendering of /metrics is served to every scraper before the next scrape renders a new one, in milliseconds: however many clients scrape, the daemon renders its metrics at most once per interval. 0 renders for each scrape (those arriving during a rendering still share it).',
     }),
+    statusPage: flag({
+      env: 'DF_HTTP_STATUS_PAGE',
+      default: false,
+      doc: "A read-only HTML status page at GET /status on the health and metrics port: readiness, the tasks served, the key's budget with the month's pace, recent executions with their attempts (task, durations, results; no input, output or log line, since the port may be reachable from the network) and the dead letters. Off: /status answers 404 and the page's code is never loaded, so it costs the idle daemon nothing.",
+    }),
     maxConnections: integer({
       env: 'DF_HTTP_MAX_CONNECTIONS',
       default: 64,

@@ -20,6 +20,7 @@ export const NON_SETTING_VARIABLES: Readonly<Record<string, string>> = {
   DF_TEST_REDIS_SENTINEL: 'the redis-sentinel the cluster tests start (test/cluster/redis-sentinel.ts)',
   DF_CI_NODE_DIR: 'where CI installs its Node.js (.ci/run)',
   DF_CI_CACHE: "CI's image cache (.ci/image-smoke)",
+  DF_CHROMIUM_PATH: "the browser the console's tests drive (test/console/)",
 };
 
 const SETTING_VARIABLES = listSettings().map(({ entry }) => entry.env);

@@ -1,6 +1,7 @@
 // The standalone daemon: the core (core.ts) with the state folder (lock, journal, budget.json) and this process's
 // own scheduler, which claims beside the replay of what a previous run left in the journal.
 import type { Budget } from '../budget/budget.ts';
+import type { DeadLetter, Journal } from '../journal/journal.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import type { WorkerOptions } from './contract.ts';
 import {
@@ -53,6 +54,11 @@ export class StandaloneMode implements DaemonMode<Budget> {
   /** Resolves with the process's exit code when the worker stopped on its own (its state lock lost). */
   get ownStop(): Promise<number> {
     return this.#ownStop.promise;
+  }
+
+  /** The state folder's journal, once open (undefined with the state in memory). */
+  get journal(): Journal | undefined {
+    return this.#state?.journal;
   }
 
   async open(core: CoreHandle): Promise<ModeState<Budget>> {
@@ -244,6 +250,9 @@ export class StandaloneMode implements DaemonMode<Budget> {
   }
 }
 
+/** What sending a dead letter's report again gave: accepted (the letter is removed), or why not. */
+export type DeadLetterRetry = { delivered: true } | { delivered: false; message: string };
+
 export class Worker extends DaemonCore<Budget> {
   readonly #mode: StandaloneMode;
 
@@ -256,5 +265,45 @@ export class Worker extends DaemonCore<Budget> {
   /** Resolves with the process's exit code when the worker stopped on its own (its state lock lost). */
   get stoppedOnItsOwn(): Promise<number> {
     return this.#mode.ownStop;
+  }
+
+  /** The journal's dead letters, oldest first; none while the state is in memory or before start(). */
+  deadLetters(): Promise<DeadLetter[]> {
+    return this.#mode.journal?.deadLetters() ?? Promise.resolve([]);
+  }
+
+  /**
+   * Sends a dead letter's report again, through the key's budget as every report: once the service accepts it,
+   * the letter is removed. A refusal leaves it in place and says why.
+   */
+  async retryDeadLetter(executionId: string): Promise<DeadLetterRetry> {
+    const journal = this.#mode.journal;
+    const client = this.client;
+    if (!journal || !client) return { delivered: false, message: 'the worker has no journal open' };
+    const letter = (await journal.deadLetters()).find((l) => l.entry.executionId === executionId);
+    const outcome = letter?.entry.outcome;
+    if (!letter || !outcome) return { delivered: false, message: `no dead letter of ${executionId} is kept` };
+    try {
+      await client.reportExecution(executionId, { status: outcome.status, output: outcome.output });
+    } catch (error) {
+      this.logger.warn({ executionId, err: error as Error }, 'a dead letter sent again was refused');
+      return { delivered: false, message: error instanceof Error ? error.message : String(error) };
+    }
+    await journal.discardDeadLetter(executionId);
+    this.logger.info({ executionId }, 'a dead letter sent again was accepted; it is removed');
+    this.events.emit('journal', journal.counts);
+    return { delivered: true };
+  }
+
+  /** Removes a dead letter without reporting it; false when none of this execution is kept. */
+  async discardDeadLetter(executionId: string): Promise<boolean> {
+    const journal = this.#mode.journal;
+    if (!journal) return false;
+    const removed = await journal.discardDeadLetter(executionId);
+    if (removed) {
+      this.logger.info({ executionId }, 'dead letter discarded');
+      this.events.emit('journal', journal.counts);
+    }
+    return removed;
   }
 }

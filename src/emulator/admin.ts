@@ -8,6 +8,7 @@ import {
   UnknownTaskError,
   VariableExistsError,
 } from './errors.ts';
+import { answerRecords, RECORD_ROUTES, type RecordOperations } from './admin-records.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { parseEnqueue, parseNewVariable } from './bodies.ts';
 import type { EmulatedExecution, FaultRule, NewVariable, RequestRecord } from './types.ts';
@@ -15,7 +16,7 @@ import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from '
 import type { Answer } from './wire.ts';
 
 /** The emulator methods the admin surface exposes. */
-export interface AdminOperations {
+export interface AdminOperations extends RecordOperations {
   createTask(definition: { key: string }): Task;
   tasks(): Task[];
   enqueueExecution(taskIdOrKey: string, input?: JsonObject, context?: JobContext): EmulatedExecution;
@@ -45,11 +46,6 @@ export const ADMIN_ROUTES: readonly { method: string; path: string; does: string
   { method: 'GET', path: '/__admin/executions', does: 'every execution with its claim and reports' },
   { method: 'GET', path: '/__admin/executions/{id}', does: 'one execution with its claim and reports' },
   {
-    method: 'POST',
-    path: '/__admin/variables',
-    does: 'creates a variable from {id?, key, value, name?, secret?} (id: what ctx.service.variables.get takes)',
-  },
-  {
     method: 'GET',
     path: '/__admin/requests',
     does: 'the log of service requests (status, operation, latency)',
@@ -65,6 +61,7 @@ export const ADMIN_ROUTES: readonly { method: string; path: string; does: string
     path: '/__admin/reset',
     does: 'forgets tasks, executions, requests, faults and used budget',
   },
+  ...RECORD_ROUTES,
 ];
 
 /** The admin root's answer: the routes, and how to authenticate when a token is required. */
@@ -117,11 +114,14 @@ export function answerAdmin(
         admin.reset();
         return emptyAnswer(204);
       default:
-        return errorAnswer(
-          404,
-          'NOT_FOUND',
-          `No admin route ${method} ${path}; GET /__admin lists the routes.`,
-          nowMs,
+        return (
+          answerRecords(admin, method, route, body, nowMs) ??
+          errorAnswer(
+            404,
+            'NOT_FOUND',
+            `No admin route ${method} ${path}; GET /__admin lists the routes.`,
+            nowMs,
+          )
         );
     }
   } catch (error) {

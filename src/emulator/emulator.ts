@@ -11,11 +11,11 @@ import type { JobContext, JsonObject, Task, TaskDefinition, Variable } from '../
 import { adminIndex, answerAdmin } from './admin.ts';
 import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './errors.ts';
 import { FaultTable } from './faults.ts';
-import { RateLimiter } from './limits.ts';
+import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { matchRoute } from './routes.ts';
 import type { RouteMatch } from './routes.ts';
 import { answerService } from './service.ts';
-import { Store } from './store.ts';
+import { Store, type EmulatedFile } from './store.ts';
 import type {
   EmulatedExecution,
   EmulatorOptions,
@@ -45,6 +45,7 @@ export class Emulator {
   readonly #faults: FaultTable;
   readonly #adminToken: string | undefined;
   readonly #onEnqueue: ((execution: EmulatedExecution) => void) | undefined;
+  #pages: EmulatorPages | undefined;
   #requests: RequestRecord[] = [];
   #server: Server | undefined;
   #url: string | undefined;
@@ -60,6 +61,14 @@ export class Emulator {
     this.#faults = new FaultTable(options.seed ?? 1);
     this.#adminToken = options.adminToken === '' ? undefined : options.adminToken;
     this.#onEnqueue = options.onEnqueue;
+  }
+
+  /**
+   * Serves `pages` under `pages.path` on this server (the local web console), beside the service and the admin
+   * surface; the pages decide which requests need the admin token (see adminAuthorized).
+   */
+  mount(pages: EmulatorPages): void {
+    this.#pages = pages;
   }
 
   /** Starts serving; resolves the base URL, e.g. `http://127.0.0.1:PORT`. */
@@ -164,6 +173,57 @@ export class Emulator {
     return stored && { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
   }
 
+  variables(): (Variable & { etag: string })[] {
+    return this.#store
+      .storedVariables()
+      .map((s) => ({ ...structuredClone(s.variable), etag: `"${s.version}"` }));
+  }
+
+  /** Applies `changes` over the variable as stored (a new version); undefined when no variable has this id. */
+  updateVariable(id: string, changes: VariableChanges): (Variable & { etag: string }) | undefined {
+    const stored = this.#store.updateVariable(id, changes);
+    return stored && { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
+  }
+
+  deleteVariable(id: string): boolean {
+    return this.#store.deleteVariable(id);
+  }
+
+  /** File records, as uploads made them (the emulator keeps no content). */
+  files(): EmulatedFile[] {
+    return structuredClone(this.#store.files());
+  }
+
+  /** Adds a file record as an upload of `size` bytes would. */
+  addFile(file: { name: string; size: number; contentType?: string }): EmulatedFile {
+    const added = this.#store.addFile(file.name, file.size, file.contentType ?? 'application/octet-stream');
+    return structuredClone(added);
+  }
+
+  updateFile(id: string, changes: { name?: string; contentType?: string }): EmulatedFile | undefined {
+    const file = this.#store.updateFile(id, changes);
+    return file && structuredClone(file);
+  }
+
+  deleteFile(id: string): boolean {
+    return this.#store.deleteFile(id);
+  }
+
+  /** Each API key's use of the limits now: the service's side of the key's budget. */
+  usage(): KeyUsageFigures[] {
+    return this.#limiter.usage(this.#clock.now());
+  }
+
+  /** Whether `authorization` (a request's header) carries the admin token, or none is needed. */
+  adminAuthorized(authorization: string | undefined): boolean {
+    return this.#adminAuthorized(authorization);
+  }
+
+  /** True when the admin routes (and pages mounted on this server) need the admin token. */
+  get adminTokenRequired(): boolean {
+    return this.#adminToken !== undefined;
+  }
+
   requests(): RequestRecord[] {
     return structuredClone(this.#requests);
   }
@@ -190,7 +250,10 @@ export class Emulator {
       // Prefixing (not resolving against a base) keeps a path such as `//x` a path, never a host.
       const target = request.url ?? '/';
       const url = new URL(target.startsWith('/') ? `http://emulator.invalid${target}` : target);
-      if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
+      const pages = this.#pages;
+      if (pages && (url.pathname === pages.path || url.pathname.startsWith(`${pages.path}/`))) {
+        await pages.serve(request, response, url);
+      } else if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
         const body = await readBody(request, this.#maxUploadBytes);
         const method = request.method ?? 'GET';
         const answer = body.tooLarge
@@ -402,6 +465,13 @@ export class Emulator {
       this.#delays.add(release);
     });
   }
+}
+
+/** Pages served under `path` by the emulator's own server (e.g. `/console`). */
+export interface EmulatorPages {
+  /** Without a trailing slash, e.g. `/console`. */
+  path: string;
+  serve(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void>;
 }
 
 /** A service request, from a socket or in process. */

@@ -7,6 +7,15 @@ export const DEFAULT_LIMITS: EmulatorLimits = { perSecond: 5, perMinute: 50, per
 const SECOND_MS = 1000;
 const MINUTE_MS = 60_000;
 
+/** One key's use of the limits; a limit of 0 or Infinity is not enforced. */
+export interface KeyUsageFigures {
+  apiKey: string;
+  second: { used: number; limit: number };
+  minute: { used: number; limit: number };
+  /** The UTC calendar month: requests accepted in it, and its bounds in ms. */
+  month: { used: number; limit: number; startsAt: number; endsAt: number };
+}
+
 export type LimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 interface KeyUsage {
@@ -46,6 +55,27 @@ export class RateLimiter {
     this.#usage.clear();
   }
 
+  /** What each key has used of each window at `nowMs`, for the admin surface and the console. */
+  usage(nowMs: number): KeyUsageFigures[] {
+    return [...this.#usage.entries()].map(([apiKey, usage]) => ({
+      apiKey,
+      second: {
+        used: usage.recent.filter((at) => at > nowMs - SECOND_MS).length,
+        limit: this.#limits.perSecond,
+      },
+      minute: {
+        used: usage.recent.filter((at) => at > nowMs - MINUTE_MS).length,
+        limit: this.#limits.perMinute,
+      },
+      month: {
+        used: usage.month === utcMonthOf(nowMs) ? usage.monthCount : 0,
+        limit: this.#limits.perMonth,
+        startsAt: startOfUtcMonth(nowMs),
+        endsAt: startOfNextUtcMonth(nowMs),
+      },
+    }));
+  }
+
   #usageOf(apiKey: string, nowMs: number): KeyUsage {
     const month = utcMonthOf(nowMs);
     let usage = this.#usage.get(apiKey);
@@ -76,6 +106,11 @@ function windowWaitMs(recent: number[], limit: number, windowMs: number, nowMs: 
 function utcMonthOf(ms: number): string {
   const date = new Date(ms);
   return `${date.getUTCFullYear()}-${date.getUTCMonth()}`;
+}
+
+function startOfUtcMonth(ms: number): number {
+  const date = new Date(ms);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
 }
 
 function startOfNextUtcMonth(ms: number): number {

@@ -178,6 +178,22 @@ export class Store {
     return this.#files.get(id);
   }
 
+  files(): EmulatedFile[] {
+    return [...this.#files.values()];
+  }
+
+  /** Renames the file record or changes its content type; undefined when no file has this id. */
+  updateFile(id: string, changes: { name?: string; contentType?: string }): EmulatedFile | undefined {
+    const file = this.#files.get(id);
+    if (!file) return undefined;
+    Object.assign(file, changes);
+    return file;
+  }
+
+  deleteFile(id: string): boolean {
+    return this.#files.delete(id);
+  }
+
   /** Adds a variable at version 1 under the next `variable-N` that no variable has (the service's create). */
   createVariable(changes: VariableChanges): EmulatedVariable {
     let id: string;
@@ -206,8 +222,18 @@ export class Store {
     return [...this.#variables.values()].map((stored) => stored.variable);
   }
 
+  /** Every variable with its version, in creation order. */
+  storedVariables(): EmulatedVariable[] {
+    return [...this.#variables.values()];
+  }
+
   getVariable(id: string): EmulatedVariable | undefined {
     return this.#variables.get(id);
+  }
+
+  /** The service documents no delete of a variable: the emulator's admin surface has one for local tools. */
+  deleteVariable(id: string): boolean {
+    return this.#variables.delete(id);
   }
 
   /** Applies the update and raises the version; undefined when no variable has this id. */

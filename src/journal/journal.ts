@@ -255,6 +255,23 @@ export class Journal {
   }
 
   /**
+   * Removes a dead letter for good: an operator discarded it, or its report was sent again and accepted.
+   * False when no dead letter of this execution is kept.
+   */
+  discardDeadLetter(executionId: string): Promise<boolean> {
+    let removed = false;
+    return this.#inOrder(executionId, async () => {
+      const letterFile = join(this.deadLetterFolder, `${fileNameForExecution(executionId)}.json`);
+      if (!this.#deadLetterFiles.has(letterFile)) return;
+      await this.#attempt(executionId, 'remove the dead letter', this.deadLetterFolder, () =>
+        removeDurably(letterFile),
+      );
+      this.#deadLetterFiles.delete(letterFile);
+      removed = true;
+    }).then(() => removed);
+  }
+
+  /**
    * Proves the folders writable again (after an operator fixed them) and removes the records of executions
    * reported meanwhile; true restores writable.
    */

@@ -25,6 +25,8 @@ export interface ProbeSource {
   wake(taskKey?: string): number;
   metrics(): Promise<string>;
   metricsContentType: string;
+  /** The read-only status page (DF_HTTP_STATUS_PAGE): its HTML and headers. Absent: GET /status answers 404. */
+  statusPage?(): Promise<{ body: string; headers: Record<string, string> }>;
 }
 
 export interface HttpServerOptions {
@@ -164,6 +166,15 @@ export class WorkerHttpServer {
       const body = await this.#metrics.body();
       res.writeHead(200, { 'content-type': this.#source.metricsContentType, 'content-length': body.length });
       res.end(body);
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/status') {
+      if (!this.#source.statusPage) {
+        return send(res, 404, { error: 'the status page is off: set DF_HTTP_STATUS_PAGE=true to serve it' });
+      }
+      const page = await this.#source.statusPage();
+      res.writeHead(200, { ...page.headers, 'content-length': Buffer.byteLength(page.body) });
+      res.end(page.body);
       return;
     }
     if (url.pathname === '/wake' && this.#o.wake !== 'off') {

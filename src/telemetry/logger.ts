@@ -22,6 +22,11 @@ export interface LoggerOptions {
   pretty?: PrettyMode;
   /** Where the lines go. Default: stdout. */
   destination?: pino.DestinationStream | NodeJS.WritableStream;
+  /**
+   * A second destination that gets every JSON line at `tee.level` or above, whatever `level` lets through to
+   * `destination` (df-worker dev's console keeps each attempt's lines this way). Default: none.
+   */
+  tee?: { level: string; stream: pino.DestinationStream };
 }
 
 export { REDACTED } from '../errors/redact.ts';
@@ -53,8 +58,24 @@ export function createLogger(options: LoggerOptions): Logger {
     serializers: { err: serializeError },
   };
   const destination = options.destination ?? process.stdout;
-  if (wantsPretty(options.pretty ?? false, destination)) return pino(settings, prettyStream(destination));
+  const pretty = wantsPretty(options.pretty ?? false, destination);
+  if (options.tee) {
+    const { tee } = options;
+    const main = pretty ? prettyStream(destination) : destination;
+    const streams: pino.StreamEntry[] = [{ level: tee.level as pino.Level, stream: tee.stream }];
+    if (options.level !== 'silent') streams.push({ level: options.level as pino.Level, stream: main });
+    const lowest =
+      options.level === 'silent' || levelValue(tee.level) < levelValue(options.level)
+        ? tee.level
+        : options.level;
+    return pino({ ...settings, level: lowest }, pino.multistream(streams));
+  }
+  if (pretty) return pino(settings, prettyStream(destination));
   return options.destination === undefined ? pino(settings) : pino(settings, options.destination);
+}
+
+function levelValue(level: string): number {
+  return pino.levels.values[level] ?? Infinity;
 }
 
 /**

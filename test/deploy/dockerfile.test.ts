@@ -219,6 +219,7 @@ describe('.dockerignore', () => {
     expect(isIgnored(patterns, 'handlers/enrich-product.test.ts')).toBe(true);
     expect(isIgnored(patterns, 'handlers/enrich-product.ts')).toBe(false);
     expect(isIgnored(patterns, 'handlers/README.md')).toBe(true);
+    expect(isIgnored(patterns, 'handlers/console-executions.png')).toBe(true);
   });
 
   it('keeps every path the Dockerfile copies from the context', async () => {

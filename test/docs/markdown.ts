@@ -65,9 +65,11 @@ export const REPOSITORY_URL = 'https://github.com/df-worker/df-worker';
 
 /**
  * The repository path an absolute link into this repository names (`.../blob/main/helm/README.md#x` gives
- * `helm/README.md#x`), or undefined for any other URL.
+ * `helm/README.md#x`; an image's `raw.githubusercontent.com/.../main/handlers/x.png` gives `handlers/x.png`), or
+ * undefined for any other URL.
  */
 export function repositoryPath(target: string): string | undefined {
-  const prefix = /^https:\/\/github\.com\/df-worker\/df-worker\/(?:blob|tree)\/main\//;
+  const prefix =
+    /^https:\/\/(?:github\.com\/df-worker\/df-worker\/(?:blob|tree)\/main|raw\.githubusercontent\.com\/df-worker\/df-worker\/main)\//;
   return prefix.test(target) ? target.replace(prefix, '') : undefined;
 }

@@ -116,11 +116,19 @@ describe('admin HTTP surface', () => {
         'POST /__admin/executions',
         'GET /__admin/executions',
         'GET /__admin/executions/{id}',
-        'POST /__admin/variables',
         'GET /__admin/requests',
         'PUT /__admin/faults',
         'DELETE /__admin/faults',
         'POST /__admin/reset',
+        'GET /__admin/variables',
+        'POST /__admin/variables',
+        'PUT /__admin/variables/{id}',
+        'DELETE /__admin/variables/{id}',
+        'GET /__admin/files',
+        'POST /__admin/files',
+        'PUT /__admin/files/{id}',
+        'DELETE /__admin/files/{id}',
+        'GET /__admin/usage',
       ]);
       expect(authorization).toMatch(/no admin token/);
     }

@@ -91,8 +91,12 @@ describe('loadHandlers', () => {
     await expect(failure).rejects.toThrow('DF_HANDLERS_DIR');
   });
 
-  it('loads the handlers beside a README.md and reports nothing about it (handlers/ holds the handler guide)', async () => {
-    const dir = await handlersDir({ 'a.mjs': plainTask('a'), 'README.md': '# Writing handlers\n' });
+  it('loads the handlers beside a README.md and its screenshots, and reports nothing about them (handlers/ holds the handler guide)', async () => {
+    const dir = await handlersDir({
+      'a.mjs': plainTask('a'),
+      'README.md': '# Writing handlers\n',
+      'console-executions.png': '\x89PNG\r\n',
+    });
     const { handlers, errors } = await loadHandlers(dir);
     expect([...handlers.keys()]).toEqual(['a']);
     expect(errors).toEqual([]);

@@ -329,6 +329,17 @@ describe('Journal dead letters', () => {
     expect(await readdir(journalDir)).toEqual([]);
     expect(reopened.counts).toEqual({ pending: 0, deadLettered: 1 });
   });
+
+  it('discards a dead letter for good, once', async () => {
+    const journal = await openJournal();
+    await journal.recordClaim(claim('exec-1'));
+    await journal.recordOutcome('exec-1', completed);
+    await journal.deadLetter('exec-1', { status: 403 });
+    expect(await journal.discardDeadLetter('exec-1')).toBe(true);
+    expect(journal.counts).toEqual({ pending: 0, deadLettered: 0 });
+    expect(await journal.discardDeadLetter('exec-1')).toBe(false);
+    expect(await (await openJournal()).deadLetters()).toEqual([]);
+  });
 });
 
 describe('Journal on a folder that refuses writes', () => {

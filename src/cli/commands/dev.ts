@@ -10,6 +10,7 @@ import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
+import { WorkerEvents } from '../../daemon/events.ts';
 import { Emulator, type EmulatedExecution, type NewVariable } from '../../emulator/index.ts';
 import type { LoadedHandler } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
@@ -43,7 +44,8 @@ export const devCommand: Command = {
 Usage: df-worker dev [--dir DIR] [--port N] [--state-dir DIR] [--variable ID=VALUE]...
        df-worker dev --enqueue TASK [INPUT_JSON] [--wait-ms MS] [--state-dir DIR]
 
-Starts the embedded emulator on 127.0.0.1 (its URL, API key and admin token are printed), creates or updates
+Starts the embedded emulator on 127.0.0.1 (its URL, API key and admin token are printed, and the URL of its
+web console, /console, with the admin token in the fragment), creates or updates
 its tasks from the handlers' declarations, and runs the daemon on it. Every execution enqueued (by --enqueue,
 the admin route or curl) wakes the daemon, so it is picked up at once rather than at the idle pace; each
 outcome is printed as the emulator records it. Handler files are watched: after an edit the handlers are
@@ -197,6 +199,7 @@ async function session(options: SessionOptions): Promise<number> {
   const adminToken = randomBytes(16).toString('hex');
   let daemon: RunningDaemon | undefined;
   const tracked = new Map<string, EmulatedExecution>();
+  const events = new WorkerEvents();
   const emulator = new Emulator({
     apiKeys: [DEV_KEY],
     adminToken,
@@ -212,6 +215,9 @@ async function session(options: SessionOptions): Promise<number> {
     },
   });
   for (const variable of options.variables) emulator.createVariable(variable);
+  // The console records what the worker does from its first claim on: mounted before the worker runs.
+  const { mountConsole } = await import('../../console/index.ts');
+  const local = mountConsole(emulator, { mode: 'dev session', events });
   let watch: HandlerWatch | undefined;
   let reportWatch: NodeJS.Timeout | undefined;
   try {
@@ -225,6 +231,8 @@ async function session(options: SessionOptions): Promise<number> {
       level: config.log.level,
       pretty: config.log.pretty,
       destination: process.stderr,
+      // Handlers' lines at info and above reach the console's attempts whatever DF_LOG_LEVEL prints.
+      tee: { level: captureLevel(config.log.level), stream: local.logStream },
     });
     const handlersDir = path.resolve(config.handlers.dir);
     const loader = new HandlerSet(config, emulator, say);
@@ -236,12 +244,13 @@ async function session(options: SessionOptions): Promise<number> {
       return 1;
     }
     try {
-      daemon = await runDaemon(config, logger, { handlers: first });
+      daemon = await runDaemon(config, logger, { handlers: first, events });
     } catch (error) {
       const message = describeStartupFailure(error);
       process.stderr.write(`df-worker dev: ${describeError(error, `could not start: ${message}`)}\n`);
       return 1;
     }
+    local.attachWorker(daemon.worker);
     const file = await writeSessionFile(options.stateDir, {
       pid: process.pid,
       url,
@@ -254,6 +263,7 @@ async function session(options: SessionOptions): Promise<number> {
     printBanner(say, {
       url,
       adminToken,
+      consoleUrl: local.url(url, adminToken),
       file,
       handlersDir,
       workerUrl: daemon.url ?? '',
@@ -316,6 +326,7 @@ function devConfig(options: SessionOptions): WorkerConfig {
 interface Banner {
   url: string;
   adminToken: string;
+  consoleUrl: string;
   file: string;
   handlersDir: string;
   workerUrl: string;
@@ -329,6 +340,7 @@ function printBanner(say: (line: string) => void, b: Banner): void {
   const example = first?.key ?? 'my-task';
   const input = JSON.stringify(Object.fromEntries((first?.inputKeys ?? []).map((k) => [k.key, '...'])));
   say(`df-worker dev: emulator on ${b.url} (API key ${DEV_KEY})`);
+  say(`  console: ${b.consoleUrl}`);
   say(`  admin routes: ${b.url}/__admin (Authorization: Bearer ${b.adminToken})`);
   say(`  worker: ${b.workerUrl} (/metrics, /readyz, POST /wake)`);
   say(
@@ -352,6 +364,11 @@ function printBanner(say: (line: string) => void, b: Banner): void {
       `-H 'content-type: application/json' -d '{"taskKey":"${example}","input":${input}}'`,
   );
   say('Ctrl-C stops the session.');
+}
+
+/** The level of the lines the console keeps: info, or lower when DF_LOG_LEVEL asks for more. */
+function captureLevel(level: string): string {
+  return level === 'debug' || level === 'trace' ? level : 'info';
 }
 
 /** Prints each tracked execution once it has its first report, with its pickup and report times. */

@@ -12,7 +12,8 @@ Usage: df-worker emulator [--port N] [--host H] [--key KEY]... [--per-second N] 
 
 Serves the service's custom-task API on http://HOST:PORT with the documented limits (variables included),
 plus an admin surface under /__admin/ (create tasks and variables, enqueue executions, read reports and the
-request log, inject faults: handlers/README.md#fault-rules gives the rules' format).
+request log, inject faults: handlers/README.md#fault-rules gives the rules' format), and a web console under
+/console (tasks, executions, variables, files, the keys' use of the limits).
 
 Options:
   --port N         port to listen on (default 8080; 0 = any free port)
@@ -62,8 +63,11 @@ Options:
     if (typeof variables === 'string') return usageError('emulator', variables);
     const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits });
     for (const variable of variables) emulator.createVariable(variable);
+    const { mountConsole } = await import('../../console/index.ts');
+    const local = mountConsole(emulator, { mode: 'emulator' });
     const url = await emulator.listen(Number(values.port), values.host);
     process.stdout.write(`emulator listening on ${url} (admin: ${url}/__admin/)\n`);
+    process.stdout.write(`console: ${local.url(url, undefined)}\n`);
     if (variables.length > 0) {
       process.stdout.write(`variables: ${variables.map((variable) => variable.id).join(', ')}\n`);
     }
