@@ -82,7 +82,9 @@ function limitText(limit: number): string {
 function bar(used: number, limit: number): SafeHtml {
   if (!(limit > 0 && Number.isFinite(limit))) return html``;
   const percent = Math.min(100, Math.round((used / limit) * 100));
-  return html`<span class="bar" title="${percent}%"><span style="width:${percent}%"></span></span>`;
+  return html`<meter class="bar" min="0" max="${limit}" value="${Math.min(used, limit)}" title="${percent}%">
+    ${percent}%
+  </meter>`;
 }
 
 /** An API key shown by its first characters only: enough to tell keys apart, never the key. */

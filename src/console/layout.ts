@@ -39,8 +39,7 @@ textarea { font: 12px monospace; width: 100%; }
 .attempt, .attempt-after { border-left: 3px solid #b0bec5; margin: 6px 0; padding-left: 8px; }
 .log { font: 12px monospace; }
 .log .level-warn, .log .level-error { color: #c62828; }
-.bar { background: #eceff1; width: 200px; height: 10px; display: inline-block; }
-.bar > span { background: #1565c0; height: 10px; display: block; }
+.bar { width: 200px; height: 12px; }
 `;
 
 export function page(frame: PageFrame, body: SafeHtml): string {
