@@ -8,6 +8,8 @@ import { clusteredTestsRun, RedisServer } from './redis-server.ts';
 
 const PER_SECOND = 60;
 const PER_MINUTE = 3_600;
+/** How long before the coordinator's kill a claim at the service may still have been on its way to Redis, in ms. */
+const KILL_WINDOW_MS = 2_000;
 
 describe.runIf(clusteredTestsRun)('three replicas on one key (real processes, real Redis)', () => {
   let redis: RedisServer;
@@ -69,17 +71,46 @@ describe.runIf(clusteredTestsRun)('three replicas on one key (real processes, re
     await waitFor(() => rig!.figures().reported >= 15, 'a third reported', 20_000);
     const killedAt = Date.now();
     await rig.kill(coordinator);
+    const killDoneAt = Date.now();
+    // The window no client can close (README, Guarantees): the service answered a poll with an execution, and the
+    // coordinator died before Redis took the claim. Such an execution is claimed at the service within moments of
+    // the kill and never reported; any other unreported one is lost by a fault of ours.
+    const inKillWindow = (e: { claimedAt?: string; reports: unknown[] }) =>
+      e.reports.length === 0 &&
+      e.claimedAt !== undefined &&
+      Date.parse(e.claimedAt) >= killedAt - KILL_WINDOW_MS &&
+      Date.parse(e.claimedAt) <= killDoneAt + 500;
     await waitFor(() => rig!.coordinator() === survivor, `${survivor} to take over`, 15_000);
     const tookAt = Date.parse(
       rig.logsOf(survivor).findLast((l) => l.msg === 'took the coordinator lease: polling for the cluster')!
         .time as string,
     );
     // Generous: the survivor drains the rest in seconds on a quiet machine, several times slower on a loaded one.
-    await waitFor(() => rig!.done(), 'every execution reported', 60_000).catch((error: Error) => {
-      throw new Error(
-        `${error.message}: ${JSON.stringify(rig!.figures())}, coordinator ${rig!.coordinator()}`,
+    const unreported = () => rig!.emulator.executions().filter((e) => e.reports.length === 0);
+    await waitFor(() => unreported().every(inKillWindow), 'every execution reported', 60_000).catch(
+      (error: Error) => {
+        const owed = unreported().map(
+          (e) => `${e.id} claimed at ${e.claimedAt ? Date.parse(e.claimedAt) - killedAt : '-'} ms`,
+        );
+        throw new Error(
+          `${error.message}: ${JSON.stringify(rig!.figures())}, coordinator ${rig!.coordinator()}; ` +
+            `unreported (times from the coordinator's kill): ${owed.join(', ')}`,
+        );
+      },
+    );
+    // An execution of the kill window still has a lock's life and a stall check to be taken up, had Redis held it.
+    if (!rig.done()) await waitFor(() => rig!.done(), 'the kill window', 15_000).catch(() => undefined);
+    const lostInWindow = unreported();
+    for (const e of lostInWindow) {
+      const lines = rig.logsOf(coordinator).filter((l) => l.executionId === e.id);
+      console.log(
+        `${e.id} claimed at the service ${Date.parse(e.claimedAt!) - killedAt} ms from the coordinator's kill ` +
+          `(kill took ${killDoneAt - killedAt} ms), never reported; the coordinator's lines on it: ${JSON.stringify(lines)}`,
       );
-    });
+      // Redis never took it: 'execution claimed' is logged once the claim is stored, and the coordinator never was.
+      expect(lines.filter((l) => l.msg === 'execution claimed')).toEqual([]);
+    }
+    expect(lostInWindow.length).toBeLessThanOrEqual(1);
     const figures = rig.figures();
     const rerun = rig
       .logsOf(survivor)
@@ -88,7 +119,12 @@ describe.runIf(clusteredTestsRun)('three replicas on one key (real processes, re
       `kill -9 of ${victim} mid-handler and of coordinator ${coordinator}: ${JSON.stringify(figures)}; ` +
         `takeover by ${survivor} in ${tookAt - killedAt} ms; the killed handler's execution reported by ${survivor}: ${rerun}`,
     );
-    expect(figures).toMatchObject({ claimed: 45, reported: 45, lost: 0, rateLimited: 0 });
+    expect(figures).toMatchObject({
+      claimed: 45,
+      reported: 45 - lostInWindow.length,
+      lost: lostInWindow.length,
+      rateLimited: 0,
+    });
     // At least once (README, Guarantees): a replica killed after the service took its report, before it could
     // record that in Redis, leaves the execution to be reported again by another. That window, a few
     // milliseconds before a kill, is the only place a second report may come from (one CI run in many hits it).
