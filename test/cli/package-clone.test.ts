@@ -5,12 +5,12 @@
 // project's lockfile pins the dependencies to tarballs in the npm cache (see packed-project.ts).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, realpath, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SAMPLE_INPUT, SAMPLE_OUTPUT } from '../../src/cli/templates/handler.ts';
-import { childEnv, exec, firstMatch, pinDependencies } from './packed-project.ts';
+import { childEnv, exec, firstMatch, packAndInstall } from './packed-project.ts';
 import { REPO_ROOT } from './run-cli.ts';
 
 let work: string;
@@ -34,18 +34,7 @@ beforeAll(async () => {
   // npm ci's result, without the network: the same packages, linked.
   await symlink(await realpath(path.join(REPO_ROOT, 'node_modules')), path.join(clone, 'node_modules'));
 
-  const pack = await exec('npm', ['pack', '--json', '--pack-destination', work], clone, childEnv(), 120_000);
-  expect(pack.code, pack.stderr).toBe(0);
-  const [packed] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
-  tarball = path.join(work, packed.filename);
-  packedFiles = packed.files.map((file) => file.path);
-
-  project = path.join(work, 'fresh-project');
-  await mkdir(project);
-  expect(await exec('npm', ['init', '-y'], project)).toMatchObject({ code: 0 });
-  await pinDependencies(project, tarball);
-  const install = await exec('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], project);
-  expect(install.code, install.stderr).toBe(0);
+  ({ tarball, packedFiles, project } = await packAndInstall(clone, work));
   worker = path.join(project, 'my-worker');
   // A clone, a build (twice: prepack, then prepare), a pack and an install: 30 to 60 s on 2 busy cores.
 }, 240_000);

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeVersionProblem } from '../../src/runtime/node-version.ts';
-import { childEnv, exec, firstMatch, pinDependencies } from './packed-project.ts';
+import { childEnv, exec, firstMatch, packAndInstall } from './packed-project.ts';
 import { REPO_ROOT } from './run-cli.ts';
 
 /** A Node older than df-worker supports, found on the machine (e.g. the distribution's), to prove the guard. */
@@ -25,7 +25,6 @@ const OLD_NODE = ['/usr/bin/node', '/usr/local/bin/node'].find((file) => {
 
 let work: string;
 let project: string;
-let tarball: string;
 let packedFiles: string[];
 
 /** `npx df-worker <args>` in the project, as the hints and handlers/README.md say. */
@@ -48,18 +47,7 @@ beforeAll(async () => {
   );
   expect(build, 'tsc build').toMatchObject({ code: 0 });
   // --ignore-scripts: dist/ is built above; the staging copy has no src/ for prepack to build from.
-  const pack = await exec('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], staging);
-  expect(pack.code, pack.stderr).toBe(0);
-  const [packed] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
-  tarball = path.join(work, packed.filename);
-  packedFiles = packed.files.map((file) => file.path);
-
-  project = path.join(work, 'fresh-project');
-  await mkdir(project);
-  expect(await exec('npm', ['init', '-y'], project)).toMatchObject({ code: 0 });
-  await pinDependencies(project, tarball);
-  const install = await exec('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], project);
-  expect(install.code, install.stderr).toBe(0);
+  ({ packedFiles, project } = await packAndInstall(staging, work, ['--ignore-scripts']));
   // A build, a pack and an install: about a minute on a quiet 2-core machine, several beside busy forks.
 }, 300_000);
 

@@ -2,7 +2,7 @@
 // programs (npm, npx, the bin) run in it to completion or until their output shows a line.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from './run-cli.ts';
@@ -106,4 +106,41 @@ export function firstMatch(stream: NodeJS.ReadableStream, pattern: RegExp): Prom
     });
     stream.once('end', () => reject(new Error(`output ended without ${String(pattern)}:\n${text}`)));
   });
+}
+
+/** A packed tarball installed in a new `npm init -y` project under `work`, as a user installs it. */
+export interface PackedProject {
+  tarball: string;
+  /** The paths the tarball holds. */
+  packedFiles: string[];
+  project: string;
+}
+
+/**
+ * Packs `dir` into `work` (`packArgs` added to `npm pack`), then installs the tarball in `work/fresh-project`
+ * from the npm cache, with its dependencies pinned (see pinDependencies).
+ */
+export async function packAndInstall(
+  dir: string,
+  work: string,
+  packArgs: string[] = [],
+): Promise<PackedProject> {
+  const pack = await exec(
+    'npm',
+    ['pack', '--json', ...packArgs, '--pack-destination', work],
+    dir,
+    childEnv(),
+    120_000,
+  );
+  if (pack.code !== 0) throw new Error(`npm pack in ${dir} exited ${pack.code}: ${pack.stderr}`);
+  const [packed] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
+  const tarball = path.join(work, packed.filename);
+  const project = path.join(work, 'fresh-project');
+  await mkdir(project);
+  const init = await exec('npm', ['init', '-y'], project);
+  if (init.code !== 0) throw new Error(`npm init -y exited ${init.code}: ${init.stderr}`);
+  await pinDependencies(project, tarball);
+  const install = await exec('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], project);
+  if (install.code !== 0) throw new Error(`npm ci of the tarball exited ${install.code}: ${install.stderr}`);
+  return { tarball, packedFiles: packed.files.map((file) => file.path), project };
 }
