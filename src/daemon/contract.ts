@@ -6,6 +6,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import type { TraceHook } from '../tracing/trace-hook.ts';
 import type { WorkerEvents } from './events.ts';
 
 export type WorkerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -27,6 +28,8 @@ export interface WorkerOptions {
   events?: WorkerEvents;
   /** How requests reach the service (the month replay: the emulator in process). Default: HTTP. */
   transport?: ServiceTransport;
+  /** Traces (tracing/sdk.ts, when an OTLP endpoint is set): listens to `events`, flushed at stop. Default: none. */
+  tracing?: TraceHook;
 }
 
 export interface Readiness {

@@ -22,6 +22,11 @@ export interface LoggerOptions {
   pretty?: PrettyMode;
   /** Where the lines go. Default: stdout. */
   destination?: pino.DestinationStream | NodeJS.WritableStream;
+  /**
+   * Fields added to every line (pino's mixin): with tracing on, the active span's `trace_id` and `span_id`.
+   * Default: none, and no call per line.
+   */
+  mixin?: () => Record<string, unknown>;
 }
 
 export { REDACTED } from '../errors/redact.ts';
@@ -51,6 +56,7 @@ export function createLogger(options: LoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACTED_PATHS, censor: REDACTED },
     serializers: { err: serializeError },
+    ...(options.mixin ? { mixin: options.mixin } : {}),
   };
   const destination = options.destination ?? process.stdout;
   if (wantsPretty(options.pretty ?? false, destination)) return pino(settings, prettyStream(destination));
