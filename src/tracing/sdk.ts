@@ -35,7 +35,7 @@ export interface Tracing extends TraceHook {
   logFields: () => Record<string, string>;
   /** Where export failures are told from now on. */
   useLogger: (logger: Logger) => void;
-  /** Flushes, then stops the SDK; bounded as flush() is. */
+  /** Flushes, then stops the SDK; within the bound a flush() before it began (SHUTDOWN_FLUSH_MS in all). */
   shutdown: () => Promise<void>;
 }
 
@@ -57,7 +57,12 @@ export function startTracing(options: TracingOptions): Tracing {
   // Global, so that handlers run in this process (DF_HANDLER_ISOLATION=none) nest their spans in ours.
   provider.register();
   const tracer = trace.getTracer('df-worker', options.version);
-  const bounded = (work: Promise<unknown>) => withinBound(work, SHUTDOWN_FLUSH_MS);
+  // One bound for the whole stop: the core's flush and the shutdown after it share it.
+  let stopBy: number | undefined;
+  const bounded = (work: Promise<unknown>) => {
+    stopBy ??= Date.now() + SHUTDOWN_FLUSH_MS;
+    return withinBound(work, Math.max(0, stopBy - Date.now()));
+  };
   return {
     listen: (events, info) =>
       listenForTraces(events, { tracer, ids, processor, resource, replica: info.replica }),

@@ -5,6 +5,8 @@ import type { WorkerEvents } from '../daemon/events.ts';
 export interface TraceHook {
   /** Turns the core's events into spans; `replica` is this replica's id in clustered mode. */
   listen: (events: WorkerEvents, info: { replica?: string }) => void;
-  /** Sends the spans still queued; resolves within SHUTDOWN_FLUSH_MS whether or not they got through. */
+  /**
+   * Sends the spans still queued (at stop); resolves within SHUTDOWN_FLUSH_MS whether or not they got through.
+   */
   flush: () => Promise<void>;
 }
