@@ -121,13 +121,18 @@ async function run(message: RunMessage): Promise<void> {
 async function attemptTrace(
   headers: Record<string, string>,
   state: AttemptState,
-): Promise<ReturnType<WorkerTracing['attempt']>> {
+): Promise<ReturnType<WorkerTracing['attempt']> | undefined> {
   tracing ??= import('../tracing/worker-tracing.ts').then((m) =>
     m.startWorkerTracing((spans) => post({ type: 'spans', spans })),
   );
-  return (await tracing).attempt(headers, (update) =>
-    post({ type: 'span-update', attemptId: state.attemptId, update }),
-  );
+  try {
+    return (await tracing).attempt(headers, (update) =>
+      post({ type: 'span-update', attemptId: state.attemptId, update }),
+    );
+  } catch {
+    // Traces are best effort: the handler runs without them rather than fail its attempt.
+    return undefined;
+  }
 }
 
 function returned(value: unknown, message: RunMessage): WorkerOutcome {

@@ -60,173 +60,206 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
   const running = new Map<string, Traced>();
   const replica = o.replica === undefined ? {} : { 'df_worker.replica': o.replica };
 
-  events.on('poll', ({ task, result, durationMs, claimed }) => {
-    if (result !== 'hit' || claimed === undefined) return;
-    const now = Date.now();
-    const started = now - durationMs;
-    const root = tracer.startSpan(SPAN.execution, {
-      root: true,
-      startTime: started,
-      attributes: executionAttributes(task, claimed.executionId),
-    });
-    const created = Date.parse(claimed.createdAt);
-    tracer
-      .startSpan(
-        SPAN.poll,
-        {
-          kind: SpanKind.CLIENT,
-          startTime: started,
-          attributes: {
-            'df_worker.task.key': task,
-            ...replica,
-            ...(Number.isFinite(created)
-              ? {
-                  'df_worker.execution.created_at': claimed.createdAt,
-                  'df_worker.pickup_latency_ms': Math.max(0, now - created),
-                }
-              : {}),
-          },
-        },
-        trace.setSpan(ROOT_CONTEXT, root),
-      )
-      .end(now);
-    if (polled.size >= MAX_PENDING) polled.delete(polled.keys().next().value!);
-    polled.set(claimed.executionId, root);
-  });
-
-  events.on('queued', ({ executionId, traceContext }) => {
-    const root = polled.get(executionId);
-    polled.delete(executionId);
-    if (!root) return;
-    // This process does not end this root span: the replica that runs the execution makes it again.
-    propagation.inject(trace.setSpan(ROOT_CONTEXT, root), traceContext);
-    traceContext[ROOT_START] = String(startOf(root) ?? Date.now());
-  });
-
-  events.on('claim', (event) => {
-    const traced = rootOf(event);
-    running.set(event.executionId, traced);
-    event.trace.run = (fn) => context.with(traced.context, fn);
-    const origin = event.origin;
-    if (origin?.queuedAt !== undefined) {
+  events.on(
+    'poll',
+    guard(({ task, result, durationMs, claimed }) => {
+      if (result !== 'hit' || claimed === undefined) return;
+      const now = Date.now();
+      const started = now - durationMs;
+      const root = tracer.startSpan(SPAN.execution, {
+        root: true,
+        startTime: started,
+        attributes: executionAttributes(task, claimed.executionId),
+      });
+      const created = Date.parse(claimed.createdAt);
       tracer
         .startSpan(
-          SPAN.queue,
+          SPAN.poll,
           {
-            kind: SpanKind.CONSUMER,
-            startTime: origin.queuedAt,
+            kind: SpanKind.CLIENT,
+            startTime: started,
             attributes: {
-              ...(origin.claimedBy === undefined ? {} : { 'df_worker.replica.claimed_by': origin.claimedBy }),
-              ...(origin.runBy === undefined ? {} : { 'df_worker.replica.run_by': origin.runBy }),
+              'df_worker.task.key': task,
+              ...replica,
+              ...(Number.isFinite(created)
+                ? {
+                    'df_worker.execution.created_at': claimed.createdAt,
+                    'df_worker.pickup_latency_ms': Math.max(0, now - created),
+                  }
+                : {}),
             },
           },
-          traced.context,
+          trace.setSpan(ROOT_CONTEXT, root),
         )
-        .end();
-    }
-  });
+        .end(now);
+      if (polled.size >= MAX_PENDING) polled.delete(polled.keys().next().value!);
+      polled.set(claimed.executionId, root);
+    }),
+  );
 
-  events.on('attempt', (event) => {
-    const traced = running.get(event.executionId);
-    if (!traced) return;
-    if (event.phase === 'start') {
+  events.on(
+    'queued',
+    guard(({ executionId, traceContext }) => {
+      const root = polled.get(executionId);
+      polled.delete(executionId);
+      if (!root) return;
+      // This process does not end this root span: the replica that runs the execution makes it again.
+      propagation.inject(trace.setSpan(ROOT_CONTEXT, root), traceContext);
+      traceContext[ROOT_START] = String(startOf(root) ?? Date.now());
+    }),
+  );
+
+  events.on(
+    'claim',
+    guard((event) => {
+      const traced = rootOf(event);
+      running.set(event.executionId, traced);
+      event.trace.run = (fn) => context.with(traced.context, fn);
+      const origin = event.origin;
+      if (origin?.queuedAt !== undefined) {
+        tracer
+          .startSpan(
+            SPAN.queue,
+            {
+              kind: SpanKind.CONSUMER,
+              startTime: origin.queuedAt,
+              attributes: {
+                ...(origin.claimedBy === undefined
+                  ? {}
+                  : { 'df_worker.replica.claimed_by': origin.claimedBy }),
+                ...(origin.runBy === undefined ? {} : { 'df_worker.replica.run_by': origin.runBy }),
+              },
+            },
+            traced.context,
+          )
+          .end();
+      }
+    }),
+  );
+
+  events.on(
+    'attempt',
+    guard((event) => {
+      const traced = running.get(event.executionId);
+      if (!traced) return;
+      if (event.phase === 'start') {
+        const span = tracer.startSpan(
+          SPAN.attempt,
+          { attributes: { 'df_worker.task.key': event.task, 'df_worker.attempt': event.attempt } },
+          traced.context,
+        );
+        traced.attempts.set(event.attempt, span);
+        fillAttemptSlot(event.trace, span, traced.context, o);
+        return;
+      }
+      const span = traced.attempts.get(event.attempt);
+      if (!span) return;
+      traced.attempts.delete(event.attempt);
+      span.setAttribute('df_worker.attempt.result', event.result);
+      if (event.error) {
+        span.setAttributes({
+          'error.type': event.error.name,
+          'df_worker.error.message': event.error.message,
+        });
+        span.setStatus({ code: SpanStatusCode.ERROR, message: event.error.message });
+      } else if (event.result !== 'returned') {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: event.result });
+      }
+      span.end();
+    }),
+  );
+
+  events.on(
+    'serviceCall',
+    guard((event) => {
+      const traced = running.get(event.executionId);
+      const attempt = traced?.attempts.get(event.attempt);
+      if (!traced || !attempt) return;
+      const url = safeUrl(event.url);
+      const attributes: Attributes = {
+        'http.request.method': event.method,
+        'df_worker.operation': event.operation,
+        ...(url
+          ? {
+              'url.full': url.href,
+              'server.address': url.hostname,
+              ...(url.port === '' ? {} : { 'server.port': Number(url.port) }),
+            }
+          : {}),
+        ...(event.status > 0 ? { 'http.response.status_code': event.status } : {}),
+      };
+      const failed = event.error !== undefined || event.status >= 400 || event.status === 0;
+      if (failed)
+        attributes['error.type'] = event.error?.name ?? (event.status > 0 ? String(event.status) : 'Error');
       const span = tracer.startSpan(
-        SPAN.attempt,
-        { attributes: { 'df_worker.task.key': event.task, 'df_worker.attempt': event.attempt } },
-        traced.context,
+        `${SPAN.serviceCall} ${event.operation}`,
+        { kind: SpanKind.CLIENT, startTime: event.startedAt, attributes },
+        trace.setSpan(traced.context, attempt),
       );
-      traced.attempts.set(event.attempt, span);
-      fillAttemptSlot(event.trace, span, traced.context, o);
-      return;
-    }
-    const span = traced.attempts.get(event.attempt);
-    if (!span) return;
-    traced.attempts.delete(event.attempt);
-    span.setAttribute('df_worker.attempt.result', event.result);
-    if (event.error) {
-      span.setAttributes({ 'error.type': event.error.name, 'df_worker.error.message': event.error.message });
-      span.setStatus({ code: SpanStatusCode.ERROR, message: event.error.message });
-    } else if (event.result !== 'returned') {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: event.result });
-    }
-    span.end();
-  });
+      if (failed)
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          ...(event.error ? { message: event.error.message } : {}),
+        });
+      span.end(event.startedAt + event.durationMs);
+    }),
+  );
 
-  events.on('serviceCall', (event) => {
-    const traced = running.get(event.executionId);
-    const attempt = traced?.attempts.get(event.attempt);
-    if (!traced || !attempt) return;
-    const url = safeUrl(event.url);
-    const attributes: Attributes = {
-      'http.request.method': event.method,
-      'df_worker.operation': event.operation,
-      ...(url
-        ? {
-            'url.full': url.href,
-            'server.address': url.hostname,
-            ...(url.port === '' ? {} : { 'server.port': Number(url.port) }),
-          }
-        : {}),
-      ...(event.status > 0 ? { 'http.response.status_code': event.status } : {}),
-    };
-    const failed = event.error !== undefined || event.status >= 400 || event.status === 0;
-    if (failed)
-      attributes['error.type'] = event.error?.name ?? (event.status > 0 ? String(event.status) : 'Error');
-    const span = tracer.startSpan(
-      `${SPAN.serviceCall} ${event.operation}`,
-      { kind: SpanKind.CLIENT, startTime: event.startedAt, attributes },
-      trace.setSpan(traced.context, attempt),
-    );
-    if (failed)
-      span.setStatus({
-        code: SpanStatusCode.ERROR,
-        ...(event.error ? { message: event.error.message } : {}),
+  events.on(
+    'outcome',
+    guard(({ executionId, outcome }) => {
+      const traced = running.get(executionId);
+      if (!traced) return;
+      traced.root.setAttributes({
+        'df_worker.execution.status': outcome.status,
+        'df_worker.execution.attempts': outcome.attempts,
+        ...(outcome.failure ? { 'df_worker.failure.kind': outcome.failure.kind } : {}),
       });
-    span.end(event.startedAt + event.durationMs);
-  });
+      if (outcome.status === 'FAILED')
+        traced.root.setStatus({ code: SpanStatusCode.ERROR, message: outcome.failure?.message ?? 'FAILED' });
+      traced.report = tracer.startSpan(SPAN.report, { kind: SpanKind.CLIENT }, traced.context);
+    }),
+  );
 
-  events.on('outcome', ({ executionId, outcome }) => {
-    const traced = running.get(executionId);
-    if (!traced) return;
-    traced.root.setAttributes({
-      'df_worker.execution.status': outcome.status,
-      'df_worker.execution.attempts': outcome.attempts,
-      ...(outcome.failure ? { 'df_worker.failure.kind': outcome.failure.kind } : {}),
-    });
-    if (outcome.status === 'FAILED')
-      traced.root.setStatus({ code: SpanStatusCode.ERROR, message: outcome.failure?.message ?? 'FAILED' });
-    traced.report = tracer.startSpan(SPAN.report, { kind: SpanKind.CLIENT }, traced.context);
-  });
+  events.on(
+    'reportRetry',
+    guard(({ executionId, attempt, error }) => {
+      running.get(executionId)?.report?.addEvent('report.retry', {
+        'df_worker.report.attempt': attempt,
+        'error.type': error.name,
+        'df_worker.error.message': error.message,
+      });
+    }),
+  );
 
-  events.on('reportRetry', ({ executionId, attempt, error }) => {
-    running.get(executionId)?.report?.addEvent('report.retry', {
-      'df_worker.report.attempt': attempt,
-      'error.type': error.name,
-      'df_worker.error.message': error.message,
-    });
-  });
+  events.on(
+    'report',
+    guard(({ executionId, result, attempts }) => {
+      const traced = running.get(executionId);
+      if (!traced) return;
+      running.delete(executionId);
+      const report =
+        traced.report ?? tracer.startSpan(SPAN.report, { kind: SpanKind.CLIENT }, traced.context);
+      report.setAttributes({ 'df_worker.report.result': result, 'df_worker.report.attempts': attempts });
+      if (result !== 'delivered') report.setStatus({ code: SpanStatusCode.ERROR, message: result });
+      report.end();
+      traced.root.setAttribute('df_worker.report.result', result);
+      traced.root.end();
+    }),
+  );
 
-  events.on('report', ({ executionId, result, attempts }) => {
-    const traced = running.get(executionId);
-    if (!traced) return;
-    running.delete(executionId);
-    const report = traced.report ?? tracer.startSpan(SPAN.report, { kind: SpanKind.CLIENT }, traced.context);
-    report.setAttributes({ 'df_worker.report.result': result, 'df_worker.report.attempts': attempts });
-    if (result !== 'delivered') report.setStatus({ code: SpanStatusCode.ERROR, message: result });
-    report.end();
-    traced.root.setAttribute('df_worker.report.result', result);
-    traced.root.end();
-  });
-
-  events.on('fenced', ({ request, executionId }) => {
-    if (request !== 'report' || executionId === undefined) return;
-    const traced = running.get(executionId);
-    if (!traced) return;
-    running.delete(executionId);
-    traced.report?.setAttribute('df_worker.report.result', 'fenced').end();
-    traced.root.setAttribute('df_worker.report.result', 'fenced');
-    traced.root.end();
-  });
+  events.on(
+    'fenced',
+    guard(({ request, executionId }) => {
+      if (request !== 'report' || executionId === undefined) return;
+      const traced = running.get(executionId);
+      if (!traced) return;
+      running.delete(executionId);
+      traced.report?.setAttribute('df_worker.report.result', 'fenced').end();
+      traced.root.setAttribute('df_worker.report.result', 'fenced');
+      traced.root.end();
+    }),
+  );
 
   /** The execution's root span: from its poll here, from the job's trace context, or a new one. */
   function rootOf(event: WorkerEventMap['claim'][0]): Traced {
@@ -268,6 +301,17 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
     o.ids.prime(decided.traceId, decided.spanId);
     return tracer.startSpan(SPAN.execution, { root: true, attributes, ...(startTime ? { startTime } : {}) });
   }
+}
+
+/** A span that cannot be made must never fail the execution it describes: the core emits synchronously. */
+function guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void {
+  return (...args) => {
+    try {
+      listener(...args);
+    } catch {
+      // Traces are best effort; the execution goes on.
+    }
+  };
 }
 
 function executionAttributes(task: string, executionId: string): Attributes {

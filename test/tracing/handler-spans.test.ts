@@ -16,7 +16,12 @@ let receiver: OtlpReceiver;
 let dir: string;
 
 beforeAll(async () => {
-  emulator = new Emulator({ apiKeys: [KEY] });
+  // Three daemons one after the other on one key, each with a fresh budget: the service's own minute (50) would
+  // answer 429 to a handler's ctx.service call of the last ones.
+  emulator = new Emulator({
+    apiKeys: [KEY],
+    limits: { perSecond: 50, perMinute: 3_000, perMonth: 1_000_000 },
+  });
   await emulator.listen();
   receiver = new OtlpReceiver();
   await receiver.listen();
@@ -72,9 +77,10 @@ describe("a handler's own spans", () => {
       expect(work!.endMs).toBeLessThanOrEqual(second!.endMs + 1);
       // ctx.span is the attempt's span (or stands in for it): what the handler recorded is on it.
       expect(second!.attributes['handler.n']).toBe(7);
-      expect(second!.events.find((e) => e.name === 'handler.done')?.attributes).toEqual({
-        seen: 'IN_PROGRESS',
-      });
+      expect(
+        second!.events.find((e) => e.name === 'handler.done')?.attributes,
+        `events of attempt 2: ${JSON.stringify(second!.events)}\n${tree}\n${cli.stdout().slice(-4000)}`,
+      ).toEqual({ seen: 'IN_PROGRESS' });
     },
     60_000,
   );
