@@ -3,8 +3,8 @@
 // (the commit before tracing), same set-up for both (each its own compile cache, the first start cold), runs
 // interleaved so that the machine's drift falls on both alike. Tracing on: a backlog drained with the service's
 // limits lifted, tracing off and on (spans to a sink collector in this process), ms per execution and peak RSS.
-//   node --conditions=df-worker-source bench/tracing.ts [-- --runs 5 --idle-s 10 --backlog 1000 --drains 3
-//     --baseline-ref 2ea0195]
+//   node --conditions=df-worker-source bench/tracing.ts [--runs 5 --idle-s 10 --backlog 1000 --drains 3
+//     --baseline-ref 2ea0195]   (--runs 0: the drains only)
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -210,19 +210,23 @@ for (let run = 0; run < RUNS; run++) {
     );
   }
 }
-console.log(
-  `tracing off (${RUNS} runs each, interleaved; the first start of each has an empty compile cache)`,
-);
-console.log('figure | before | now');
-console.log('--- | --- | ---');
-console.log(`start to first poll, each run (ms) | ${starts.before!.join(', ')} | ${starts.now!.join(', ')}`);
-console.log(
-  `start to first poll, median of runs 2-${RUNS} (ms) | ${median(starts.before!.slice(1))} | ${median(starts.now!.slice(1))}`,
-);
-console.log(
-  `idle RSS after ${IDLE_S} s, each run (MB) | ${idle.before!.join(', ')} | ${idle.now!.join(', ')}`,
-);
-console.log(`idle RSS, median (MB) | ${median(idle.before!)} | ${median(idle.now!)}`);
+if (RUNS > 0) {
+  console.log(
+    `tracing off (${RUNS} runs each, interleaved; the first start of each has an empty compile cache)`,
+  );
+  console.log('figure | before | now');
+  console.log('--- | --- | ---');
+  console.log(
+    `start to first poll, each run (ms) | ${starts.before!.join(', ')} | ${starts.now!.join(', ')}`,
+  );
+  console.log(
+    `start to first poll, median of runs 2-${RUNS} (ms) | ${median(starts.before!.slice(1))} | ${median(starts.now!.slice(1))}`,
+  );
+  console.log(
+    `idle RSS after ${IDLE_S} s, each run (MB) | ${idle.before!.join(', ')} | ${idle.now!.join(', ')}`,
+  );
+  console.log(`idle RSS, median (MB) | ${median(idle.before!)} | ${median(idle.now!)}`);
+}
 
 // Tracing on: a backlog drained, off and on, interleaved.
 const collector = await sink();
