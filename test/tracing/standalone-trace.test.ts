@@ -32,10 +32,12 @@ afterAll(async () => {
 });
 
 describe('traces of df-worker start', () => {
-  it('exports one tree per execution: poll, two attempts, the ctx.service call, the report', async () => {
+  it('exports one tree per execution: poll, two attempts, the ctx.service call, the report and its retry', async () => {
     const handlers = await writeTracedHandler(dir, KEY);
     emulator.createTask({ key: 'traced', retryCount: 1, inputKeys: [{ key: 'n', description: '' }] });
     const execution = emulator.enqueueExecution('traced', { n: 7 }, { jobId: 'job-31' });
+    // The first report answers 503: the report span shows the retry.
+    emulator.setFaults([{ operation: 'executions.report', kind: 'status', status: 503, count: 1 }]);
     cli = runCli(['start'], {
       DF_API_URL: emulator.url,
       DF_API_KEY: KEY,
@@ -56,13 +58,19 @@ describe('traces of df-worker start', () => {
     expect((await cli.exited).code).toBe(0);
 
     const spans = traceOf(receiver.spans, execution.id);
-    const { root } = expectExecutionTree(spans, {
+    const { root, report } = expectExecutionTree(spans, {
       executionId: execution.id,
       secret: KEY,
       serviceUrl: emulator.url,
       jobId: 'job-31',
     });
     expect(root.resource).toMatchObject({ 'service.name': 'df-worker-test' });
+    expect(report.attributes['df_worker.report.attempts']).toBe(2);
+    expect(report.events.map((e) => e.name)).toEqual(['report.retry']);
+    expect(report.events[0]!.attributes).toMatchObject({
+      'df_worker.report.attempt': 1,
+      'error.type': 'ServiceError',
+    });
     expectNoSecret(receiver.bodies, KEY);
     // The execution's log lines carry its trace.
     const claimed = cli.logs().find((l) => l.msg === 'execution claimed' && l.executionId === execution.id);
