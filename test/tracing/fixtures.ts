@@ -24,6 +24,7 @@ export default defineTask({
   handle: async (input: { n: number }, ctx) => {
     ctx.span.setAttribute('handler.n', input.n);
     if (ctx.attempt === 1) throw new TypeError('upstream refused the key ${secret}');
+    ctx.logger.info('second attempt under way');
     const seen = await trace.getTracer('traced-handler').startActiveSpan('handler.work', async (span) => {
       try {
         const execution = await ctx.service.executions.get(ctx.execution.id);

@@ -58,7 +58,7 @@ describe('traces of df-worker start', () => {
     expect((await cli.exited).code).toBe(0);
 
     const spans = traceOf(receiver.spans, execution.id);
-    const { root, report } = expectExecutionTree(spans, {
+    const { root, report, second } = expectExecutionTree(spans, {
       executionId: execution.id,
       secret: KEY,
       serviceUrl: emulator.url,
@@ -77,6 +77,9 @@ describe('traces of df-worker start', () => {
     expect(claimed).toMatchObject({ trace_id: root.traceId, span_id: root.spanId });
     const failed = cli.logs().find((l) => l.msg === 'attempt failed; retrying');
     expect(failed?.trace_id).toBe(root.traceId);
+    // A line the handler logged in its worker process carries its attempt's span.
+    const handlerLine = cli.logs().find((l) => l.msg === 'second attempt under way');
+    expect(handlerLine).toMatchObject({ trace_id: root.traceId, span_id: second.spanId, attempt: 2 });
     console.log(`one execution's trace (standalone):\n${drawTree(spans)}`);
   }, 60_000);
 });
