@@ -32,6 +32,8 @@ export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
   readonly #server: http.Server;
   url = '';
+  /** What POST /v1/traces answers; bodies are kept only when it is 200 (a collector down or refusing). */
+  status = 200;
 
   constructor() {
     this.#server = http.createServer((request, response) => {
@@ -40,6 +42,10 @@ export class OtlpReceiver {
       request.on('end', () => {
         if (request.method !== 'POST' || request.url !== '/v1/traces') {
           response.writeHead(404).end();
+          return;
+        }
+        if (this.status !== 200) {
+          response.writeHead(this.status).end();
           return;
         }
         const body = Buffer.concat(chunks).toString('utf8');
