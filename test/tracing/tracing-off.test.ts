@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config/errors.ts';
 import { tracesEndpoint } from '../../src/tracing/settings.ts';
 
 describe('tracing off', () => {
@@ -36,6 +37,10 @@ describe('tracing off', () => {
   });
 
   it('is on with an OTLP endpoint, unless the SDK is disabled or the exporter is none', () => {
+    expect(() => tracesEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' })).toThrow(ConfigError);
+    expect(() => tracesEndpoint({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://c' })).toThrow(
+      /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: must be the collector's http/,
+    );
     expect(tracesEndpoint({})).toBeUndefined();
     expect(tracesEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' })).toBeUndefined();
     expect(tracesEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toBe('http://c:4318');

@@ -40,8 +40,11 @@ Options:
     const { values } = parsed;
     const env = values.config ? { ...process.env, DF_CONFIG: values.config } : process.env;
     let config;
+    let tracingWanted;
     try {
       config = loadConfig({ env, require: 'service' });
+      // OpenTelemetry is loaded only when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT...).
+      tracingWanted = tracesEndpoint(process.env) !== undefined;
     } catch (error) {
       if (error instanceof ConfigError) {
         process.stderr.write(`df-worker: ${describeError(error)}\n`);
@@ -60,8 +63,6 @@ Options:
         : loadHandlersIsolated(config.handlers.dir, { env: handlerEnvironmentFromConfig(config) });
     // It may fail while the modules below load: handled where the worker awaits it (handlersLoading).
     loading?.catch(() => undefined);
-    // OpenTelemetry is loaded only when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT...).
-    const tracingWanted = tracesEndpoint(process.env) !== undefined;
     const [{ createLogger }, { describeStartupFailure, runStartDaemon }, { saveCompileCache }, tracing] =
       await Promise.all([
         import('../../telemetry/logger.ts'),
