@@ -51,6 +51,11 @@ interface Traced {
   context: Context;
   attempts: Map<number, Span>;
   report?: Span;
+  /**
+   * The root came with the job (clustered): a replica that leaves the execution unreported (it stops, or lost
+   * the job's lock) does not end it, for the replica that takes the job up makes and ends that same span.
+   */
+  fromJob: boolean;
 }
 
 export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): void {
@@ -79,7 +84,7 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
             kind: SpanKind.CLIENT,
             startTime: started,
             attributes: {
-              'df_worker.task.key': task,
+              ...executionAttributes(task, claimed.executionId),
               ...replica,
               ...(Number.isFinite(created)
                 ? {
@@ -124,6 +129,7 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
               kind: SpanKind.CONSUMER,
               startTime: origin.queuedAt,
               attributes: {
+                ...executionAttributes(event.task, event.executionId),
                 ...(origin.claimedBy === undefined
                   ? {}
                   : { 'df_worker.replica.claimed_by': origin.claimedBy }),
@@ -243,6 +249,7 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
       report.setAttributes({ 'df_worker.report.result': result, 'df_worker.report.attempts': attempts });
       if (result !== 'delivered') report.setStatus({ code: SpanStatusCode.ERROR, message: result });
       report.end();
+      if (result === 'left-in-journal' && traced.fromJob) return;
       traced.root.setAttribute('df_worker.report.result', result);
       traced.root.end();
     }),
@@ -256,6 +263,7 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
       if (!traced) return;
       running.delete(executionId);
       traced.report?.setAttribute('df_worker.report.result', 'fenced').end();
+      if (traced.fromJob) return;
       traced.root.setAttribute('df_worker.report.result', 'fenced');
       traced.root.end();
     }),
@@ -271,33 +279,28 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
     };
     let root = polled.get(event.executionId);
     polled.delete(event.executionId);
+    let fromJob = false;
     if (root) {
       root.setAttributes(attributes);
     } else {
-      root =
-        fromOrigin(event.origin, event.resumed, attributes) ??
-        tracer.startSpan(SPAN.execution, { root: true, attributes });
+      const decided = fromOrigin(event.origin, attributes);
+      fromJob = decided !== undefined;
+      root = decided ?? tracer.startSpan(SPAN.execution, { root: true, attributes });
     }
-    return { root, context: trace.setSpan(ROOT_CONTEXT, root), attempts: new Map() };
+    return { root, context: trace.setSpan(ROOT_CONTEXT, root), attempts: new Map(), fromJob };
   }
 
   /**
-   * The root span the coordinator decided, made here with its ids. An execution taken up again (its replica
-   * died or stopped) gets a span of its own under that root: the first replica may have ended one already.
+   * The root span the coordinator decided, made here with its ids: on the replica that runs the execution
+   * first, or on the one that takes it up after that replica died, stopped or stalled (which did not end it).
    */
-  function fromOrigin(
-    origin: ClaimOrigin | undefined,
-    resumed: boolean,
-    attributes: Attributes,
-  ): Span | undefined {
+  function fromOrigin(origin: ClaimOrigin | undefined, attributes: Attributes): Span | undefined {
     const carrier = origin?.traceContext;
     if (!carrier) return undefined;
-    const remote = propagation.extract(ROOT_CONTEXT, carrier);
-    const decided = trace.getSpanContext(remote);
+    const decided = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, carrier));
     if (!decided || !trace.isSpanContextValid(decided)) return undefined;
     const start = Number(carrier[ROOT_START]);
     const startTime = Number.isFinite(start) && start > 0 ? start : undefined;
-    if (resumed) return tracer.startSpan(SPAN.execution, { attributes }, remote);
     o.ids.prime(decided.traceId, decided.spanId);
     return tracer.startSpan(SPAN.execution, { root: true, attributes, ...(startTime ? { startTime } : {}) });
   }

@@ -1,12 +1,14 @@
 // One trace per execution across replicas: `df-worker start` in clustered mode (real redis-server), the
 // coordinator claims and puts the execution's traceparent into the job, another replica runs it and continues
 // that trace. Every execution's spans, from both processes, make one tree with the queue wait in it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../daemon/harness.ts';
 import { ClusterRig } from '../cluster/cluster-rig.ts';
 import { clusteredTestsRun, RedisServer } from '../cluster/redis-server.ts';
 import { expectExecutionTree, expectNoSecret, traceOf, tracingEnv, writeTracedHandler } from './fixtures.ts';
-import { drawTree, OtlpReceiver } from './otlp-receiver.ts';
+import { drawTree, OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';
 
 const EXECUTIONS = 6;
 
@@ -20,8 +22,11 @@ describe.runIf(clusteredTestsRun)('traces in clustered mode (real processes, rea
     receiver = new OtlpReceiver();
     await receiver.listen();
   });
-  afterAll(async () => {
+  afterEach(async () => {
     await rig?.dispose();
+    rig = undefined;
+  });
+  afterAll(async () => {
     await receiver?.close();
     await redis?.dispose();
   });
@@ -78,5 +83,82 @@ describe.runIf(clusteredTestsRun)('traces in clustered mode (real processes, rea
     console.log(`${offCoordinator} of ${EXECUTIONS} executions ran on a replica other than the claiming one`);
     expect(offCoordinator).toBeGreaterThan(0);
     expectNoSecret(receiver.bodies, rig.apiKey);
+  }, 90_000);
+
+  it('keeps one tree when the replica running an execution is killed and another takes it up', async () => {
+    // A new emulator numbers its executions from the start again: the first test's spans would match.
+    receiver.spans.length = 0;
+    receiver.bodies.length = 0;
+    rig = await ClusterRig.create({
+      redis,
+      perSecond: 20,
+      perMinute: 1_200,
+      concurrency: 1,
+      env: tracingEnv(receiver.url),
+    });
+    await writeFile(
+      path.join(rig.dir, 'handlers', 'slow.ts'),
+      `import { defineTask } from 'df-worker';
+export default defineTask({
+  key: 'slow',
+  handle: async () => {
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    return {};
+  },
+});
+`,
+    );
+    rig.emulator.createTask({ key: 'slow' });
+    await Promise.all(['a', 'b'].map((name) => rig!.start(name)));
+    const execution = rig.emulator.enqueueExecution('slow', {});
+    const queued = (runBy: string) =>
+      receiver.spans.some(
+        (s) =>
+          s.name === 'df-worker.queue' &&
+          s.attributes['df_worker.execution.id'] === execution.id &&
+          s.attributes['df_worker.replica.run_by'] === runBy,
+      );
+    // The first replica's queue span has left: it runs the handler, and is killed in the middle of it.
+    let victim: string | undefined;
+    await waitFor(
+      () =>
+        (victim = ['a', 'b'].find((name) => rig!.runningOn(name).includes(execution.id) && queued(name))) !==
+        undefined,
+      'a replica running the execution',
+      20_000,
+    );
+    await rig.kill(victim!);
+    const survivor = victim === 'a' ? 'b' : 'a';
+    await waitFor(
+      () => traceOf(receiver.spans, execution.id).some((s) => s.name === 'df-worker.report'),
+      'the report of the replica that took it up',
+      45_000,
+    );
+    const spans = traceOf(receiver.spans, execution.id);
+    const tree = drawTree(spans);
+    console.log(`taken up by ${survivor} after ${victim!} was killed:\n${tree}`);
+    const roots = spans.filter((s) => s.parentSpanId === undefined);
+    expect(
+      roots.map((s) => s.name),
+      tree,
+    ).toEqual(['df-worker.execution']);
+    expect(roots[0]!.attributes).toMatchObject({ 'df_worker.resumed': true, 'df_worker.replica': survivor });
+    // One tree: every other span's parent is a span of it, whichever replica exported it.
+    const ids = new Set(spans.map((s) => s.spanId));
+    expect(
+      spans.filter((s) => s.parentSpanId !== undefined && !ids.has(s.parentSpanId)),
+      tree,
+    ).toEqual([]);
+    const runBy = (s: ReceivedSpan) => s.attributes['df_worker.replica.run_by'];
+    expect(
+      spans
+        .filter((s) => s.name === 'df-worker.queue')
+        .map(runBy)
+        .sort(),
+    ).toEqual([victim, survivor].sort());
+    expect(spans.filter((s) => s.name === 'df-worker.poll')).toHaveLength(1);
+    expect(spans.find((s) => s.name === 'df-worker.report')?.attributes['df_worker.report.result']).toBe(
+      'delivered',
+    );
   }, 90_000);
 });
