@@ -30,9 +30,17 @@ export interface GateAnswer {
   retryAfterMs: number | undefined;
 }
 
-/** One per request sent, for metrics. Carries no URL, header or body, so it can never leak the API key. */
+/**
+ * One per request sent, for metrics and traces. Carries no query string, header or body, so it can never leak
+ * the API key (which travels in a header, or in the query string with authMode 'query').
+ */
 export interface ResponseEvent {
   operation: Operation;
+  method: string;
+  /** Scheme, host, port and path of the request: no query string, no credentials. */
+  url: string;
+  /** When the request left the budget gate, in epoch ms. */
+  startedAt: number;
   /** HTTP status, or 0 when no answer came (network error, timeout, caller's abort). */
   status: number;
   /** From sending (after the gate) to the body fully read or the failure, in milliseconds. */

@@ -62,6 +62,8 @@ export class ServiceClient {
   readonly #authMode: AuthMode;
   readonly #pathStyle: PathStyle;
   readonly #baseUrl: string;
+  /** Scheme, host and port: what a request's path is relative to. */
+  readonly #origin: string;
   readonly #paths: ServicePaths;
   readonly #transport: ServiceTransport;
   readonly #gate: RequestGate | undefined;
@@ -85,6 +87,7 @@ export class ServiceClient {
     this.#redact = redactor([options.apiKey]);
     this.#authMode = options.authMode ?? 'header';
     this.#pathStyle = options.pathStyle ?? 'hyphen';
+    this.#origin = url.origin;
     this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
     this.#paths = servicePaths(this.#pathStyle, url.pathname);
     this.#gate = options.gate;
@@ -228,6 +231,27 @@ export class ServiceClient {
     return new ServiceClient({ ...this.#options, gate }, { transport: this.#transport });
   }
 
+  /**
+   * A client for the same service, key and gate that also tells `onResponse` of each of its requests (a handler
+   * attempt's `ctx.service` calls, for its trace). It shares this client's connections, as withGate's does.
+   */
+  observed(onResponse: (event: ResponseEvent) => void): ServiceClient {
+    const own = this.#options.onResponse;
+    return new ServiceClient(
+      {
+        ...this.#options,
+        onResponse: (event) => {
+          try {
+            own?.(event);
+          } finally {
+            onResponse(event);
+          }
+        },
+      },
+      { transport: this.#transport },
+    );
+  }
+
   /** Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record. */
   async uploadFile(file: FileUpload, signal?: AbortSignal): Promise<ServiceFile> {
     const form = new FormData();
@@ -338,6 +362,12 @@ export class ServiceClient {
     signal?.throwIfAborted();
     await beforeSend?.();
     const started = performance.now();
+    const sent = {
+      operation,
+      method: request.method,
+      url: this.#origin + request.path.split('?', 1)[0]!,
+      startedAt: performance.timeOrigin + started,
+    };
     let status = 0;
     try {
       const whenSent = sentSignal === undefined ? signal : (sentSignal ?? undefined);
@@ -345,10 +375,10 @@ export class ServiceClient {
       status = answer.status;
       this.#observe(operation, answer);
       const value = this.#interpret(answer, interpret);
-      this.#emit({ operation, status, durationMs: performance.now() - started });
+      this.#emit({ ...sent, status, durationMs: performance.now() - started });
       return value;
     } catch (error) {
-      const event: ResponseEvent = { operation, status, durationMs: performance.now() - started };
+      const event: ResponseEvent = { ...sent, status, durationMs: performance.now() - started };
       if (error instanceof ServiceClientError) event.error = error;
       this.#emit(event);
       throw error;

@@ -231,6 +231,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       capacity: () => Math.max(this.#alive.capacity, config.concurrency),
       claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
       exitSignal: core.reportSignal,
+      replicaId: this.replicaId,
       claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`, clock),
       profiles: {
         load: async () => {

@@ -44,6 +44,8 @@ export interface CoordinatorOptions {
   claimBlocker: () => string | undefined;
   /** Aborted when the daemon must exit: a claim Redis still cannot take is then given up, and logged. */
   exitSignal: AbortSignal;
+  /** This replica's id (DF_REPLICA_ID): written into each job as the replica that claimed it. */
+  replicaId?: string;
   /**
    * What the previous coordinators learnt of arrivals: adopted as a term starts, saved every PROFILE_SAVE_MS
    * and as it ends, so that a takeover or a rolling restart keeps the pacing learnt (as a state folder does).
@@ -186,7 +188,13 @@ export class Coordinator {
           },
           stop.signal,
         ),
-      onPoll: (task, result, durationMs) => events.emit('poll', { task: task.key, result, durationMs }),
+      onPoll: (task, result, durationMs, claimed) =>
+        events.emit('poll', {
+          task: task.key,
+          result,
+          durationMs,
+          ...(claimed ? { claimed: { executionId: claimed.id, createdAt: claimed.createdAt } } : {}),
+        }),
       onPollAnswerLost: (task, reason) => events.emit('pollAnswerLost', { task: task.key, reason }),
     });
     // The first poll waits for room too: the previous coordinator may have filled the queue.
@@ -247,8 +255,15 @@ export class Coordinator {
   }
 
   /** The scheduler's dispatch: the claim goes into the queue first, then polling waits for a free slot. */
-  async #enqueue(data: ExecutionJobData, termStop: AbortSignal): Promise<void> {
-    const logger = this.#o.logger.child({ taskKey: data.taskKey, executionId: data.executionId });
+  async #enqueue(claim: ExecutionJobData, termStop: AbortSignal): Promise<void> {
+    const logger = this.#o.logger.child({ taskKey: claim.taskKey, executionId: claim.executionId });
+    const traceContext: Record<string, string> = {};
+    this.#o.events.emit('queued', { task: claim.taskKey, executionId: claim.executionId, traceContext });
+    const data: ExecutionJobData = {
+      ...claim,
+      ...(Object.keys(traceContext).length > 0 ? { traceContext } : {}),
+      ...(this.#o.replicaId === undefined ? {} : { claimedBy: this.#o.replicaId }),
+    };
     let warned = false;
     for (let attempt = 1; ; attempt++) {
       try {

@@ -3,7 +3,7 @@
 // the job as the report ended: completed, failed for good (a dead letter), or failed to be retried elsewhere.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { TaskExecution } from '../api/types.ts';
-import type { WorkerEvents } from '../daemon/events.ts';
+import type { ClaimOrigin, WorkerEvents } from '../daemon/events.ts';
 import type { ExecutionPipeline } from '../daemon/execution-pipeline.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
 import type { JobFence } from './job-fence.ts';
@@ -31,18 +31,24 @@ export function executionProcessor(
   return async (job) => {
     const data = job.data;
     const polled: PolledTask = { taskId: data.taskId, key: data.taskKey };
+    const origin: ClaimOrigin = {
+      queuedAt: job.timestamp,
+      runBy: o.replicaId,
+      ...(data.traceContext ? { traceContext: data.traceContext } : {}),
+      ...(data.claimedBy === undefined ? {} : { claimedBy: data.claimedBy }),
+    };
     o.journal.attach(job);
     let end: JobEnd;
     try {
       if (data.unreadable !== undefined && !data.outcome) {
-        await o.pipeline.failUnreadable(polled, data.executionId, data.unreadable);
+        await o.pipeline.failUnreadable(polled, data.executionId, data.unreadable, origin);
       } else if (data.outcome || job.stalledCounter > 0 || job.attemptsMade > 0) {
         // Taken up again: its replica died under it, stalled past its lock, or stopped before the report got
         // through. The pipeline applies the poison-execution limit to the runs that died (not those that stalled).
         o.events.emit('replay', { phase: data.outcome ? 'finished' : 'claimed' });
         const crashes =
           data.outcome || o.replay === 'fail' ? 0 : await o.fence.crashes(job, o.maxCrashes, o.signal);
-        await o.pipeline.resume(entryOfJob(job, crashes), o.replay);
+        await o.pipeline.resume(entryOfJob(job, crashes), o.replay, origin);
       } else {
         const execution: TaskExecution = {
           object: 'task_execution',
@@ -52,7 +58,7 @@ export function executionProcessor(
           status: 'IN_PROGRESS',
           input: data.input,
         };
-        await o.pipeline.process(polled, execution);
+        await o.pipeline.process(polled, execution, origin);
       }
     } finally {
       end = o.journal.release(data.executionId);

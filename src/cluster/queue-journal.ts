@@ -17,6 +17,10 @@ export interface ExecutionJobData {
   claimedAt: string;
   /** The poll answer could not be run (see Scheduler's failUnreadable): reported FAILED with this problem. */
   unreadable?: string;
+  /** W3C trace-context headers of the execution's trace, when the coordinator traces (see the `queued` event). */
+  traceContext?: Record<string, string>;
+  /** The replica that claimed it (the coordinator of the day). */
+  claimedBy?: string;
   outcome?: OutcomeRecord;
 }
 

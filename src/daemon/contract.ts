@@ -6,6 +6,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
+import type { TraceHook } from '../tracing/trace-hook.ts';
 import type { WorkerEvents } from './events.ts';
 
 export type WorkerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -32,6 +33,8 @@ export interface WorkerOptions {
    * project), named by the warning about a handler without its task. Default: `df-worker tasks sync`.
    */
   taskSyncCommand?: string;
+  /** Traces (tracing/sdk.ts, when an OTLP endpoint is set): listens to `events`, flushed at stop. Default: none. */
+  tracing?: TraceHook;
 }
 
 export interface Readiness {

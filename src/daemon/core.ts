@@ -4,7 +4,7 @@
 // coordinator). Standalone (worker.ts), clustered (cluster/clustered-worker.ts) and the month replay
 // (replay/replay.ts) are this core with a mode; what happens is emitted on `events` (events.ts).
 import type { Logger } from 'pino';
-import type { RequestGate, ServiceClient } from '../api/client.ts';
+import type { RequestGate, ResponseEvent, ServiceClient } from '../api/client.ts';
 import type { Budget } from '../budget/budget.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
@@ -14,7 +14,10 @@ import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerOptions, WorkerState } from './contract.ts';
-import { WorkerEvents } from './events.ts';
+import { summariseError } from '../runner/errors.ts';
+import { splitInput } from '../runner/input.ts';
+import type { TraceSlot } from '../tracing/trace-slot.ts';
+import { WorkerEvents, type WorkerEventMap } from './events.ts';
 import { ExecutionPipeline, type ExecutionJournal, type PipelineObserver } from './execution-pipeline.ts';
 import { backoffFromConfig, clientFromConfig, plannerFromConfig } from './service-wiring.ts';
 import { TaskList, type TaskListOptions } from './task-list.ts';
@@ -87,6 +90,8 @@ export interface Claimer {
 export interface DaemonMode<G extends BudgetGate> {
   /** In the start and stop log lines: 'standalone', 'clustered'. */
   readonly label: string;
+  /** This replica's id (clustered mode): traces name the replica that ran an execution. */
+  readonly replicaId?: string;
   /** Opens where claims and the budget's usage are kept; called once the handlers are loaded. */
   open(core: CoreHandle): Promise<ModeState<G>>;
   /** Starts claiming, once the task list was read and the pipeline built. */
@@ -152,6 +157,7 @@ export class DaemonCore<G extends BudgetGate> {
         pacing: () => this.#pacing(),
       });
     listenForTelemetry(this.events, this.metrics, this.logger, this.clock);
+    options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
     const state = () => this.#state;
     this.#handle = {
       config: this.config,
@@ -373,6 +379,8 @@ export class DaemonCore<G extends BudgetGate> {
     await this.#parts.sandbox?.close();
     await this.#mode.close();
     await this.#parts.client?.close();
+    // Every execution's spans have ended by now; the last of them leave within the flush's bound.
+    await this.#options.tracing?.flush();
     this.#state = 'stopped';
     logger.info({ ...this.#mode.stoppedFields?.() }, 'df-worker stopped');
   }
@@ -383,16 +391,41 @@ function pipelineEvents(
   events: WorkerEvents,
   journalCounts?: () => { pending: number; deadLettered: number },
 ): PipelineObserver {
+  const claim = (event: Omit<WorkerEventMap['claim'][0], 'trace'>): TraceSlot => {
+    const trace: TraceSlot = {};
+    events.emit('claim', { ...event, trace });
+    return trace;
+  };
   return {
-    claimed: (task, execution) =>
-      events.emit('claim', {
+    claimed: (task, execution, origin) =>
+      claim({
         task,
         executionId: execution.id,
         createdAt: execution.createdAt,
         resumed: false,
+        ...jobOf(execution.input),
+        ...(origin ? { origin } : {}),
       }),
-    resumed: (task, executionId) => events.emit('claim', { task, executionId, resumed: true }),
+    resumed: (task, entry, origin) =>
+      claim({
+        task,
+        executionId: entry.executionId,
+        resumed: true,
+        ...jobOf(entry.input),
+        ...(origin ? { origin } : {}),
+      }),
     attempt: (task, executionId, event) => events.emit('attempt', { task, executionId, ...event }),
+    // The handlers' requests are observed one by one only for a listener (traces): none, no cost.
+    ...(events.listenerCount('serviceCall') > 0
+      ? {
+          serviceCall: (task: string, executionId: string, attempt: number, event: ResponseEvent) =>
+            events.emit('serviceCall', { task, executionId, attempt, ...event }),
+        }
+      : {}),
+    reportRetry: (task, executionId, attempt, error) => {
+      const { errorName, message } = summariseError(error);
+      events.emit('reportRetry', { task, executionId, attempt, error: { name: errorName, message } });
+    },
     finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
     fenced: (task, executionId) => events.emit('fenced', { request: 'report', task, executionId }),
     reported: (task, executionId, result, attempts) => {
@@ -400,4 +433,10 @@ function pipelineEvents(
       if (journalCounts) events.emit('journal', journalCounts());
     },
   };
+}
+
+/** The claim event's `jobId`: the service's `input.context.jobId`, when it is a string. */
+function jobOf(input: unknown): { jobId?: string } {
+  const jobId = splitInput(input).job.jobId;
+  return typeof jobId === 'string' ? { jobId } : {};
 }

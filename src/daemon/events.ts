@@ -5,13 +5,21 @@ import type { ResponseEvent } from '../api/client.ts';
 import type { RateLimitPause } from '../budget/budget.ts';
 import type { AttemptEvent, ExecutionOutcome } from '../runner/run-execution.ts';
 import type { PollAnswerLoss, PollResult } from '../scheduler/scheduler.ts';
+import type { TraceSlot } from '../tracing/trace-slot.ts';
 
 /** How a report ended: accepted, refused for good (a dead letter), or kept for a later run. */
 export type ReportResult = 'delivered' | 'dead-lettered' | 'left-in-journal';
 
 export interface WorkerEventMap {
-  /** A poll of one task was answered (or failed). */
-  poll: [{ task: string; result: PollResult; durationMs: number }];
+  /** A poll of one task was answered (or failed); a hit names the execution it claimed. */
+  poll: [
+    {
+      task: string;
+      result: PollResult;
+      durationMs: number;
+      claimed?: { executionId: string; createdAt: string };
+    },
+  ];
   /** A poll's answer was lost after it left: the execution it may have claimed is looked for again. */
   pollAnswerLost: [{ task: string; reason: PollAnswerLoss }];
   /** A request to the service ended (any operation). */
@@ -20,10 +28,37 @@ export interface WorkerEventMap {
   rateLimited: [RateLimitPause];
   /** The task list was read and matched to the handlers: tasks polled, handlers without a task. */
   tasks: [{ served: readonly string[]; withoutTask: readonly string[] }];
-  /** An execution entered the pipeline: freshly claimed, or taken up again from the journal or the queue. */
-  claim: [{ task: string; executionId: string; createdAt?: string; resumed: boolean }];
+  /**
+   * An execution entered the pipeline: freshly claimed, or taken up again from the journal or the queue.
+   * `origin`: how it reached this process through the cluster's queue. `trace`: a listener that traces may
+   * give the pipeline a context to run the execution in (its log lines then carry its trace).
+   */
+  claim: [
+    {
+      task: string;
+      executionId: string;
+      createdAt?: string;
+      /** The job the execution belongs to (`input.context.jobId`), when the service said. */
+      jobId?: string;
+      resumed: boolean;
+      origin?: ClaimOrigin;
+      trace: TraceSlot;
+    },
+  ];
+  /**
+   * A claimed execution is about to be added to the cluster's queue (clustered mode, on the coordinator). A
+   * listener may write W3C trace-context headers (`traceparent`) into `traceContext`: they travel in the job,
+   * and the replica that runs it continues that trace.
+   */
+  queued: [{ task: string; executionId: string; traceContext: Record<string, string> }];
   /** A handler attempt started, or ended and how (its error's message redacted). */
   attempt: [{ task: string; executionId: string } & AttemptEvent];
+  /** A handler's `ctx.service` call ended (its URL without the query string: never the key). */
+  serviceCall: [{ task: string; executionId: string; attempt: number } & ResponseEvent];
+  /** A report attempt failed and the report is retried. */
+  reportRetry: [
+    { task: string; executionId: string; attempt: number; error: { name: string; message: string } },
+  ];
   /** An execution's handler attempts ended with its outcome (before the report). */
   outcome: [{ task: string; executionId: string; outcome: ExecutionOutcome }];
   /** An execution's report ended. */
@@ -41,6 +76,17 @@ export interface WorkerEventMap {
   handlerWorker: [{ started: true } | { started: false; reason: string }];
   /** This replica took or gave up the coordinator lease (clustered mode). */
   lease: [{ held: boolean; reason?: string }];
+}
+
+/** How an execution came through the cluster's queue to the replica that runs it. */
+export interface ClaimOrigin {
+  /** The trace context the coordinator put in the job (see the `queued` event). */
+  traceContext?: Record<string, string>;
+  /** When the job was added to the queue (epoch ms). */
+  queuedAt?: number;
+  /** The replica that claimed it (the coordinator), and the one that runs it. */
+  claimedBy?: string;
+  runBy?: string;
 }
 
 export class WorkerEvents extends EventEmitter<WorkerEventMap> {}

@@ -5,21 +5,32 @@ import type { Logger } from 'pino';
 import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
-import type { ServiceClient } from '../api/client.ts';
+import type { ResponseEvent, ServiceClient } from '../api/client.ts';
 import type { AttemptHost } from '../runner/attempt-host.ts';
 import { truncateMessage } from '../runner/errors.ts';
 import type { Redact } from '../runner/redact.ts';
 import { runExecution, type AttemptEvent, type ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../scheduler/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
+import type { TraceSlot } from '../tracing/trace-slot.ts';
+import type { ClaimOrigin } from './events.ts';
 import type { RegisteredTask } from './task-registry.ts';
 
 export interface PipelineObserver {
-  claimed?(taskKey: string, execution: TaskExecution): void;
+  /** Fresh claim; what it returns may wrap the rest of the execution (its trace context). */
+  claimed?(taskKey: string, execution: TaskExecution, origin?: ClaimOrigin): TraceSlot | void;
   /** A journal record left by an earlier run is taken up again (it is in flight until reported). */
-  resumed?(taskKey: string, executionId: string): void;
+  resumed?(
+    taskKey: string,
+    entry: Pick<JournalEntry, 'executionId' | 'input'>,
+    origin?: ClaimOrigin,
+  ): TraceSlot | void;
   /** A handler attempt started or ended. */
   attempt?(taskKey: string, executionId: string, event: AttemptEvent): void;
+  /** A request of a handler's `ctx.service`; only when set are the handlers' requests observed. */
+  serviceCall?(taskKey: string, executionId: string, attempt: number, event: ResponseEvent): void;
+  /** A report attempt failed; the report is retried. */
+  reportRetry?(taskKey: string, executionId: string, attempt: number, error: unknown): void;
   finished?(taskKey: string, executionId: string, outcome: ExecutionOutcome): void;
   reported?(
     taskKey: string,
@@ -77,8 +88,8 @@ export class ExecutionPipeline {
     this.#o = options;
   }
 
-  /** Runs a freshly polled execution to its end. Never rejects. */
-  async process(polled: PolledTask, execution: TaskExecution): Promise<void> {
+  /** Runs a freshly polled execution to its end. Never rejects. `origin`: how it came through the queue. */
+  async process(polled: PolledTask, execution: TaskExecution, origin?: ClaimOrigin): Promise<void> {
     // Only the execution's own task's handler may run it: another task's handler would report its
     // output as this job's result. No handler for it here means FAILED, naming the task.
     const registered = this.#o.lookup(execution.taskId);
@@ -90,18 +101,25 @@ export class ExecutionPipeline {
         'poll answered an execution of another task',
       );
     }
-    this.#o.observer?.claimed?.(taskKey, execution);
-    await this.#journalClaim(taskKey, execution, logger);
-    logger.info('execution claimed');
-    const outcome = await this.#run(registered, execution, logger);
-    await this.finish(taskKey, execution.id, outcome, logger);
+    const trace = this.#o.observer?.claimed?.(taskKey, execution, origin);
+    await (trace?.run ?? runNow)(async () => {
+      await this.#journalClaim(taskKey, execution, logger);
+      logger.info('execution claimed');
+      const outcome = await this.#run(registered, execution, logger);
+      await this.finish(taskKey, execution.id, outcome, logger);
+    });
   }
 
   /**
    * Reports FAILED an execution a poll claimed whose answer cannot be run (see Scheduler's
    * failUnreadable), journaled like any claim so a crash before the report still reports it. Never rejects.
    */
-  async failUnreadable(polled: PolledTask, executionId: string, problem: string): Promise<void> {
+  async failUnreadable(
+    polled: PolledTask,
+    executionId: string,
+    problem: string,
+    origin?: ClaimOrigin,
+  ): Promise<void> {
     const logger = this.#o.logger.child({ taskKey: polled.key, executionId });
     const execution: TaskExecution = {
       object: 'task_execution',
@@ -111,7 +129,7 @@ export class ExecutionPipeline {
       status: 'IN_PROGRESS',
       input: {},
     };
-    this.#o.observer?.claimed?.(polled.key, execution);
+    const trace = this.#o.observer?.claimed?.(polled.key, execution, origin);
     const message =
       `the service handed out this execution with an unusable answer (${problem}); ` +
       'df-worker did not run it';
@@ -124,8 +142,10 @@ export class ExecutionPipeline {
     };
     // Claim and outcome in one durable write: a claim record alone would be run again by a replay, with
     // the empty input that stands in for the unusable one.
-    await this.#journalClaim(polled.key, execution, logger, outcome);
-    await this.finish(polled.key, executionId, outcome, logger, { journaled: true });
+    await (trace?.run ?? runNow)(async () => {
+      await this.#journalClaim(polled.key, execution, logger, outcome);
+      await this.finish(polled.key, executionId, outcome, logger, { journaled: true });
+    });
   }
 
   async #journalClaim(
@@ -165,13 +185,17 @@ export class ExecutionPipeline {
   }
 
   /** Replays a journal record left by an earlier run (see Worker.replay). */
-  async resume(entry: JournalEntry, mode: 'rerun' | 'fail'): Promise<void> {
+  async resume(entry: JournalEntry, mode: 'rerun' | 'fail', origin?: ClaimOrigin): Promise<void> {
+    const trace = this.#o.observer?.resumed?.(entry.taskKey, entry, origin);
+    await (trace?.run ?? runNow)(() => this.#resume(entry, mode));
+  }
+
+  async #resume(entry: JournalEntry, mode: 'rerun' | 'fail'): Promise<void> {
     const logger = this.#o.logger.child({
       taskKey: entry.taskKey,
       executionId: entry.executionId,
       replay: true,
     });
-    this.#o.observer?.resumed?.(entry.taskKey, entry.executionId);
     if (entry.phase === 'finished' && entry.outcome) {
       logger.info({ status: entry.outcome.status }, 'replaying an outcome that was not yet reported');
       await this.#deliver(entry.taskKey, entry.executionId, entry.outcome, logger);
@@ -286,6 +310,12 @@ export class ExecutionPipeline {
         ? {}
         : { crashes: { limit: this.#o.maxCrashesPerExecution, prior: priorCrashes } }),
       onAttempt: (event) => this.#o.observer?.attempt?.(registered.task.key, execution.id, event),
+      ...(this.#o.observer?.serviceCall
+        ? {
+            onServiceCall: (attempt: number, event: ResponseEvent) =>
+              this.#o.observer?.serviceCall?.(registered.task.key, execution.id, attempt, event),
+          }
+        : {}),
     });
     return outcome;
   }
@@ -330,10 +360,12 @@ export class ExecutionPipeline {
         ...(fence ? { mayReport: () => this.#owned(fence, executionId, logger) } : {}),
         // Counted only when an attempt failed: `df-worker journal` shows reports that are stuck, and the
         // happy path costs no extra write.
-        onRetry: () =>
-          journal.recordReportAttempt(executionId).catch((error: unknown) => {
+        onRetry: (attempt, error) => {
+          this.#o.observer?.reportRetry?.(taskKey, executionId, attempt, error);
+          return journal.recordReportAttempt(executionId).catch((error: unknown) => {
             logger.warn({ err: error as Error }, 'could not count the report attempt in the journal');
-          }),
+          });
+        },
       });
     const result = await report(outcome.status, outcome.output);
     try {
@@ -402,6 +434,8 @@ export class ExecutionPipeline {
     this.#o.observer?.fenced?.(taskKey, executionId);
   }
 }
+
+const runNow = <T>(fn: () => T): T => fn();
 
 /** Answers to a COMPLETED report that refuse its output itself: a FAILED report may still get through. */
 const OUTPUT_REFUSED: ReadonlySet<number> = new Set([400, 413, 422]);

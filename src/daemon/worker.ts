@@ -99,7 +99,13 @@ export class StandaloneMode implements DaemonMode<Budget> {
       dispatch: (task, execution) => parts.pipeline.process(task, execution),
       failUnreadable: (task, executionId, problem) =>
         parts.pipeline.failUnreadable(task, executionId, problem),
-      onPoll: (task, result, durationMs) => events.emit('poll', { task: task.key, result, durationMs }),
+      onPoll: (task, result, durationMs, claimed) =>
+        events.emit('poll', {
+          task: task.key,
+          result,
+          durationMs,
+          ...(claimed ? { claimed: { executionId: claimed.id, createdAt: claimed.createdAt } } : {}),
+        }),
       onPollAnswerLost: (task, reason) => events.emit('pollAnswerLost', { task: task.key, reason }),
       // A poll still unanswered when the reports' flush window ends is cut, its answer lost.
       cutPolls: core.reportSignal,

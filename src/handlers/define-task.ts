@@ -1,5 +1,6 @@
 // How a user declares a custom task: `export default defineTask({ key, inputKeys, handle })` in a handler module.
 // Validation is eager so a mistake fails when the daemon loads the file, not on the first execution hours later.
+import type { Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import * as v from 'valibot';
 import type { JobContext, JsonObject, KeyDescription, TaskExecution } from '../api/types.ts';
@@ -36,6 +37,13 @@ export interface TaskContext {
    * files, this and other task executions, variables, job executions. See TaskServiceClient.
    */
   service: TaskServiceClient;
+  /**
+   * This attempt's span (`df-worker.attempt`) when df-worker exports traces (OTEL_EXPORTER_OTLP_ENDPOINT set),
+   * else a span that records nothing. Add attributes and events to it; spans the handler starts with
+   * `trace.getTracer(name).startActiveSpan(...)` nest under it, in every DF_HANDLER_ISOLATION. In a worker
+   * (thread or process) it forwards its calls to the daemon's span: `end()` is the daemon's to call.
+   */
+  span: Span;
 }
 
 /**

@@ -12,6 +12,8 @@ import {
   unavailableTaskService,
   type TaskServiceClient,
 } from '../handlers/task-service.ts';
+import type { TraceSlot } from '../tracing/trace-slot.ts';
+import { noopSpan } from '../tracing/noop-span.ts';
 import { runInAttemptScope } from './attempt-scope.ts';
 import { summariseError } from './errors.ts';
 import { checkOutput } from './output.ts';
@@ -33,6 +35,8 @@ export interface AttemptSpec {
   redact: (text: string) => string;
   /** The client behind `ctx.service` (its requests in the budget's 'handler' class); none: calls are refused. */
   service?: ServiceClient | undefined;
+  /** The attempt's span as a trace listener gave it (empty with tracing off): `ctx.span`, or its context. */
+  trace?: TraceSlot | undefined;
 }
 
 export type HostResult =
@@ -73,6 +77,7 @@ export const inlineHost: AttemptHost = {
       logger: spec.logger,
       signal,
       service: inlineService(spec, signal, () => ended),
+      span: spec.trace?.span ?? noopSpan,
     };
     // Wrapping the call turns a synchronous throw into a rejection like any other. A rejection the handler
     // leaked (never awaited) fails this attempt too: see attempt-scope.ts.

@@ -1,7 +1,7 @@
 // Runs one claimed task execution to an outcome the daemon can report: checks the input, calls the handler with a
 // per-attempt deadline, retries throws and timeouts with backoff, and checks the output. Never throws for a handler.
 import type { Logger } from 'pino';
-import type { ServiceClient } from '../api/client.ts';
+import type { ResponseEvent, ServiceClient } from '../api/client.ts';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
@@ -11,6 +11,7 @@ import { HandlerCrashError, HandlerTimeoutError, summariseError, truncateMessage
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput, type OutputCheck } from './output.ts';
 import { redactDeep, type Redact } from './redact.ts';
+import type { TraceSlot } from '../tracing/trace-slot.ts';
 
 export interface RunExecutionArgs {
   handler: TaskModule & { readonly file?: string };
@@ -38,11 +39,16 @@ export interface RunExecutionArgs {
   crashes?: { limit: number; prior: number };
   /** Told as each handler attempt starts and ends (the daemon core's 'attempt' event). */
   onAttempt?: (event: AttemptEvent) => void;
+  /** Told of each request the handler's `ctx.service` made (the core's 'serviceCall' event). Default: none. */
+  onServiceCall?: (attempt: number, event: ResponseEvent) => void;
 }
 
-/** One handler attempt starting, or ending with how it ended (`error`: the failure's redacted message). */
+/**
+ * One handler attempt starting, or ending with how it ended (`error`: the failure's redacted message). At the
+ * start, a trace listener may fill `trace`: the attempt then runs in its span's context.
+ */
 export type AttemptEvent =
-  | { attempt: number; phase: 'start' }
+  | { attempt: number; phase: 'start'; trace: TraceSlot }
   | {
       attempt: number;
       phase: 'end';
@@ -109,8 +115,9 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     const logger = args.logger.child({ taskKey: task.key, executionId: execution.id, attempt });
     logger.debug('attempt started');
     const startedAt = args.clock.now();
-    args.onAttempt?.({ attempt, phase: 'start' });
-    const result = await runAttempt(args, input, job, attempt, logger);
+    const trace: TraceSlot = {};
+    args.onAttempt?.({ attempt, phase: 'start', trace });
+    const result = await (trace.run ?? runNow)(() => runAttempt(args, input, job, attempt, logger, trace));
     if (args.onAttempt) {
       const failed =
         result.kind === 'threw' || result.kind === 'timeout'
@@ -268,6 +275,8 @@ function settleOutput(
   return { status: 'COMPLETED', output: redactDeep(checked.output, redact) };
 }
 
+const runNow = <T>(fn: () => T): T => fn();
+
 /** One call of the handler on its host, raced against its deadline and the shutdown signal. */
 async function runAttempt(
   args: RunExecutionArgs,
@@ -275,6 +284,7 @@ async function runAttempt(
   job: JobContext,
   attempt: number,
   logger: Logger,
+  trace: TraceSlot,
 ): Promise<AttemptResult> {
   const { handler, task, clock, shutdownSignal } = args;
   const timeoutMs = handler.timeoutMs ?? args.defaultTimeoutMs;
@@ -304,7 +314,11 @@ async function runAttempt(
         logger,
         timeoutMs,
         redact: args.redact ?? ((text: string) => text),
-        service: args.service,
+        service:
+          args.service && args.onServiceCall
+            ? args.service.observed((event) => args.onServiceCall!(attempt, event))
+            : args.service,
+        trace,
       },
       signal,
     );

@@ -75,12 +75,15 @@ export function relayLog(worker: PoolWorker, line: string, logger: Logger, redac
     return;
   }
   const { level, msg, [ATTEMPT_BINDING]: attemptId, ...fields } = record;
-  const running = worker.current;
+  const running = worker.current?.attemptId === attemptId ? worker.current : undefined;
   const target =
-    running !== undefined && running.attemptId === attemptId
-      ? running.spec.logger
-      : logger.child({ executionId: worker.lastExecutionId, afterAttempt: true });
+    running?.spec.logger ?? logger.child({ executionId: worker.lastExecutionId, afterAttempt: true });
   const label = typeof level === 'number' ? pino.levels.labels[level] : undefined;
   const write = label === undefined ? target.info : target[label as pino.Level];
-  write.call(target, redactDeep(fields, redact), redact(typeof msg === 'string' ? msg : ''));
+  const writeLine = () =>
+    write.call(target, redactDeep(fields, redact), redact(typeof msg === 'string' ? msg : ''));
+  // In the attempt's trace context, when traced: the line then carries its trace_id and span_id.
+  const inContext = running?.spec.trace?.run;
+  if (inContext) inContext(writeLine);
+  else writeLine();
 }

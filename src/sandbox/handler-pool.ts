@@ -155,6 +155,7 @@ export class HandlerPool implements AttemptHost {
       };
       worker.current = { attemptId, spec, signal, finish };
       worker.lastExecutionId = spec.execution.id;
+      worker.lastTrace = spec.trace;
       worker.channel.ref();
       worker.channel.send({
         type: 'run',
@@ -168,6 +169,7 @@ export class HandlerPool implements AttemptHost {
         job: spec.job,
         logLevel: spec.logger.level,
         ...(this.#o.maxOutputBytes === undefined ? {} : { maxOutputBytes: this.#o.maxOutputBytes }),
+        ...(spec.trace?.headers ? { trace: spec.trace.headers } : {}),
       });
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
@@ -372,6 +374,14 @@ export class HandlerPool implements AttemptHost {
       }
       case 'exit-called':
         worker.exitCode = message.code;
+        return;
+      case 'spans':
+        // A span that ended after its attempt (a promise the handler left running) still belongs to that trace.
+        (worker.current?.spec.trace ?? worker.lastTrace)?.ingest?.(message.spans);
+        return;
+      case 'span-update':
+        if (worker.current?.attemptId === message.attemptId)
+          worker.current.spec.trace?.update?.(message.update);
         return;
       case 'ready':
         markReady(worker, this.#o.isolation);

@@ -17,6 +17,8 @@ import {
 import { registerSelfResolution } from '../handlers/self-resolve.ts';
 import { saveCompileCache } from './compile-cache.ts';
 import { HandlerTimeoutError, summariseError } from '../runner/errors.ts';
+import { noopSpan } from '../tracing/noop-span.ts';
+import type { WorkerTracing } from '../tracing/worker-tracing.ts';
 import { checkOutput } from '../runner/output.ts';
 import {
   ATTEMPT_BINDING,
@@ -50,6 +52,8 @@ const calls = new Map<
 >();
 let nextCallId = 1;
 let lastExecutionId: string | undefined;
+/** Loaded by the first attempt that comes with a trace: a worker of a daemon without tracing never loads it. */
+let tracing: Promise<WorkerTracing> | undefined;
 
 registerSelfResolution();
 const rootLogger = pino(
@@ -93,6 +97,7 @@ async function run(message: RunMessage): Promise<void> {
     if (state.settled) return;
     state.started = true;
     const logger: Logger = rootLogger.child({ [ATTEMPT_BINDING]: message.attemptId });
+    const traced = message.trace === undefined ? undefined : await attemptTrace(message.trace, state);
     const ctx = {
       execution: message.execution,
       task: message.task,
@@ -101,14 +106,32 @@ async function run(message: RunMessage): Promise<void> {
       logger,
       signal: state.controller.signal,
       service: serviceFor(state),
+      span: traced?.span ?? noopSpan,
     };
-    const value = await scope.run(
-      state,
-      () => new Promise<unknown>((resolve) => resolve(handler.handle(message.input, ctx))),
-    );
+    const call = () =>
+      scope.run(state, () => new Promise<unknown>((resolve) => resolve(handler.handle(message.input, ctx))));
+    const value = await (traced ? traced.run(call) : call());
     settle(state, returned(value, message));
   } catch (error) {
     settle(state, { kind: 'threw', error: serializeError(error) });
+  }
+}
+
+/** The attempt's span stand-in (its calls go to the daemon) and the context the handler runs in. */
+async function attemptTrace(
+  headers: Record<string, string>,
+  state: AttemptState,
+): Promise<ReturnType<WorkerTracing['attempt']> | undefined> {
+  tracing ??= import('../tracing/worker-tracing.ts').then((m) =>
+    m.startWorkerTracing((spans) => post({ type: 'spans', spans })),
+  );
+  try {
+    return (await tracing).attempt(headers, (update) =>
+      post({ type: 'span-update', attemptId: state.attemptId, update }),
+    );
+  } catch {
+    // Traces are best effort: the handler runs without them rather than fail its attempt.
+    return undefined;
   }
 }
 

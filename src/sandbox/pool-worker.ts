@@ -3,6 +3,7 @@
 import type { AttemptSpec, HostResult } from '../runner/attempt-host.ts';
 import { anonymousResidentMb, oomKillCount } from './process-memory.ts';
 import type { FromWorker } from './protocol.ts';
+import type { TraceSlot } from '../tracing/trace-slot.ts';
 import { openChannel, type Isolation, type WorkerChannel, type WorkerDeath } from './worker-channel.ts';
 
 export type WorkerGoneReason = 'terminated' | 'timeout' | 'out-of-memory' | 'exit' | 'crash' | 'idle';
@@ -12,6 +13,8 @@ export interface PoolWorker {
   /** The attempt running on it. */
   current: Running | undefined;
   lastExecutionId: string | undefined;
+  /** The trace of the last attempt it ran: where spans that end after their attempt go. */
+  lastTrace?: TraceSlot | undefined;
   exitCode: number | undefined;
   gone: boolean;
   /** Its entry runs and takes attempts; until then it is starting (0.1 to 0.3 s for a thread). */

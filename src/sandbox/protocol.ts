@@ -31,6 +31,8 @@ export interface RunMessage {
   logLevel: string;
   /** Largest output, as JSON in bytes, sent back (DF_HANDLER_MAX_OUTPUT_BYTES): a larger one fails the attempt. */
   maxOutputBytes?: number;
+  /** W3C trace-context headers of the attempt's span when the daemon traces: the worker then traces too. */
+  trace?: Record<string, string>;
 }
 
 /** Aborts `ctx.signal` of a running attempt (its deadline passed, or the daemon stops). */
@@ -76,7 +78,11 @@ export type FromWorker =
       error: SerializedError;
     }
   /** Handler code called process.exit: the worker is going away. */
-  | { type: 'exit-called'; code: number; executionId?: string };
+  | { type: 'exit-called'; code: number; executionId?: string }
+  /** Spans the handler made that ended, for the daemon to export (see tracing/forwarded-span.ts). */
+  | { type: 'spans'; spans: unknown[] }
+  /** A call the handler made on `ctx.span` (a SpanUpdate), for the attempt's span in the daemon. */
+  | { type: 'span-update'; attemptId: number; update: unknown };
 
 /** The pino binding that routes a handler's log line to its attempt's logger on the daemon's side. */
 export const ATTEMPT_BINDING = 'dfAttempt';

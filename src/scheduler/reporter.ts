@@ -41,7 +41,8 @@ export class Reporter {
     report: { status: ReportStatus; output: JsonObject },
     signal?: AbortSignal,
     hooks: {
-      onRetry?: () => Promise<void>;
+      /** A failed attempt (1-based) is to be retried; `error` is what it failed with. */
+      onRetry?: (attempt: number, error: unknown) => Promise<void>;
       /**
        * Asked before each attempt leaves (once the budget let it through): false drops the report unsent, and
        * its retries (another owner reports the execution).
@@ -114,7 +115,7 @@ export class Reporter {
             'report failed; retrying',
           );
         }
-        await hooks.onRetry?.();
+        await hooks.onRetry?.(attempts, error);
         try {
           if (waitMs > 0) await clock.sleep(waitMs, signal);
         } catch {

@@ -53,7 +53,7 @@ export interface SchedulerOptions {
    * so its job does not wait forever. Must not reject. Without it, such an answer is only logged.
    */
   failUnreadable?: (task: PolledTask, executionId: string, problem: string) => Promise<void>;
-  onPoll?: (task: PolledTask, result: PollResult, durationMs: number) => void;
+  onPoll?: (task: PolledTask, result: PollResult, durationMs: number, claimed?: TaskExecution) => void;
   /**
    * A poll was sent but its answer was lost (connection closed, a timeout, a 2xx body cut short): the service
    * may have claimed an execution for this worker that no one will run or report. Called after it is logged.
@@ -254,7 +254,7 @@ export class Scheduler {
       planner.onEmpty(task.taskId, now);
       return;
     }
-    this.#o.onPoll?.(task, 'hit', now - started);
+    this.#o.onPoll?.(task, 'hit', now - started, execution);
     planner.onHit(task.taskId, now, Date.parse(execution.createdAt));
     this.#track(this.#o.dispatch(task, execution));
   }

@@ -27,6 +27,11 @@ export interface LoggerOptions {
    * `destination` (df-worker dev's console keeps each attempt's lines this way). Default: none.
    */
   tee?: { level: string; stream: pino.DestinationStream };
+  /**
+   * Fields added to every line (pino's mixin): with tracing on, the active span's `trace_id` and `span_id`.
+   * Default: none, and no call per line.
+   */
+  mixin?: () => Record<string, unknown>;
 }
 
 export { REDACTED } from '../errors/redact.ts';
@@ -56,6 +61,7 @@ export function createLogger(options: LoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACTED_PATHS, censor: REDACTED },
     serializers: { err: serializeError },
+    ...(options.mixin ? { mixin: options.mixin } : {}),
   };
   const destination = options.destination ?? process.stdout;
   const pretty = wantsPretty(options.pretty ?? false, destination);

@@ -371,6 +371,29 @@ describe('the chart rendered', () => {
     });
   });
 
+  it('tracing.endpoint sets the OpenTelemetry SDK variables; without it none is set', () => {
+    const none = deploymentOf(REQUIRED).spec.template.spec.containers[0]!.env;
+    expect(none.filter((variable) => variable.name.startsWith('OTEL_'))).toEqual([]);
+    const [container] = deploymentOf({
+      ...REQUIRED,
+      tracing: {
+        endpoint: 'http://otel-collector.observability:4318',
+        serviceName: 'df-worker-prices',
+        sampler: 'parentbased_traceidratio',
+        samplerArg: '0.25',
+        resourceAttributes: 'deployment.environment.name=production',
+      },
+    }).spec.template.spec.containers;
+    expect(container!.env.filter((variable) => variable.name.startsWith('OTEL_'))).toEqual([
+      { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.observability:4318' },
+      { name: 'OTEL_SERVICE_NAME', value: 'df-worker-prices' },
+      { name: 'OTEL_TRACES_SAMPLER', value: 'parentbased_traceidratio' },
+      { name: 'OTEL_TRACES_SAMPLER_ARG', value: '0.25' },
+      { name: 'OTEL_RESOURCE_ATTRIBUTES', value: 'deployment.environment.name=production' },
+    ]);
+    expect(schemaErrors({ ...REQUIRED, tracing: { endpoint: 'otel-collector:4318' } })).not.toEqual([]);
+  });
+
   it('standalone with persistence: the state volume is the claim the chart creates', () => {
     const manifests = renderManifests({ ...REQUIRED, persistence: { enabled: true } });
     expect(find(manifests, 'PersistentVolumeClaim')?.metadata.name).toBe('df-worker-state');

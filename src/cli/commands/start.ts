@@ -3,7 +3,10 @@
 // clustered (cluster/clustered-worker.ts), run as a process with probes and signals by cli/run-daemon.ts.
 // Only what start needs before the handler modules begin loading is imported here; the daemon's own modules
 // load after, beside them (see run()).
+import { hostname } from 'node:os';
 import { ConfigError } from '../../config/errors.ts';
+import type { WorkerConfig } from '../../config/schema.ts';
+import type { Tracing } from '../../tracing/sdk.ts';
 import { loadConfig } from '../../config/load.ts';
 import {
   describeUnknownSetting,
@@ -14,7 +17,8 @@ import {
 } from '../../config/unknown-settings.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { loadHandlersIsolated, logLoadedHandlers } from '../../sandbox/load-handlers.ts';
-import { handlerEnvironmentFromConfig } from '../../sandbox/secrets.ts';
+import { handlerEnvironmentFromConfig, secretValues } from '../../sandbox/secrets.ts';
+import { tracesEndpoint } from '../../tracing/settings.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
 
@@ -44,8 +48,11 @@ Options:
     const { values } = parsed;
     const env = values.config ? { ...process.env, DF_CONFIG: values.config } : process.env;
     let config;
+    let tracingWanted;
     try {
       config = loadConfig({ env, require: 'service' });
+      // OpenTelemetry is loaded only when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT...).
+      tracingWanted = tracesEndpoint(process.env) !== undefined;
     } catch (error) {
       if (error instanceof ConfigError) {
         // A misspelt variable is often why a setting reads as missing (DF_API_KYE for DF_API_KEY).
@@ -66,13 +73,19 @@ Options:
         : loadHandlersIsolated(config.handlers.dir, { env: handlerEnvironmentFromConfig(config) });
     // It may fail while the modules below load: handled where the worker awaits it (handlersLoading).
     loading?.catch(() => undefined);
-    const [{ createLogger }, { describeStartupFailure, runStartDaemon }, { saveCompileCache }] =
+    const [{ createLogger }, { describeStartupFailure, runStartDaemon }, { saveCompileCache }, tracing] =
       await Promise.all([
         import('../../telemetry/logger.ts'),
         import('../run-daemon.ts'),
         import('../../sandbox/compile-cache.ts'),
+        tracingWanted ? startTracing(config) : undefined,
       ]);
-    const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+    const logger = createLogger({
+      level: config.log.level,
+      pretty: config.log.pretty,
+      ...(tracing ? { mixin: tracing.logFields } : {}),
+    });
+    tracing?.useLogger(logger);
     for (const unknown of findUnknownSettings(env, ignoredVariables(env, config))) {
       logger.warn({ code: UNKNOWN_SETTING_CODE, ...unknown }, describeUnknownSetting(unknown));
     }
@@ -85,18 +98,35 @@ Options:
       const daemon = await runStartDaemon(config, logger, {
         taskSyncCommand: cliCommand('tasks sync'),
         ...(handlersLoading ? { handlersLoading } : {}),
+        ...(tracing ? { tracing } : {}),
       });
       // Every module of the daemon is loaded by now; a daemon that is killed rather than stopped keeps them. Not at
       // once: writing the cache of a first start takes some 100 ms, which would hold up the first polls.
       setTimeout(saveCompileCache, COMPILE_CACHE_SAVE_DELAY_MS).unref();
       // The daemon has drained; whatever still holds the event loop is handler code left running (with
       // DF_HANDLER_ISOLATION=none, one that ignores ctx.signal): it must not keep a stopped daemon alive.
-      process.exit(await daemon.exited);
+      const code = await daemon.exited;
+      await tracing?.shutdown();
+      process.exit(code);
     } catch (error) {
       const message = describeStartupFailure(error);
       logger.fatal({ err: error as Error }, `df-worker could not start: ${message}`);
       process.stderr.write(`df-worker: ${describeError(error, `could not start: ${message}`)}\n`);
+      await tracing?.shutdown();
       return 1;
     }
   },
 };
+
+/** The OpenTelemetry SDK, set up from its OTEL_* variables; service.instance.id is the replica id when clustered. */
+async function startTracing(config: WorkerConfig): Promise<Tracing> {
+  const [{ startTracing }, { redactor }, { version }, instanceId] = await Promise.all([
+    import('../../tracing/sdk.ts'),
+    import('../../errors/redact.ts'),
+    import('../version.ts'),
+    config.cluster.redisUrl === ''
+      ? hostname()
+      : import('../../cluster/redis.ts').then((m) => m.replicaIdFromConfig(config)),
+  ]);
+  return startTracing({ redact: redactor(secretValues(config)), instanceId, version });
+}
