@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { RequestGate, ServiceClient } from '../api/client.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import type { WorkerEvents } from '../daemon/events.ts';
+import { pollEvents, type WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
@@ -188,14 +188,7 @@ export class Coordinator {
           },
           stop.signal,
         ),
-      onPoll: (task, result, durationMs, claimed) =>
-        events.emit('poll', {
-          task: task.key,
-          result,
-          durationMs,
-          ...(claimed ? { claimed: { executionId: claimed.id, createdAt: claimed.createdAt } } : {}),
-        }),
-      onPollAnswerLost: (task, reason) => events.emit('pollAnswerLost', { task: task.key, reason }),
+      ...pollEvents(events),
     });
     // The first poll waits for room too: the previous coordinator may have filled the queue.
     scheduler.enqueue(() => this.#roomInCluster(stop.signal));

@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import type { ResponseEvent } from '../api/client.ts';
 import type { RateLimitPause } from '../budget/budget.ts';
 import type { AttemptEvent, ExecutionOutcome } from '../runner/run-execution.ts';
-import type { PollAnswerLoss, PollResult } from '../scheduler/scheduler.ts';
+import type { PollAnswerLoss, PollResult, SchedulerOptions } from '../scheduler/scheduler.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
 
 /** How a report ended: accepted, refused for good (a dead letter), or kept for a later run. */
@@ -90,3 +90,17 @@ export interface ClaimOrigin {
 }
 
 export class WorkerEvents extends EventEmitter<WorkerEventMap> {}
+
+/** The scheduler's polls as core events, in both modes: each poll's result, and each poll whose answer was lost. */
+export function pollEvents(events: WorkerEvents): Pick<SchedulerOptions, 'onPoll' | 'onPollAnswerLost'> {
+  return {
+    onPoll: (task, result, durationMs, claimed) =>
+      events.emit('poll', {
+        task: task.key,
+        result,
+        durationMs,
+        ...(claimed ? { claimed: { executionId: claimed.id, createdAt: claimed.createdAt } } : {}),
+      }),
+    onPollAnswerLost: (task, reason) => events.emit('pollAnswerLost', { task: task.key, reason }),
+  };
+}

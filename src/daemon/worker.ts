@@ -12,6 +12,7 @@ import {
   type DaemonMode,
   type ModeState,
 } from './core.ts';
+import { pollEvents } from './events.ts';
 import { JournalReplay } from './journal-replay.ts';
 import { backoffFromConfig, reportReserveFor } from './service-wiring.ts';
 import { memoryState, openStateFolder, type StandaloneState } from './state-folder.ts';
@@ -99,14 +100,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
       dispatch: (task, execution) => parts.pipeline.process(task, execution),
       failUnreadable: (task, executionId, problem) =>
         parts.pipeline.failUnreadable(task, executionId, problem),
-      onPoll: (task, result, durationMs, claimed) =>
-        events.emit('poll', {
-          task: task.key,
-          result,
-          durationMs,
-          ...(claimed ? { claimed: { executionId: claimed.id, createdAt: claimed.createdAt } } : {}),
-        }),
-      onPollAnswerLost: (task, reason) => events.emit('pollAnswerLost', { task: task.key, reason }),
+      ...pollEvents(events),
       // A poll still unanswered when the reports' flush window ends is cut, its answer lost.
       cutPolls: core.reportSignal,
       // The journal's records are owed their reports too, until the replay has handed them all over.
