@@ -1,24 +1,41 @@
 // Resource use of the real daemon (`df-worker start` as a child process) against the emulator on loopback, with
 // 20 handler modules and 20 tasks: time from spawn to the first poll, resident memory and CPU while idle, then
 // peak resident memory draining a backlog with the service's limits lifted (the daemon's own, and with its
-// handler processes), and what is left once the handler workers were idle past DF_HANDLER_IDLE_TIMEOUT_MS. Each figure is printed beside the baseline measured in the
-// same run: the daemon's code as it was before the footprint work (git ref --baseline-ref, extracted with
-// `git archive` to a temp folder), each configuration in a fresh emulator and process.
+// handler processes), and what is left once the handler workers were idle past DF_HANDLER_IDLE_TIMEOUT_MS.
+// Each figure is printed beside the baseline measured in the same run: the daemon's code at --baseline-ref
+// (before the footprint work by default), each configuration in a fresh emulator and process, the
+// configurations' runs interleaved so that the machine's drift falls on all alike. A checkout whose
+// src/cli/main.ts enables Node's compile cache gets its own cache folder, empty at its first start, as `now`
+// does; an older one runs without (the variable alone would turn the cache on); the table says which.
 //   npm run bench:footprint [-- --idle-s 30 --backlog 3000 --starts 5 --baseline-ref face1c1 --try 'DF_X=1 DF_Y=2' --built]
+// --root DIR adds another checkout as configuration `root`. --idle-only measures only idle resident memory, a
+// fresh daemon per start (the quick check that a change adds nothing to the idle daemon), e.g.
+//   npm run bench:footprint -- --idle-only --only now --starts 3 --idle-s 15 --tasks 1
 // With --snapshot DIR, each daemon writes a heap snapshot of its main thread after the idle phase and after the
 // drain, into DIR/<configuration> (node --heapsnapshot-signal, through NODE_OPTIONS).
 // The daemon's idle and peak resident memory (of `built` with --built, else of `now`) are written to
 // bench/figures.json, which the guides quote through `npm run docs`; --no-write leaves it alone.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Emulator } from '../src/emulator/index.ts';
 import { writeFigures } from '../src/docs/figures.ts';
+import {
+  checkOutBaseline,
+  compileCacheFolder,
+  drainBacklog,
+  enablesCompileCache,
+  firstPoll,
+  interleaved,
+  median,
+  ROOT,
+  sample,
+  startDaemon,
+  watch,
+  type DaemonConfiguration,
+  type StartOptions,
+} from './daemon-process.ts';
 
 const { values } = parseArgs({
   options: {
@@ -34,66 +51,48 @@ const { values } = parseArgs({
     built: { type: 'boolean', default: false },
     // The commit before issue 10's footprint work.
     'baseline-ref': { type: 'string', default: 'face1c1' },
+    root: { type: 'string' },
+    'idle-only': { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
   },
 });
 const idleSeconds = Number(values['idle-s']);
 const backlog = Number(values.backlog);
 const taskCount = Number(values.tasks);
-const root = fileURLToPath(new URL('..', import.meta.url));
-const ticksPerSecond = 100;
 const DRAIN_LIMIT_S = 240;
 
 const AFTER_DRAIN_S = 35;
 const STARTS = Math.max(2, Number(values.starts));
 
-interface Configuration {
-  /** The checkout whose src/cli/main.ts runs. */
-  root: string;
-  env: Record<string, string>;
-  /**
-   * Node's compile cache folder of this configuration's starts (NODE_COMPILE_CACHE); none for the code before,
-   * since the variable alone turns the cache on.
-   */
-  compileCache?: string;
-  /** Runs dist/cli/main.js (the image's entry point) instead of the sources. */
-  built?: boolean;
+/** A configuration compared, and what its table column says of its compile cache. */
+interface Compared {
+  configuration: DaemonConfiguration;
+  compileCache: string;
 }
 
-/** The configurations compared: the code before the footprint work, and this checkout's defaults. */
-const CONFIGURATIONS: Record<string, Configuration> = {
-  before: { root: await checkout(values['baseline-ref']), env: {} },
-  now: { root, env: {}, compileCache: await emptyFolder() },
+/** A checkout's code, with a compile cache exactly as `now` has one if its main.ts enables the cache itself. */
+async function checkoutConfiguration(root: string): Promise<Compared> {
+  if (await enablesCompileCache(root)) {
+    return {
+      configuration: { root, env: {}, compileCache: await compileCacheFolder() },
+      compileCache: 'own folder, empty at the first start',
+    };
+  }
+  return { configuration: { root, env: {} }, compileCache: 'none (its main.ts does not enable it)' };
+}
+
+const baseline = await checkOutBaseline(values['baseline-ref']);
+/** The configurations compared: the code at --baseline-ref, and this checkout's defaults. */
+const CONFIGURATIONS: Record<string, Compared> = {
+  before: await checkoutConfiguration(baseline.root),
+  now: await checkoutConfiguration(ROOT),
 };
-
-function emptyFolder(): Promise<string> {
-  return mkdtemp(join(tmpdir(), 'df-worker-compile-cache-'));
-}
-
-/**
- * The daemon's code at `ref`, in a temp folder beside this checkout's node_modules (undici and convict stay
- * devDependencies for it: the code before imports them, the daemon no longer does).
- */
-async function checkout(ref: string): Promise<string> {
-  const folder = await mkdtemp(join(tmpdir(), 'df-worker-baseline-'));
-  const archive = spawnSync(
-    'git',
-    ['-C', root, 'archive', '--format=tar', ref, 'src', 'config', 'package.json'],
-    {
-      maxBuffer: 256 * 2 ** 20,
-    },
-  );
-  if (archive.status !== 0) throw new Error(`git archive ${ref} failed: ${archive.stderr.toString()}`);
-  const untar = spawnSync('tar', ['-x', '-C', folder], { input: archive.stdout });
-  if (untar.status !== 0) throw new Error(`tar failed: ${untar.stderr.toString()}`);
-  await symlink(join(root, 'node_modules'), join(folder, 'node_modules'));
-  return folder;
-}
+if (values.root !== undefined) CONFIGURATIONS.root = await checkoutConfiguration(resolve(values.root));
 
 interface Figures {
   /** The first start, with an empty compile cache (a fresh container), then the median of the others. */
   firstPollMs: { cold: number; warm: number };
-  idle: { seconds: number; rssMb: number; cpuPercent: number; memory: MemoryBreakdown };
+  idle: Idle;
   drain: {
     executions: number;
     seconds: number;
@@ -107,6 +106,13 @@ interface Figures {
   };
 }
 
+interface Idle {
+  seconds: number;
+  rssMb: number;
+  cpuPercent: number;
+  memory: MemoryBreakdown;
+}
+
 /** Where the resident memory is, as the daemon's /metrics says (main thread only for the heap figures). */
 interface MemoryBreakdown {
   heapUsedMb: number;
@@ -115,163 +121,49 @@ interface MemoryBreakdown {
   handlerWorkers: number;
 }
 
-interface Daemon {
-  child: ChildProcess;
-  emulator: Emulator;
-  keys: string[];
-  metricsUrl: string;
-  spawnedAt: number;
-  close(): Promise<void>;
-}
-
-/** A fresh emulator with 20 tasks, and the daemon started against it with 20 handler modules. */
-async function startDaemon(
-  name: string,
-  configuration: Configuration,
-  limitsLifted: boolean,
-): Promise<Daemon> {
-  const dir = await mkdtemp(join(tmpdir(), 'df-worker-footprint-'));
-  await mkdir(join(dir, 'handlers'));
-  const keys = Array.from({ length: taskCount }, (_, i) => `task-${String(i).padStart(2, '0')}`);
-  for (const key of keys) {
-    await writeFile(
-      join(dir, 'handlers', `${key}.ts`),
-      `import { defineTask } from 'df-worker';\nexport default defineTask({ key: '${key}', inputKeys: ['n'], outputKeys: ['n2'], handle: (i: { n: number }) => ({ n2: i.n * 2 }) });\n`,
-    );
-  }
-  const emulator = new Emulator({
-    apiKeys: ['bench'],
-    ...(limitsLifted ? { limits: { perSecond: Infinity, perMinute: Infinity, perMonth: Infinity } } : {}),
-  });
-  const url = await emulator.listen();
-  for (const key of keys) {
-    emulator.createTask({
-      key,
-      inputKeys: [{ key: 'n', description: '' }],
-      outputKeys: [{ key: 'n2', description: '' }],
-    });
-  }
-  const port = await freePort();
-  if (values.snapshot !== undefined) await mkdir(join(values.snapshot, name), { recursive: true });
-  const spawnedAt = Date.now();
-  const child = spawn(
-    process.execPath,
-    configuration.built
-      ? [join(configuration.root, 'dist/cli/main.js'), 'start']
-      : ['--conditions=df-worker-source', join(configuration.root, 'src/cli/main.ts'), 'start'],
-    {
-      env: {
-        PATH: process.env.PATH ?? '',
-        // Empty at the first start of each configuration, as in a fresh container.
-        ...(configuration.compileCache === undefined
-          ? {}
-          : { NODE_COMPILE_CACHE: configuration.compileCache }),
-        DF_API_URL: url,
-        DF_API_KEY: 'bench',
-        DF_HANDLERS_DIR: join(dir, 'handlers'),
-        DF_STATE_DIR: join(dir, 'state'),
-        DF_HTTP_PORT: String(port),
-        DF_HTTP_HOST: '127.0.0.1',
-        DF_LOG_LEVEL: 'warn',
-        ...(limitsLifted
-          ? {
-              DF_BUDGET_PER_SECOND: '1000000',
-              DF_BUDGET_PER_MINUTE: '10000000',
-              DF_BUDGET_PER_MONTH: '100000000',
-            }
-          : {}),
-        ...(values.snapshot === undefined
-          ? {}
-          : {
-              NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${join(values.snapshot, name)}`,
-            }),
-        ...configuration.env,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
+function startOptions(name: string, limitsLifted: boolean): StartOptions {
   return {
-    child,
-    emulator,
-    keys,
-    metricsUrl: `http://127.0.0.1:${port}/metrics`,
-    spawnedAt,
-    close: async () => {
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await new Promise((resolve) => child.on('exit', resolve));
-      await emulator.close();
-      await rm(dir, { recursive: true, force: true });
-    },
+    tasks: taskCount,
+    limitsLifted,
+    env:
+      values.snapshot === undefined
+        ? {}
+        : { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${join(values.snapshot, name)}` },
   };
 }
 
-async function firstPoll(daemon: Daemon): Promise<number> {
-  const poll = () => daemon.emulator.requests().find((r) => r.operation === 'tasks.poll');
-  while (!poll()) {
-    if (daemon.child.exitCode !== null) throw new Error(`the daemon exited with ${daemon.child.exitCode}`);
-    await sleep(2);
-  }
-  return poll()!.at - daemon.spawnedAt;
-}
-
-/**
- * Start to first poll, on a first start (an empty compile cache) and then as the median of a few more starts
- * (it varies from start to start with the disk cache and what the other core does).
- */
-async function startsToFirstPoll(
-  name: string,
-  configuration: Configuration,
-): Promise<{ cold: number; warm: number }> {
-  const figures: number[] = [];
-  for (let i = 0; i < STARTS; i++) {
-    const daemon = await startDaemon(name, configuration, false);
-    figures.push(await firstPoll(daemon));
-    await daemon.close();
-  }
-  const warm = figures.slice(1).sort((a, b) => a - b);
-  return { cold: figures[0]!, warm: warm[Math.floor(warm.length / 2)]! };
-}
-
-async function measure(name: string, configuration: Configuration): Promise<Figures> {
-  const firstPollMs = await startsToFirstPoll(name, configuration);
-  // Idle: the service's default limits and budget, as deployed; nothing to do for 20 tasks.
-  const idler = await startDaemon(name, configuration, false);
+/** Idle: the service's default limits and budget, as deployed; nothing to do for the tasks. */
+async function measureIdle(name: string, configuration: DaemonConfiguration): Promise<Idle> {
+  const idler = await startDaemon(configuration, startOptions(name, false));
   await firstPoll(idler);
   await sleep(3_000); // the first round of polls and the start-up garbage settle
-  const idle = await phase(idler.child.pid!, idleSeconds);
-  const idleMemory = await breakdown(idler.metricsUrl);
+  const idle = await watch(idler.child.pid!, idleSeconds);
+  const memory = await breakdown(idler.metricsUrl);
   await snapshot(idler.child, name, 'idle');
   await idler.close();
+  return { seconds: idle.seconds, rssMb: idle.rssMbEnd, cpuPercent: idle.cpuPercent, memory };
+}
 
-  // Draining: the service's limits and the budget lifted, so only the daemon sets the pace.
-  const drainer = await startDaemon(name, configuration, true);
-  await firstPoll(drainer);
-  await sleep(1_000);
-  const { emulator, keys } = drainer;
-  for (let i = 0; i < backlog; i++) emulator.enqueueExecution(keys[i % keys.length]!, { n: i });
-  const drain = await phase(drainer.child.pid!, DRAIN_LIMIT_S, () =>
-    emulator.executions().every((e) => e.reports.length > 0),
-  );
+/** Draining: the service's limits and the budget lifted, so only the daemon sets the pace. */
+async function measureDrain(name: string, configuration: DaemonConfiguration): Promise<Figures['drain']> {
+  const drainer = await startDaemon(configuration, startOptions(name, true));
+  const drain = await drainBacklog(drainer, backlog, DRAIN_LIMIT_S);
   const settled = await sample(drainer.child.pid!);
   await sleep(AFTER_DRAIN_S * 1000);
   const after = await sample(drainer.child.pid!);
-  const drainMemory = await breakdown(drainer.metricsUrl);
+  const memory = await breakdown(drainer.metricsUrl);
   await snapshot(drainer.child, name, 'drained');
-  const reported = emulator.executions().filter((e) => e.reports.length > 0).length;
+  const reported = drainer.emulator.executions().filter((e) => e.reports.length > 0).length;
   await drainer.close();
   return {
-    firstPollMs,
-    idle: { seconds: idle.seconds, rssMb: idle.rssMbEnd, cpuPercent: idle.cpuPercent, memory: idleMemory },
-    drain: {
-      executions: reported,
-      seconds: drain.seconds,
-      peakRssMb: drain.rssMbMax,
-      peakTreeRssMb: drain.treeRssMbMax,
-      rssMbDrained: Math.round(settled.rssMb),
-      rssMbAfter: Math.round(after.rssMb),
-      cpuPercent: drain.cpuPercent,
-      memory: drainMemory,
-    },
+    executions: reported,
+    seconds: drain.seconds,
+    peakRssMb: drain.rssMbMax,
+    peakTreeRssMb: drain.treeRssMbMax,
+    rssMbDrained: Math.round(settled.rssMb),
+    rssMbAfter: Math.round(after.rssMb),
+    cpuPercent: drain.cpuPercent,
+    memory,
   };
 }
 
@@ -288,14 +180,6 @@ async function breakdown(metricsUrl: string): Promise<MemoryBreakdown> {
   };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 async function snapshot(child: ChildProcess, name: string, label: string): Promise<void> {
   if (values.snapshot === undefined) return;
   child.kill('SIGUSR2');
@@ -303,73 +187,19 @@ async function snapshot(child: ChildProcess, name: string, label: string): Promi
   console.error(`${name}: heap snapshot after ${label} written to ${join(values.snapshot, name)}`);
 }
 
-async function sample(pid: number): Promise<{ rssMb: number; cpuTicks: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  return { rssMb: rssKb / 1024, cpuTicks: Number(stat[11]) + Number(stat[12]) };
-}
-
-/** Resident memory of `pid` and every process under it, in MB (handler processes share the node binary's pages). */
-async function treeRssMb(pid: number): Promise<number> {
-  const parents = new Map<number, number>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = (await readFile(`/proc/${entry}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-      parents.set(Number(entry), Number(stat[1]));
-    } catch {
-      // Gone since readdir.
-    }
-  }
-  const inTree = (candidate: number): boolean => {
-    for (let p: number | undefined = candidate; p !== undefined && p > 1; p = parents.get(p)) {
-      if (p === pid) return true;
-    }
-    return false;
-  };
-  let total = 0;
-  for (const member of [...parents.keys()].filter(inTree)) {
-    try {
-      total += (await sample(member)).rssMb;
-    } catch {
-      // Gone since readdir.
-    }
-  }
-  return total;
-}
-
-async function phase(pid: number, seconds: number, until?: () => boolean) {
-  const first = await sample(pid);
-  const started = Date.now();
-  let maxRss = first.rssMb;
-  let maxTreeRss = first.rssMb;
-  while ((until ? !until() : true) && Date.now() - started < seconds * 1000) {
-    await sleep(until ? 100 : 500);
-    maxRss = Math.max(maxRss, (await sample(pid)).rssMb);
-    if (until) maxTreeRss = Math.max(maxTreeRss, await treeRssMb(pid));
-  }
-  const last = await sample(pid);
-  const wallS = (Date.now() - started) / 1000;
-  return {
-    seconds: Math.round(wallS * 10) / 10,
-    rssMbEnd: Math.round(last.rssMb),
-    rssMbMax: Math.round(maxRss),
-    treeRssMbMax: Math.round(maxTreeRss),
-    cpuPercent: Math.round(((last.cpuTicks - first.cpuTicks) / ticksPerSecond / wallS) * 10_000) / 100,
-  };
-}
-
 // --try 'DF_X=1 DF_Y=2' adds a configuration, for trying a setting beside the two above.
 if (values.built) {
-  const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
+  const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('npm run build failed');
   // With the image's NODE_OPTIONS (see Dockerfile).
   CONFIGURATIONS.built = {
-    root,
-    env: { NODE_OPTIONS: '--max-semi-space-size=2' },
-    compileCache: await emptyFolder(),
-    built: true,
+    configuration: {
+      root: ROOT,
+      env: { NODE_OPTIONS: '--max-semi-space-size=2' },
+      compileCache: await compileCacheFolder(),
+      built: true,
+    },
+    compileCache: CONFIGURATIONS.now!.compileCache,
   };
 }
 // With --built, a trial runs the build too, with the image's NODE_OPTIONS unless it sets its own.
@@ -377,45 +207,99 @@ for (const [i, assignments] of (values.try ?? []).entries()) {
   const env = Object.fromEntries(
     assignments.split(/\s+/).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]),
   );
-  CONFIGURATIONS[`try ${i + 1}`] = values.built
-    ? { root, compileCache: await emptyFolder(), env: { ...CONFIGURATIONS.built!.env, ...env }, built: true }
-    : { root, compileCache: await emptyFolder(), env };
+  const compileCache = await compileCacheFolder();
+  CONFIGURATIONS[`try ${i + 1}`] = {
+    configuration: values.built
+      ? {
+          root: ROOT,
+          compileCache,
+          env: { ...CONFIGURATIONS.built!.configuration.env, ...env },
+          built: true,
+        }
+      : { root: ROOT, compileCache, env },
+    compileCache: CONFIGURATIONS.now!.compileCache,
+  };
 }
-const results: Record<string, Figures> = {};
-for (const [name, configuration] of Object.entries(CONFIGURATIONS)) {
-  if (values.only !== undefined && !values.only.split(',').includes(name)) continue;
-  results[name] = await measure(name, configuration);
-  console.error(`${name}: ${JSON.stringify(results[name])}`);
+const names = Object.keys(CONFIGURATIONS).filter(
+  (name) => values.only === undefined || values.only.split(',').includes(name),
+);
+if (values.snapshot !== undefined) {
+  for (const name of names) await mkdir(join(values.snapshot, name), { recursive: true });
 }
-const rows: Array<[string, (f: Figures) => number | string]> = [
-  ['start to first poll, first start (ms)', (f) => f.firstPollMs.cold],
-  [`start to first poll, median of the next ${STARTS - 1} starts (ms)`, (f) => f.firstPollMs.warm],
-  [`idle RSS, ${taskCount} tasks, after ${idleSeconds} s (MB)`, (f) => f.idle.rssMb],
-  [`idle CPU over ${idleSeconds} s (%)`, (f) => f.idle.cpuPercent],
-  [`peak RSS draining ${backlog} executions (MB)`, (f) => f.drain.peakRssMb],
-  [`peak RSS draining, with handler processes (MB)`, (f) => f.drain.peakTreeRssMb],
-  ['RSS as the drain ends (MB)', (f) => f.drain.rssMbDrained],
-  [`RSS ${AFTER_DRAIN_S} s after the drain (MB)`, (f) => f.drain.rssMbAfter],
-  ['drain time (s)', (f) => f.drain.seconds],
-  ['executions reported', (f) => f.drain.executions],
-  ['idle: main heap used / total, external (MB)', (f) => memory(f.idle.memory)],
-  ['idle: handler workers alive', (f) => f.idle.memory.handlerWorkers],
-  [
-    `${AFTER_DRAIN_S} s after the drain: main heap used / total, external (MB)`,
-    (f) => memory(f.drain.memory),
-  ],
-  [`${AFTER_DRAIN_S} s after the drain: handler workers alive`, (f) => f.drain.memory.handlerWorkers],
-];
-function memory(m: MemoryBreakdown): string {
-  return `${m.heapUsedMb} / ${m.heapTotalMb}, ${m.externalMb}`;
+const configurationOf = (name: string) => CONFIGURATIONS[name]!.configuration;
+const table = (rows: Array<[string, (name: string) => number | string]>) => {
+  console.log(['figure', ...names].join(' | '));
+  console.log(['---', ...names.map(() => '---')].join(' | '));
+  for (const [label, read] of [
+    ['compile cache', (name: string) => CONFIGURATIONS[name]!.compileCache] as const,
+    ...rows,
+  ])
+    console.log([label, ...names.map((name) => String(read(name)))].join(' | '));
+};
+
+if (values['idle-only']) {
+  const idle: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
+  for (let run = 0; run < STARTS; run++) {
+    for (const name of interleaved(names, run)) {
+      idle[name]!.push((await measureIdle(name, configurationOf(name))).rssMb);
+      console.error(`${name}, start ${run + 1}: idle ${idle[name]!.at(-1)} MB`);
+    }
+  }
+  table([
+    [`idle RSS, ${taskCount} tasks, after ${idleSeconds} s, each start (MB)`, (n) => idle[n]!.join(', ')],
+    [`idle RSS, median of ${STARTS} starts (MB)`, (n) => median(idle[n]!)],
+  ]);
+} else {
+  // Start to first poll, on a first start (an empty compile cache) and then as the median of a few more starts
+  // (it varies from start to start with the disk cache and what the other core does).
+  const starts: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
+  for (let run = 0; run < STARTS; run++) {
+    for (const name of interleaved(names, run)) {
+      const daemon = await startDaemon(configurationOf(name), startOptions(name, false));
+      starts[name]!.push(await firstPoll(daemon));
+      await daemon.close();
+    }
+  }
+  const idle: Record<string, Idle> = {};
+  for (const name of interleaved(names, 0)) idle[name] = await measureIdle(name, configurationOf(name));
+  const results: Record<string, Figures> = {};
+  for (const name of interleaved(names, 1)) {
+    const drain = await measureDrain(name, configurationOf(name));
+    const firstPollMs = { cold: starts[name]![0]!, warm: median(starts[name]!.slice(1)) };
+    results[name] = { firstPollMs, idle: idle[name]!, drain };
+  }
+  for (const name of names) console.error(`${name}: ${JSON.stringify(results[name])}`);
+  await printAndWrite(results);
 }
-const names = Object.keys(results);
-console.log(['figure', ...names].join(' | '));
-console.log(['---', ...names.map(() => '---')].join(' | '));
-for (const [label, read] of rows)
-  console.log([label, ...names.map((n) => String(read(results[n]!)))].join(' | '));
-const quoted = results.built ?? results.now;
-if (quoted !== undefined && !values['no-write']) {
+await baseline.remove();
+for (const { configuration } of Object.values(CONFIGURATIONS)) {
+  if (configuration.compileCache !== undefined)
+    await rm(configuration.compileCache, { recursive: true, force: true });
+}
+
+async function printAndWrite(results: Record<string, Figures>): Promise<void> {
+  const rows: Array<[string, (f: Figures) => number | string]> = [
+    ['start to first poll, first start (ms)', (f) => f.firstPollMs.cold],
+    [`start to first poll, median of the next ${STARTS - 1} starts (ms)`, (f) => f.firstPollMs.warm],
+    [`idle RSS, ${taskCount} tasks, after ${idleSeconds} s (MB)`, (f) => f.idle.rssMb],
+    [`idle CPU over ${idleSeconds} s (%)`, (f) => f.idle.cpuPercent],
+    [`peak RSS draining ${backlog} executions (MB)`, (f) => f.drain.peakRssMb],
+    [`peak RSS draining, with handler processes (MB)`, (f) => f.drain.peakTreeRssMb],
+    ['RSS as the drain ends (MB)', (f) => f.drain.rssMbDrained],
+    [`RSS ${AFTER_DRAIN_S} s after the drain (MB)`, (f) => f.drain.rssMbAfter],
+    ['drain time (s)', (f) => f.drain.seconds],
+    ['executions reported', (f) => f.drain.executions],
+    ['idle: main heap used / total, external (MB)', (f) => memory(f.idle.memory)],
+    ['idle: handler workers alive', (f) => f.idle.memory.handlerWorkers],
+    [
+      `${AFTER_DRAIN_S} s after the drain: main heap used / total, external (MB)`,
+      (f) => memory(f.drain.memory),
+    ],
+    [`${AFTER_DRAIN_S} s after the drain: handler workers alive`, (f) => f.drain.memory.handlerWorkers],
+  ];
+  table(rows.map(([label, read]) => [label, (name) => read(results[name]!)]));
+  const quoted = results.built ?? results.now;
+  if (quoted === undefined || values['no-write']) return;
   const command = `npm run bench:footprint -- --only ${results.built ? 'built --built' : 'now'}`;
   const setting = `${taskCount} tasks, ${results.built ? "the build with the image's NODE_OPTIONS" : 'from source'}`;
   const written = await writeFigures([
@@ -436,7 +320,7 @@ if (quoted !== undefined && !values['no-write']) {
   ]);
   console.log(`\nWritten to ${written}: daemon-idle-rss-mb, daemon-peak-rss-mb.`);
 }
-await rm(CONFIGURATIONS.before!.root, { recursive: true, force: true });
-for (const { compileCache } of Object.values(CONFIGURATIONS)) {
-  if (compileCache !== undefined) await rm(compileCache, { recursive: true, force: true });
+
+function memory(m: MemoryBreakdown): string {
+  return `${m.heapUsedMb} / ${m.heapTotalMb}, ${m.externalMb}`;
 }

@@ -5,16 +5,23 @@
 // limits lifted, tracing off and on (spans to a sink collector in this process), ms per execution and peak RSS.
 //   node --conditions=df-worker-source bench/tracing.ts [--runs 5 --idle-s 10 --backlog 1000 --drains 3
 //     --baseline-ref 2ea0195]   (--runs 0: the drains only)
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Emulator } from '../src/emulator/index.ts';
+import {
+  checkOutBaseline,
+  compileCacheFolder,
+  drainBacklog,
+  firstPoll,
+  interleaved,
+  median,
+  ROOT,
+  sample,
+  startDaemon,
+  type DaemonConfiguration,
+} from './daemon-process.ts';
 
 const { values } = parseArgs({
   options: {
@@ -30,29 +37,6 @@ const IDLE_S = Number(values['idle-s']);
 const BACKLOG = Number(values.backlog);
 const DRAINS = Number(values.drains);
 const TASKS = 20;
-const root = fileURLToPath(new URL('..', import.meta.url));
-
-interface Configuration {
-  root: string;
-  compileCache: string;
-  env: Record<string, string>;
-}
-
-async function baseline(ref: string): Promise<string> {
-  const folder = await mkdtemp(join(tmpdir(), 'df-worker-baseline-'));
-  const archive = spawnSync(
-    'git',
-    ['-C', root, 'archive', '--format=tar', ref, 'src', 'config', 'package.json'],
-    {
-      maxBuffer: 256 * 2 ** 20,
-    },
-  );
-  if (archive.status !== 0) throw new Error(`git archive ${ref} failed: ${archive.stderr.toString()}`);
-  const untar = spawnSync('tar', ['-x', '-C', folder], { input: archive.stdout });
-  if (untar.status !== 0) throw new Error(`tar failed: ${untar.stderr.toString()}`);
-  await symlink(join(root, 'node_modules'), join(folder, 'node_modules'));
-  return folder;
-}
 
 /** A collector that takes every export and counts its spans. */
 async function sink(): Promise<{ url: string; spans: () => number; close: () => Promise<void> }> {
@@ -77,133 +61,22 @@ async function sink(): Promise<{ url: string; spans: () => number; close: () => 
   };
 }
 
-interface Daemon {
-  child: ChildProcess;
-  emulator: Emulator;
-  keys: string[];
-  spawnedAt: number;
-  close(): Promise<void>;
-}
-
-async function startDaemon(configuration: Configuration, limitsLifted: boolean): Promise<Daemon> {
-  const dir = await mkdtemp(join(tmpdir(), 'df-worker-bench-tracing-'));
-  await mkdir(join(dir, 'handlers'));
-  const keys = Array.from({ length: TASKS }, (_, i) => `task-${String(i).padStart(2, '0')}`);
-  for (const key of keys) {
-    await writeFile(
-      join(dir, 'handlers', `${key}.ts`),
-      `import { defineTask } from 'df-worker';\nexport default defineTask({ key: '${key}', inputKeys: ['n'], outputKeys: ['n2'], handle: (i: { n: number }) => ({ n2: i.n * 2 }) });\n`,
-    );
-  }
-  const emulator = new Emulator({
-    apiKeys: ['bench'],
-    ...(limitsLifted ? { limits: { perSecond: Infinity, perMinute: Infinity, perMonth: Infinity } } : {}),
-  });
-  const url = await emulator.listen();
-  for (const key of keys) {
-    emulator.createTask({
-      key,
-      inputKeys: [{ key: 'n', description: '' }],
-      outputKeys: [{ key: 'n2', description: '' }],
-    });
-  }
-  const spawnedAt = Date.now();
-  const child = spawn(
-    process.execPath,
-    ['--conditions=df-worker-source', join(configuration.root, 'src/cli/main.ts'), 'start'],
-    {
-      env: {
-        PATH: process.env.PATH ?? '',
-        NODE_COMPILE_CACHE: configuration.compileCache,
-        DF_API_URL: url,
-        DF_API_KEY: 'bench',
-        DF_HANDLERS_DIR: join(dir, 'handlers'),
-        DF_STATE_DIR: join(dir, 'state'),
-        DF_HTTP_PORT: '0',
-        DF_HTTP_HOST: '127.0.0.1',
-        DF_LOG_LEVEL: 'warn',
-        ...(limitsLifted
-          ? {
-              DF_BUDGET_PER_SECOND: '1000000',
-              DF_BUDGET_PER_MINUTE: '10000000',
-              DF_BUDGET_PER_MONTH: '100000000',
-            }
-          : {}),
-        ...configuration.env,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  return {
-    child,
-    emulator,
-    keys,
-    spawnedAt,
-    close: async () => {
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await new Promise((resolve) => child.on('exit', resolve));
-      await emulator.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function firstPoll(daemon: Daemon): Promise<number> {
-  const poll = () => daemon.emulator.requests().find((r) => r.operation === 'tasks.poll');
-  while (!poll()) {
-    if (daemon.child.exitCode !== null) throw new Error(`the daemon exited with ${daemon.child.exitCode}`);
-    await sleep(2);
-  }
-  return poll()!.at - daemon.spawnedAt;
-}
-
-async function rssMb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-}
-
-/** RSS of `pid` and every process under it (its handler processes), in MB. */
-async function treeRssMb(pid: number): Promise<number> {
-  const parents = new Map<number, number>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = (await readFile(`/proc/${entry}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-      parents.set(Number(entry), Number(stat[1]));
-    } catch {
-      // Gone since readdir.
-    }
-  }
-  let total = 0;
-  for (const member of parents.keys()) {
-    let p: number | undefined = member;
-    while (p !== undefined && p > 1 && p !== pid) p = parents.get(p);
-    if (p !== pid) continue;
-    total += await rssMb(member).catch(() => 0);
-  }
-  return total;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, digits = 0) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 // Tracing off: before and now, interleaved.
-const off: Record<string, Configuration> = {
-  before: {
-    root: await baseline(values['baseline-ref']),
-    compileCache: await mkdtemp(join(tmpdir(), 'cc-')),
-    env: {},
-  },
-  now: { root, compileCache: await mkdtemp(join(tmpdir(), 'cc-')), env: {} },
+const baseline = await checkOutBaseline(values['baseline-ref']);
+const off: Record<string, DaemonConfiguration> = {
+  before: { root: baseline.root, compileCache: await compileCacheFolder(), env: {} },
+  now: { root: ROOT, compileCache: await compileCacheFolder(), env: {} },
 };
 const starts: Record<string, number[]> = { before: [], now: [] };
 const idle: Record<string, number[]> = { before: [], now: [] };
 for (let run = 0; run < RUNS; run++) {
-  for (const [name, configuration] of run % 2 === 0 ? Object.entries(off) : Object.entries(off).reverse()) {
-    const daemon = await startDaemon(configuration, false);
+  for (const [name, configuration] of interleaved(Object.entries(off), run)) {
+    const daemon = await startDaemon(configuration, { tasks: TASKS, limitsLifted: false });
     starts[name]!.push(await firstPoll(daemon));
     await sleep(IDLE_S * 1000);
-    idle[name]!.push(round(await rssMb(daemon.child.pid!), 1));
+    idle[name]!.push(round((await sample(daemon.child.pid!)).rssMb, 1));
     await daemon.close();
     console.error(
       `tracing off, ${name}, run ${run + 1}: first poll ${starts[name]!.at(-1)} ms, idle ${idle[name]!.at(-1)} MB`,
@@ -234,30 +107,22 @@ const drains: Record<string, { ms: number; peak: number; tree: number; spans: nu
   off: [],
   on: [],
 };
-const modes: Record<string, Configuration> = {
+const modes: Record<string, DaemonConfiguration> = {
   off: off.now!,
   on: { ...off.now!, env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } },
 };
 for (let run = 0; run < DRAINS; run++) {
-  for (const [name, configuration] of run % 2 === 0
-    ? Object.entries(modes)
-    : Object.entries(modes).reverse()) {
+  for (const [name, configuration] of interleaved(Object.entries(modes), run)) {
     const spansBefore = collector.spans();
-    const daemon = await startDaemon(configuration, true);
-    await firstPoll(daemon);
-    await sleep(1_000);
-    for (let i = 0; i < BACKLOG; i++) daemon.emulator.enqueueExecution(daemon.keys[i % TASKS]!, { n: i });
-    const started = Date.now();
-    let peak = 0;
-    let tree = 0;
-    while (!daemon.emulator.executions().every((e) => e.reports.length > 0)) {
-      peak = Math.max(peak, await rssMb(daemon.child.pid!));
-      tree = Math.max(tree, await treeRssMb(daemon.child.pid!));
-      await sleep(100);
-    }
-    const ms = Date.now() - started;
+    const daemon = await startDaemon(configuration, { tasks: TASKS, limitsLifted: true });
+    const drain = await drainBacklog(daemon, BACKLOG, Infinity);
     await daemon.close();
-    drains[name]!.push({ ms, peak: round(peak), tree: round(tree), spans: collector.spans() - spansBefore });
+    drains[name]!.push({
+      ms: drain.ms,
+      peak: drain.rssMbMax,
+      tree: drain.treeRssMbMax,
+      spans: collector.spans() - spansBefore,
+    });
     console.error(`drain ${name}, run ${run + 1}: ${JSON.stringify(drains[name]!.at(-1))}`);
   }
 }
@@ -276,5 +141,5 @@ console.log(
 );
 console.log(`spans received | ${each('off', (d) => d.spans)} | ${each('on', (d) => d.spans)}`);
 for (const configuration of Object.values(off))
-  await rm(configuration.compileCache, { recursive: true, force: true });
-await rm(off.before!.root, { recursive: true, force: true });
+  await rm(configuration.compileCache!, { recursive: true, force: true });
+await baseline.remove();
