@@ -44,6 +44,9 @@ export interface RecorderOptions {
   now?: () => number;
 }
 
+/** Characters of a line's message and of its fields kept: a handler logging a large object costs this much. */
+const MAX_TEXT_CHARS = 2_000;
+
 /** Fields every attempt's lines carry: shown once, as the attempt's heading, not on each line. */
 const BINDINGS = new Set([
   'level',
@@ -118,8 +121,8 @@ export class ExecutionRecorder {
     target.push({
       at: typeof line.time === 'string' ? line.time : new Date(this.#now()).toISOString(),
       level: levelName(line.level),
-      msg: typeof line.msg === 'string' ? line.msg : '',
-      fields: Object.keys(fields).length > 0 ? JSON.stringify(fields) : '',
+      msg: typeof line.msg === 'string' ? cut(line.msg) : '',
+      fields: Object.keys(fields).length > 0 ? cut(JSON.stringify(fields)) : '',
     });
   }
 
@@ -171,4 +174,10 @@ function levelName(level: unknown): string {
     : typeof level === 'string'
       ? level
       : '';
+}
+
+function cut(text: string): string {
+  return text.length > MAX_TEXT_CHARS
+    ? `${text.slice(0, MAX_TEXT_CHARS)}… (${text.length} characters)`
+    : text;
 }

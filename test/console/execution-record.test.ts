@@ -69,6 +69,17 @@ describe('ExecutionRecorder', () => {
     expect(recorder.all().map((r) => r.executionId)).toEqual(['c', 'b']);
     expect(recorder.get('c')!.attempts[0]!.lines.map((l) => l.msg)).toEqual(['one']);
   });
+
+  it('keeps a few thousand characters of a line that logs a large object, saying how long it was', () => {
+    const recorder = new ExecutionRecorder();
+    const rows = Array.from({ length: 50_000 }, (_, n) => n);
+    recorder.logLine(line({ executionId: 'big', attempt: 1, msg: 'x'.repeat(10_000), rows }));
+    const [kept] = recorder.get('big')!.attempts[0]!.lines;
+    expect(kept!.msg.length).toBeLessThan(2_100);
+    expect(kept!.msg).toMatch(/… \(10000 characters\)$/);
+    expect(kept!.fields.length).toBeLessThan(2_100);
+    expect(kept!.fields).toMatch(/^\{"rows":\[0,1,2,/);
+  });
 });
 
 describe("the month's pace chart", () => {
