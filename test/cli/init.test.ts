@@ -188,9 +188,18 @@ describe('df-worker init', () => {
     const project = path.join(cwd, 'worker');
     await linkDependencies(project);
 
+    // The df-worker link leads out of node_modules, so Vite resolves it as source, by its own conditions rather
+    // than Node's: this config (beside the project, not in it) names the source condition to Vite too, so the
+    // test runs the checkout's src/ rather than whatever dist/ holds (or needing one built).
+    const config = path.join(cwd, 'vitest.source.config.mjs');
+    await writeFile(
+      config,
+      `const conditions = ['df-worker-source', 'module', 'node', 'import', 'default'];\n` +
+        `export default { root: ${JSON.stringify(project)}, resolve: { conditions }, ssr: { resolve: { conditions } } };\n`,
+    );
     const tests = await promisify(execFile)(
       process.execPath,
-      [path.join(project, 'node_modules', 'vitest', 'vitest.mjs'), 'run'],
+      [path.join(project, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--config', config],
       {
         cwd: project,
         timeout: 60_000,
