@@ -3,7 +3,7 @@
 // attempts; variables and file records are created, edited and deleted; dead letters are sent again or
 // discarded. One browser and one session serve every test.
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchChromium, startConsoleSession, type ConsoleSession } from './console-session.ts';
 
 let browser: Browser;
@@ -14,10 +14,15 @@ beforeAll(async () => {
   // The browser first: without one the test fails at once, with no session left running.
   browser = await launchChromium();
   session = await startConsoleSession();
+}, 45_000);
+
+// A tab of its own for each test: a reload an earlier test's form started cannot cut the next test's navigation.
+beforeEach(async () => {
+  await page?.close();
   page = await browser.newPage();
   // The printed URL carries the admin token in its fragment; the page keeps it for the tab's life.
   await page.goto(session.consoleUrl);
-}, 45_000);
+});
 
 afterAll(async () => {
   await browser?.close();

@@ -9,7 +9,10 @@ describe('a daemon killed or stopped mid-work', () => {
     expect(result.figures.lost).toBe(0);
     expect(result.tally.wrong).toBe(0);
     expect(result.figures.reported).toBe(12);
-    expect(result.unreportedAtKill).toHaveLength(CONCURRENCY);
+    // Every slot was busy when the scenario last looked; a handler may still finish and be reported in the
+    // moment before the kill lands (a loaded run once saw 3 of 4): what matters is what happens to the others.
+    expect(result.unreportedAtKill.length).toBeGreaterThanOrEqual(1);
+    expect(result.unreportedAtKill.length).toBeLessThanOrEqual(CONCURRENCY);
     for (const id of result.unreportedAtKill) {
       // Running at the kill: the journal held the claim, and the restart ran the handler again (an
       // outcome already journaled is reported as it is instead).
