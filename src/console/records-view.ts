@@ -27,11 +27,7 @@ export function variablesSection(variables: readonly (Variable & { etag: string 
           <button type="submit">Save</button> ${error}
         </form>
       </td>
-      <td>
-        <form class="delete-variable inline" data-method="DELETE" data-url="${url}">
-          <button type="submit">Delete</button> ${error}
-        </form>
-      </td>
+      <td>${deleteForm('delete-variable', url)}</td>
     </tr>`;
   });
   return html`<section>
@@ -43,24 +39,7 @@ export function variablesSection(variables: readonly (Variable & { etag: string 
       <label><input type="checkbox" name="secret" /> secret</label>
       <button type="submit">Create variable</button> ${error}
     </form>
-    ${
-      variables.length === 0
-        ? html`<p>No variable.</p>`
-        : html`<table id="variables">
-            <thead>
-              <tr>
-                <th>Id</th>
-                <th>Key</th>
-                <th>Version</th>
-                <th>Name, value</th>
-                <th></th>
-              </tr>
-            </thead>
-            <tbody>
-              ${rows}
-            </tbody>
-          </table>`
-    }
+    ${recordTable('variables', ['Id', 'Key', 'Version', 'Name, value', ''], rows, 'No variable.')}
   </section>`;
 }
 
@@ -78,11 +57,7 @@ export function filesSection(files: readonly EmulatedFile[]): SafeHtml {
           <button type="submit">Rename</button> ${error}
         </form>
       </td>
-      <td>
-        <form class="delete-file inline" data-method="DELETE" data-url="${url}">
-          <button type="submit">Delete</button> ${error}
-        </form>
-      </td>
+      <td>${deleteForm('delete-file', url)}</td>
     </tr>`;
   });
   return html`<section>
@@ -106,24 +81,32 @@ export function filesSection(files: readonly EmulatedFile[]): SafeHtml {
       ></textarea>
       <button type="submit">Add file</button> ${error}
     </form>
-    ${
-      files.length === 0
-        ? html`<p>No file.</p>`
-        : html`<table id="files">
-            <thead>
-              <tr>
-                <th>Id</th>
-                <th>Size</th>
-                <th>Type</th>
-                <th>Created</th>
-                <th>Name</th>
-                <th></th>
-              </tr>
-            </thead>
-            <tbody>
-              ${rows}
-            </tbody>
-          </table>`
-    }
+    ${recordTable('files', ['Id', 'Size', 'Type', 'Created', 'Name', ''], rows, 'No file.')}
   </section>`;
+}
+
+function deleteForm(className: string, url: string): SafeHtml {
+  return html`<form class="${className} inline" data-method="DELETE" data-url="${url}">
+    <button type="submit">Delete</button> ${error}
+  </form>`;
+}
+
+/** The records as a table with one heading row, or `empty` when there is none. */
+function recordTable(
+  id: string,
+  headings: readonly string[],
+  rows: readonly SafeHtml[],
+  empty: string,
+): SafeHtml {
+  if (rows.length === 0) return html`<p>${empty}</p>`;
+  return html`<table id="${id}">
+    <thead>
+      <tr>
+        ${headings.map((heading) => html`<th>${heading}</th>`)}
+      </tr>
+    </thead>
+    <tbody>
+      ${rows}
+    </tbody>
+  </table>`;
 }
