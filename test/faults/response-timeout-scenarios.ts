@@ -32,10 +32,13 @@ export interface RefusedFigures extends ScenarioFigures {
   polls: number;
   /** Reports whose output is not what the input determines. */
   wrong: number;
-  /** Longest time from a refused report to the claim of its copy, in ms (negative: claimed before the refusal). */
-  slowestPickupAfterRefusalMs: number;
-  /** Longest time from a re-queue to the claim of the copy, in ms. */
-  slowestPickupAfterRequeueMs: number;
+  /**
+   * Longest time from a refused report to the claim of its copy, in ms (negative: claimed before the refusal);
+   * null when a copy was not claimed before the scenario ended.
+   */
+  slowestPickupAfterRefusalMs: number | null;
+  /** Longest time from a re-queue to the claim of the copy, in ms; null as above. */
+  slowestPickupAfterRequeueMs: number | null;
   /** dfworker_reports_refused_total{reason="409_CONFLICT"} on the daemon's /metrics (0 where it has none). */
   countedRefusals: number;
 }
@@ -128,8 +131,12 @@ function figuresOf(rig: FaultRig, deadLetters: number, counted: number): Refused
     executionGets: requests.filter((r) => r.operation === 'executions.get').length,
     polls: requests.filter((r) => r.operation === 'tasks.poll').length,
     wrong,
-    slowestPickupAfterRefusalMs: Math.round(slowestAfterRefusal),
-    slowestPickupAfterRequeueMs: Math.round(slowestAfterRequeue),
+    slowestPickupAfterRefusalMs: Number.isFinite(slowestAfterRefusal)
+      ? Math.round(slowestAfterRefusal)
+      : null,
+    slowestPickupAfterRequeueMs: Number.isFinite(slowestAfterRequeue)
+      ? Math.round(slowestAfterRequeue)
+      : null,
     countedRefusals: counted,
   };
 }
@@ -176,12 +183,14 @@ export function responseTimeoutScenario(
       figures.reportRequests === figures.acceptedReports + figures.refused &&
       figures.duplicated <= EXECUTIONS - figures.refused &&
       (mode === 'same-id' || figures.refused === EXECUTIONS) &&
+      figures.slowestPickupAfterRefusalMs !== null &&
       figures.slowestPickupAfterRefusalMs <= PICKUP_GOAL_MS;
+    const shown = (ms: number | null) => (ms === null ? `(not claimed within ${timeoutMs} ms)` : `${ms} ms`);
     const detail =
       `${mode}: ${figures.refused} report(s) refused (409), ${figures.deadLetters} dead letter(s), ` +
       `${figures.reportRequests} PATCH(es) (${figures.acceptedReports} accepted), ${figures.executionGets} GET(s), ` +
-      `${figures.polls} poll(s); copies claimed at most ${figures.slowestPickupAfterRequeueMs} ms after their ` +
-      `re-queue, ${figures.slowestPickupAfterRefusalMs} ms after the refusal; counted on /metrics: ` +
+      `${figures.polls} poll(s); copies claimed at most ${shown(figures.slowestPickupAfterRequeueMs)} after ` +
+      `their re-queue, ${shown(figures.slowestPickupAfterRefusalMs)} after the refusal; counted on /metrics: ` +
       `${figures.countedRefusals}`;
     return { completed, mode, figures, budget: budgetFigures(rig), detail };
   });
