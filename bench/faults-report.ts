@@ -5,9 +5,10 @@
 // Rows 10 to 17 run twice, side by side: with DF_HANDLER_ISOLATION=none (handlers on the daemon's own event
 // loop, the naive baseline) and with the daemon's default isolation. Each of their cells reads "none / default".
 // Issue 26's rows (26.x) run twice too: on a worktree of --baseline (default 94977ed, the code the issue
-// measured) and on this checkout, each cell "baseline / now".
-//   ./node_modules/.bin/node bench/faults-report.ts [--outage-ms 20000] [--only 6 --only 12 --only 26]
-//     [--isolation both|none|default] [--baseline <commit>|none]
+// measured) and on this checkout, each cell "baseline / now". Issue 35's rows (35.x) likewise, on --baseline-35
+// (default 1a0690a, before the emulator timed claims out and the daemon polled after a refusal).
+//   ./node_modules/.bin/node bench/faults-report.ts [--outage-ms 20000] [--only 6 --only 12 --only 26 --only 35]
+//     [--isolation both|none|default] [--baseline <commit>|none] [--baseline-35 <commit>|none]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,8 @@ import { POLL_INTERVAL_MS, type HandlerFaultResult, type IsolationMode } from '.
 import { HANDLER_SCENARIOS } from '../test/faults/handler-scenarios.ts';
 import { SCENARIOS } from '../test/faults/scenarios.ts';
 import { ISSUE_26_SCENARIOS, type Issue26Result } from '../test/faults/issue-26-scenarios.ts';
+import { ISSUE_35_SCENARIOS, type Issue35Result } from '../test/faults/issue-35-scenarios.ts';
+import { IDLE_POLL_MS, PICKUP_GOAL_MS } from '../test/faults/response-timeout-scenarios.ts';
 
 const { values } = parseArgs({
   options: {
@@ -25,6 +28,7 @@ const { values } = parseArgs({
     only: { type: 'string', multiple: true },
     isolation: { type: 'string', default: 'both' },
     baseline: { type: 'string', default: '94977ed' },
+    'baseline-35': { type: 'string', default: '1a0690a' },
   },
 });
 const outageMs = Number(values['outage-ms']);
@@ -148,6 +152,36 @@ function baselineCheckout(commit: string): string {
   return dir;
 }
 
+/** Runs each scenario on every build (DF_WORKER_UNDER_TEST names a baseline's checkout); cells "a / b". */
+async function rowsOnBuilds<R extends { completed: boolean; detail: string }>(
+  scenarios: { name: string; run: () => Promise<R> }[],
+  builds: { label: string; root: string | undefined }[],
+  columns: { title: string; cell: (r: R) => string }[],
+): Promise<string[][]> {
+  const rows: string[][] = [];
+  for (const scenario of scenarios) {
+    const cells: string[][] = columns.map(() => []);
+    for (const build of builds) {
+      if (build.root === undefined) delete process.env.DF_WORKER_UNDER_TEST;
+      else process.env.DF_WORKER_UNDER_TEST = build.root;
+      try {
+        const result = await timed(`${scenario.name} (${build.label})`, () => scenario.run());
+        columns.forEach((column, i) => cells[i]!.push(column.cell(result)));
+        details.push(`${scenario.name} (${build.label}): ${result.detail}`);
+        if (build.root === undefined && !result.completed) remarks.push(`${scenario.name}: goal not met now`);
+      } catch (error) {
+        for (const cell of cells) cell.push('-');
+        const message = (error as Error).message.split('\n')[0]!;
+        details.push(`${scenario.name} (${build.label}): did not complete: ${message}`);
+        if (build.root === undefined) remarks.push(`${scenario.name}: did not complete now: ${message}`);
+      }
+    }
+    rows.push([scenario.name, ...cells.map((c) => c.join(' / '))]);
+  }
+  delete process.env.DF_WORKER_UNDER_TEST;
+  return rows;
+}
+
 const ISSUE_26_COLUMNS: { title: string; cell: (r: Issue26Result) => string }[] = [
   { title: 'goal met', cell: (r) => (r.completed ? 'yes' : 'no') },
   { title: 'claimed', cell: (r) => String(r.figures.claimed) },
@@ -164,29 +198,42 @@ if (issue26.length > 0) {
   if (values.baseline !== 'none')
     builds.push({ label: values.baseline, root: baselineCheckout(values.baseline) });
   builds.push({ label: 'now', root: undefined });
-  const rows: string[][] = [];
-  for (const scenario of issue26) {
-    const cells: string[][] = ISSUE_26_COLUMNS.map(() => []);
-    for (const build of builds) {
-      if (build.root === undefined) delete process.env.DF_WORKER_UNDER_TEST;
-      else process.env.DF_WORKER_UNDER_TEST = build.root;
-      try {
-        const result = await timed(`${scenario.name} (${build.label})`, () => scenario.run());
-        ISSUE_26_COLUMNS.forEach((column, i) => cells[i]!.push(column.cell(result)));
-        details.push(`${scenario.name} (${build.label}): ${result.detail}`);
-        if (build.root === undefined && !result.completed) remarks.push(`${scenario.name}: goal not met now`);
-      } catch (error) {
-        for (const cell of cells) cell.push('-');
-        const message = (error as Error).message.split('\n')[0]!;
-        details.push(`${scenario.name} (${build.label}): did not complete: ${message}`);
-        if (build.root === undefined) remarks.push(`${scenario.name}: did not complete now: ${message}`);
-      }
-    }
-    rows.push([scenario.name, ...cells.map((c) => c.join(' / '))]);
-  }
-  delete process.env.DF_WORKER_UNDER_TEST;
+  const rows = await rowsOnBuilds(issue26, builds, ISSUE_26_COLUMNS);
   console.log(`Issue 26's rows, each cell ${builds.map((b) => b.label).join(' / ')}:`);
   printTable(['scenario', ...ISSUE_26_COLUMNS.map((c) => c.title)], rows);
+}
+
+// Issue 35: rows 35.x, once on the baseline and once now ─────────────────────────────────────────────────
+const ISSUE_35_COLUMNS: { title: string; cell: (r: Issue35Result) => string }[] = [
+  { title: 'goal met', cell: (r) => (r.completed ? 'yes' : 'no') },
+  { title: 'lost', cell: (r) => String(r.figures.lost) },
+  { title: 'duplicated', cell: (r) => String(r.figures.duplicated) },
+  { title: 'refused', cell: (r) => String(r.figures.refused) },
+  { title: 'dead letters', cell: (r) => String(r.figures.deadLetters) },
+  { title: 'counted', cell: (r) => String(r.figures.countedRefusals) },
+  { title: 'PATCHes', cell: (r) => String(r.figures.reportRequests) },
+  { title: 'GETs', cell: (r) => String(r.figures.executionGets) },
+  { title: 'polls', cell: (r) => String(r.figures.polls) },
+  { title: 'copy after refusal ms', cell: (r) => String(r.figures.slowestPickupAfterRefusalMs ?? 'never') },
+  { title: 'copy after re-queue ms', cell: (r) => String(r.figures.slowestPickupAfterRequeueMs ?? 'never') },
+];
+const issue35 = ISSUE_35_SCENARIOS.filter((s) => only.size === 0 || only.has('35') || selected(s.name));
+if (issue35.length > 0) {
+  const builds: { label: string; root: string | undefined }[] = [];
+  const baseline35 = values['baseline-35'];
+  if (baseline35 !== 'none') builds.push({ label: baseline35, root: baselineCheckout(baseline35) });
+  builds.push({ label: 'now', root: undefined });
+  const rows = await rowsOnBuilds(issue35, builds, ISSUE_35_COLUMNS);
+  console.log(`Issue 35's rows, each cell ${builds.map((b) => b.label).join(' / ')}:`);
+  printTable(['scenario', ...ISSUE_35_COLUMNS.map((c) => c.title)], rows);
+  console.log(
+    `counted: dfworker_reports_refused_total{reason="409_CONFLICT"} on /metrics. copy after refusal / re-queue: ` +
+      `longest time from a refused report (from the service's re-queue) to the claim of the work's copy; the ` +
+      `daemon's idle poll (DF_MAX_POLL_INTERVAL_MS ${IDLE_POLL_MS} ms, the month budget's pace of about 65 s ` +
+      `winning) came later; never: not claimed before the scenario's 45 s ran out. Goal: lost 0, each refusal ` +
+      `one dead letter and one PATCH, the copy claimed within ${PICKUP_GOAL_MS} ms of the refusal.`,
+  );
+  console.log('');
 }
 
 for (const detail of details) console.log(detail);

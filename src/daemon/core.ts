@@ -263,7 +263,7 @@ export class DaemonCore<G extends BudgetGate> {
       lookup: (id) => registry.byId(id),
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
-      observer: pipelineEvents(events, opened.journalCounts),
+      observer: pipelineEvents(events, opened.journalCounts, (task) => this.wake(task)),
       host: sandbox.host,
       // Handlers' own calls share the key's budget below reports and above idle polls; its 429 pauses all.
       service: client.withGate(opened.gate.gateFor('handler')),
@@ -389,7 +389,8 @@ export class DaemonCore<G extends BudgetGate> {
 /** The pipeline's steps as core events; the journal's counts follow each report. */
 function pipelineEvents(
   events: WorkerEvents,
-  journalCounts?: () => { pending: number; deadLettered: number },
+  journalCounts: (() => { pending: number; deadLettered: number }) | undefined,
+  pollNow: (taskKey: string) => void,
 ): PipelineObserver {
   const claim = (event: Omit<WorkerEventMap['claim'][0], 'trace'>): TraceSlot => {
     const trace: TraceSlot = {};
@@ -428,6 +429,12 @@ function pipelineEvents(
     },
     finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
     fenced: (task, executionId) => events.emit('fenced', { request: 'report', task, executionId }),
+    refused: (task, executionId, answer) => {
+      events.emit('reportRefused', { task, executionId, ...answer });
+      // A refused report most often means the service took the execution back (its response timeout passed)
+      // and queued the work again: poll for it now, not at the next idle poll.
+      pollNow(task);
+    },
     reported: (task, executionId, result, attempts) => {
       events.emit('report', { task, executionId, result, attempts });
       if (journalCounts) events.emit('journal', journalCounts());

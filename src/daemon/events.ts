@@ -64,6 +64,12 @@ export interface WorkerEventMap {
   /** An execution's report ended. */
   report: [{ task: string; executionId: string; result: ReportResult; attempts: number }];
   /**
+   * The service refused a report for good (400, 404, 409, 410, 412...): its status, code and message. The
+   * execution is dead-lettered once; the core then polls its task at once, as the service has likely queued
+   * the work again (a claim that outlived its response timeout).
+   */
+  reportRefused: [{ task: string; executionId: string; status: number; code?: string; message: string }];
+  /**
    * A request was dropped before it left because this process may no longer own what it acts for: a report of
    * an execution whose job lock it lost, or a poll of a coordinator whose lease term ended (clustered mode).
    */

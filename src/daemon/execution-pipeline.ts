@@ -40,7 +40,15 @@ export interface PipelineObserver {
   ): void;
   /** The report was dropped: this process no longer owns the execution (see `fence`). */
   fenced?(taskKey: string, executionId: string): void;
+  /**
+   * The service refused the report for good (its first answer, before any FAILED fallback); the execution goes
+   * to the dead letters once, and is never reported again.
+   */
+  refused?(taskKey: string, executionId: string, answer: ReportRefusal): void;
 }
+
+/** The service's answer to a report it refused for good, as the dead letter keeps it. */
+export type ReportRefusal = { status: number; code?: string; message: string };
 
 /**
  * Where claims and outcomes are kept until reported: the state folder's journal (standalone), or the cluster's
@@ -376,6 +384,7 @@ export class ExecutionPipeline {
         logger.info({ status: outcome.status, reportAttempts: result.attempts }, 'execution reported');
         this.#o.observer?.reported?.(taskKey, executionId, 'delivered', result.attempts);
       } else if ('refused' in result) {
+        this.#o.observer?.refused?.(taskKey, executionId, result.refused);
         let refused = result.refused;
         if (outcome.status === 'COMPLETED' && OUTPUT_REFUSED.has(refused.status)) {
           // The service will not take this output (too large, or invalid to it): tell the job FAILED so it

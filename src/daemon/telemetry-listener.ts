@@ -49,6 +49,9 @@ export function listenForTelemetry(
     if (at !== undefined && result === 'delivered')
       m.reportLatency.observe({ task }, (clock.now() - at) / 1000);
   });
+  events.on('reportRefused', ({ status, code }) =>
+    m.reportsRefused.inc({ reason: refusalReason(status, code) }),
+  );
   events.on('fenced', ({ request, task, executionId }) => {
     m.fenced.inc({ request });
     if (request !== 'report' || executionId === undefined) return;
@@ -70,6 +73,14 @@ export function listenForTelemetry(
       m.handlerWorkerExits.inc({ reason: e.reason });
     }
   });
+}
+
+/**
+ * The `reason` label of a refused report: the status, and the service's code when it looks like one (an
+ * upper-case word), so an odd body cannot grow the label set: `409_CONFLICT`, `404_NOT_FOUND`, `410`.
+ */
+export function refusalReason(status: number, code: string | undefined): string {
+  return code !== undefined && /^[A-Z][A-Z0-9_]{0,39}$/.test(code) ? `${status}_${code}` : String(status);
 }
 
 /**

@@ -130,7 +130,8 @@ const integerIn = (min: number, max: number, message: string) =>
 const numberIn = (min: number, max: number, message: string) =>
   v.pipe(v.number(message), v.minValue(min, message), v.maxValue(max, message));
 
-const KIND_MESSAGE = "kind must be one of 'status', 'rateLimit', 'latency', 'dropAfterApply', 'drop'";
+const KIND_MESSAGE =
+  "kind must be one of 'status', 'rateLimit', 'latency', 'dropAfterApply', 'drop', 'responseTimeout'";
 const ruleTarget = {
   operation: v.optional(
     v.picklist(
@@ -168,6 +169,16 @@ const ruleByKind: Record<string, v.GenericSchema> = {
   }),
   dropAfterApply: rule({}),
   drop: rule({}),
+  responseTimeout: rule({
+    // It times claims, which only polls make.
+    operation: v.optional(
+      v.picklist(['*', 'tasks.poll'], "a responseTimeout rule times claims: operation must be 'tasks.poll'"),
+    ),
+    ms: numberIn(1, Number.MAX_SAFE_INTEGER, 'ms must be a positive number'),
+    requeue: v.optional(
+      v.picklist(['new-execution', 'same-id'], "requeue must be 'new-execution' or 'same-id'"),
+    ),
+  }),
 };
 const unknownKind = rule({ kind: v.custom(() => false, KIND_MESSAGE) });
 // A rule that is not an object is refused by unknownKind's record check.

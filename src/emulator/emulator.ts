@@ -11,6 +11,7 @@ import type { JobContext, JsonObject, Task, TaskDefinition, Variable } from '../
 import { adminIndex, answerAdmin } from './admin.ts';
 import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './errors.ts';
 import { FaultTable } from './faults.ts';
+import { ResponseTimeoutSettings } from './response-timeouts.ts';
 import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { matchRoute } from './routes.ts';
 import type { RouteMatch } from './routes.ts';
@@ -22,6 +23,7 @@ import type {
   FaultRule,
   NewVariable,
   RequestRecord,
+  ResponseTimeout,
   VariableChanges,
 } from './types.ts';
 import { errorAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
@@ -43,6 +45,7 @@ export class Emulator {
   readonly #store: Store;
   readonly #limiter: RateLimiter;
   readonly #faults: FaultTable;
+  readonly #responseTimeouts: ResponseTimeoutSettings;
   readonly #adminToken: string | undefined;
   readonly #onEnqueue: ((execution: EmulatedExecution) => void) | undefined;
   #pages: EmulatorPages | undefined;
@@ -56,9 +59,11 @@ export class Emulator {
     this.#clock = options.clock ?? systemClock;
     this.#apiKeys = new Set(options.apiKeys ?? ['emulator-key']);
     this.#maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
-    this.#store = new Store(this.#clock);
     this.#limiter = new RateLimiter(options.limits);
     this.#faults = new FaultTable(options.seed ?? 1);
+    const settings = new ResponseTimeoutSettings(options.responseTimeouts);
+    this.#responseTimeouts = settings;
+    this.#store = new Store(this.#clock, (task) => this.#faults.claimTimeout(task.id) ?? settings.of(task));
     this.#adminToken = options.adminToken === '' ? undefined : options.adminToken;
     this.#onEnqueue = options.onEnqueue;
   }
@@ -235,6 +240,11 @@ export class Emulator {
 
   clearFaults(): void {
     this.#faults.clear();
+  }
+
+  /** Sets (or with undefined removes) the response timeout of claims made from now on of a task, by id or key. */
+  setResponseTimeout(taskIdOrKey: string, timeout: ResponseTimeout | undefined): void {
+    this.#responseTimeouts.set(taskIdOrKey, timeout);
   }
 
   /** Back to a fresh emulator: no tasks, executions, log, faults or consumed budget. */

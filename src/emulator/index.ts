@@ -17,4 +17,6 @@ export type {
   FaultRule,
   NewVariable,
   RequestRecord,
+  RequeueMode,
+  ResponseTimeout,
 } from './types.ts';

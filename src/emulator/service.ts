@@ -144,6 +144,10 @@ function report(store: Store, id: string, body: unknown, nowMs: number): Answer 
   if (!store.getExecution(id)) return executionNotFound(id, nowMs);
   const parsed = parseReport(id, body);
   if (typeof parsed === 'string') return badRequest(parsed, nowMs);
+  // 409: the report is well formed and the execution exists, but its claim lapsed (see handlers/README.md,
+  // "Response timeouts").
+  const refusal = store.reportRefusal(id);
+  if (refusal !== undefined) return errorAnswer(409, 'CONFLICT', refusal, nowMs);
   const { status, output } = parsed;
   return jsonAnswer(200, toWireExecution(store.report(id, status, output)!));
 }

@@ -12,6 +12,7 @@ import type {
   Variable,
 } from '../api/types.ts';
 import { parseTaskDefinition } from './bodies.ts';
+import { ClaimDeadlines, type ClaimTimeout, type DueClaim } from './response-timeouts.ts';
 import type { EmulatedExecution, VariableChanges } from './types.ts';
 
 export type { VariableChanges } from './types.ts';
@@ -46,9 +47,13 @@ export class Store {
    */
   #unclaimed = new Map<string, { queue: EmulatedExecution[]; head: number }>();
   #sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0 };
+  readonly #deadlines = new ClaimDeadlines();
+  readonly #timeoutOf: (task: Task) => ClaimTimeout | undefined;
 
-  constructor(clock: Clock) {
+  /** `timeoutOf`: the response timeout a claim of the task runs under (none by default). */
+  constructor(clock: Clock, timeoutOf: (task: Task) => ClaimTimeout | undefined = () => undefined) {
     this.#clock = clock;
+    this.#timeoutOf = timeoutOf;
   }
 
   createTask(definition: unknown): Task {
@@ -94,7 +99,7 @@ export class Store {
 
   enqueueExecution(task: Task, input: JsonObject = {}, context?: JobContext): EmulatedExecution {
     const number = ++this.#sequence.execution;
-    const execution: EmulatedExecution = {
+    return this.#queue({
       object: 'task_execution',
       id: `execution-${number}`,
       taskId: task.id,
@@ -104,16 +109,20 @@ export class Store {
       // The service adds the job context to every input; it is not one of the task's input keys.
       input: { ...input, context: context ?? defaultContext(number) },
       reports: [],
-    };
+    });
+  }
+
+  #queue(execution: EmulatedExecution): EmulatedExecution {
     this.#executions.set(execution.id, execution);
-    let unclaimed = this.#unclaimed.get(task.id);
-    if (!unclaimed) this.#unclaimed.set(task.id, (unclaimed = { queue: [], head: 0 }));
+    let unclaimed = this.#unclaimed.get(execution.taskId);
+    if (!unclaimed) this.#unclaimed.set(execution.taskId, (unclaimed = { queue: [], head: 0 }));
     unclaimed.queue.push(execution);
     return execution;
   }
 
   /** Hands out the oldest pending execution of the task, once; undefined when none is pending. */
   claimNext(taskId: string): EmulatedExecution | undefined {
+    this.#expireClaims();
     const unclaimed = this.#unclaimed.get(taskId);
     if (!unclaimed) return undefined;
     const { queue } = unclaimed;
@@ -123,6 +132,9 @@ export class Store {
       if (execution.status === 'IN_PROGRESS' && !execution.claimedAt) {
         execution.claimedAt = this.#isoNow();
         this.#compact(unclaimed);
+        const task = this.#tasks.get(taskId);
+        const timeout = task && this.#timeoutOf(task);
+        if (timeout) this.#deadlines.track(execution, this.#clock.now(), timeout);
         return execution;
       }
     }
@@ -139,7 +151,61 @@ export class Store {
   }
 
   getExecution(id: string): EmulatedExecution | undefined {
+    this.#expireClaims();
     return this.#executions.get(id);
+  }
+
+  /**
+   * Why a report of the execution is refused, or undefined when it is taken: its claim timed out and the
+   * execution was queued again. In same-id mode, once a poll claimed it again, a report is the new claim's (no
+   * request names the claim it comes from).
+   */
+  reportRefusal(id: string): string | undefined {
+    this.#expireClaims();
+    const execution = this.#executions.get(id);
+    const last = execution?.timeouts?.at(-1);
+    if (!execution || !last) return undefined;
+    const lapsed = `Task execution '${id}' was not reported in time (claimed at ${last.claimedAt}, timed out at ${last.at})`;
+    if (execution.status === 'TIMED_OUT') {
+      return `${lapsed} and was queued again as '${last.requeuedAs}'; a report of it is refused.`;
+    }
+    if (execution.status === 'IN_PROGRESS' && execution.claimedAt === undefined) {
+      return `${lapsed} and is queued again under its id, waiting for a poll to claim it; a report of the lapsed claim is refused.`;
+    }
+    return undefined;
+  }
+
+  /** Times out every claim whose response timeout passed, and queues its execution again. */
+  #expireClaims(): void {
+    for (const due of this.#deadlines.due(this.#clock.now())) this.#timeOut(due);
+  }
+
+  #timeOut({ execution, requeue, dueMs }: DueClaim): void {
+    if (execution.status !== 'IN_PROGRESS' || execution.claimedAt === undefined) return;
+    const at = new Date(dueMs).toISOString();
+    const claimedAt = execution.claimedAt;
+    if (requeue === 'same-id') {
+      execution.claimedAt = undefined;
+      (execution.timeouts ??= []).push({ at, claimedAt, requeuedAs: execution.id });
+      this.#queue(execution);
+      return;
+    }
+    const task = this.#tasks.get(execution.taskId);
+    const number = ++this.#sequence.execution;
+    const copy = this.#queue({
+      object: 'task_execution',
+      id: `execution-${number}`,
+      taskId: execution.taskId,
+      taskKey: task?.key ?? execution.taskKey,
+      createdAt: at,
+      status: 'IN_PROGRESS',
+      input: structuredClone(execution.input),
+      reports: [],
+      requeuedFrom: execution.id,
+    });
+    execution.status = 'TIMED_OUT';
+    execution.updatedAt = at;
+    (execution.timeouts ??= []).push({ at, claimedAt, requeuedAs: copy.id });
   }
 
   /**
@@ -147,8 +213,10 @@ export class Store {
    * service's allowed source states are not documented, and tests must be able to see duplicates.
    */
   report(id: string, status: ReportStatus, output: JsonObject | undefined): EmulatedExecution | undefined {
+    this.#expireClaims();
     const execution = this.#executions.get(id);
     if (!execution) return undefined;
+    this.#deadlines.settle(id);
     const at = this.#isoNow();
     execution.status = status;
     if (output !== undefined) execution.output = output;
@@ -158,6 +226,7 @@ export class Store {
   }
 
   executions(): EmulatedExecution[] {
+    this.#expireClaims();
     return [...this.#executions.values()];
   }
 
@@ -265,6 +334,7 @@ export class Store {
     this.#unclaimed.clear();
     this.#variables.clear();
     this.#jobExecutions.clear();
+    this.#deadlines.clear();
     this.#sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0 };
   }
 
@@ -274,8 +344,17 @@ export class Store {
 }
 
 /** The execution as the service sends it, without the emulator's bookkeeping. */
-export function toWireExecution(execution: EmulatedExecution): TaskExecution {
-  const { taskKey: _taskKey, claimedAt: _claimedAt, reports: _reports, ...wire } = execution;
+export function toWireExecution(
+  execution: EmulatedExecution,
+): Omit<TaskExecution, 'status'> & { status: EmulatedExecution['status'] } {
+  const {
+    taskKey: _taskKey,
+    claimedAt: _claimedAt,
+    reports: _reports,
+    timeouts: _timeouts,
+    requeuedFrom: _requeuedFrom,
+    ...wire
+  } = execution;
   return wire;
 }
 

@@ -1,7 +1,14 @@
 // Public shapes of the emulator: its options, what it records about executions and requests, and the
 // rules of its fault table. Kept apart from the server so callers can import types without runtime code.
 import type { Clock } from '../clock/clock.ts';
-import type { JsonObject, Operation, ReportStatus, TaskExecution, Variable } from '../api/types.ts';
+import type {
+  JsonObject,
+  Operation,
+  ReportStatus,
+  TaskExecution,
+  TaskExecutionStatus,
+  Variable,
+} from '../api/types.ts';
 
 /**
  * Every service operation the emulator answers: the client's, and the service's variable routes that
@@ -35,17 +42,45 @@ export interface EmulatorOptions {
    * or another user of the machine cannot drive a loopback emulator. Default: none (the admin surface is open).
    */
   adminToken?: string;
+  /**
+   * Response timeouts by task id or key (Conductor's `responseTimeoutSeconds`): an execution claimed and not
+   * reported in time is timed out and queued again. A `responseTimeout` fault rule takes precedence. Default:
+   * none (a claimed execution waits for its report forever).
+   */
+  responseTimeouts?: Record<string, ResponseTimeout>;
   /** Called after each execution is enqueued (in process or by the admin route), e.g. to wake a worker. */
   onEnqueue?: (execution: EmulatedExecution) => void;
 }
 
+/**
+ * How a timed-out execution is queued again. `new-execution`: the old id ends `TIMED_OUT` and a copy with a new
+ * id and the same input is queued (Conductor's retried task). `same-id`: the same id is pending again.
+ */
+export type RequeueMode = 'new-execution' | 'same-id';
+
+/** An execution claimed and not reported within `ms` is timed out and queued again (`requeue`). */
+export interface ResponseTimeout {
+  /** From the claim (the poll that handed it out) to the report, in ms of the emulator's clock. */
+  ms: number;
+  /** Default `new-execution`. */
+  requeue?: RequeueMode;
+}
+
+/** The service's statuses, and `TIMED_OUT`: an execution its claimer did not report in time (new-execution mode). */
+export type EmulatedStatus = TaskExecutionStatus | 'TIMED_OUT';
+
 /** An execution as the emulator keeps it: the service's record plus what tests want to inspect. */
-export interface EmulatedExecution extends TaskExecution {
+export interface EmulatedExecution extends Omit<TaskExecution, 'status'> {
+  status: EmulatedStatus;
   taskKey: string;
   /** When a poll handed it out (ISO 8601); absent while pending. */
   claimedAt?: string;
   /** Every accepted PATCH, in arrival order. */
   reports: { at: string; status: ReportStatus; output: JsonObject }[];
+  /** Each claim that ran past its response timeout: when, and the id queued in its place (its own in same-id mode). */
+  timeouts?: { at: string; claimedAt: string; requeuedAs: string }[];
+  /** The timed-out execution this one was queued in place of (new-execution mode). */
+  requeuedFrom?: string;
 }
 
 /** One service request (admin requests are not recorded). */
@@ -96,6 +131,9 @@ export type FaultRule = {
     | { kind: 'dropAfterApply' }
     // Destroy the socket without handling the request.
     | { kind: 'drop' }
+    // Not a request fault: executions this rule's poll claims time out `ms` after the claim (see ResponseTimeout);
+    // `count` is how many executions it times out, `probability` is drawn once per claim.
+    | { kind: 'responseTimeout'; ms: number; requeue?: RequeueMode }
   );
 
 /** What a variable update may change (part 4.7); checked by the service layer before it reaches the store. */

@@ -27,6 +27,7 @@ export class WorkerMetrics {
   readonly attempts: Histogram<'task'>;
   readonly executions: Counter<'task' | 'outcome'>;
   readonly reports: Counter<'task' | 'result'>;
+  readonly reportsRefused: Counter<'reason'>;
   readonly reportAttempts: Histogram<'task'>;
   readonly reportLatency: Histogram<'task'>;
   readonly inFlight: Gauge;
@@ -144,6 +145,14 @@ export class WorkerMetrics {
       name: 'dfworker_reports_total',
       help: 'Reports by result: delivered, dead-lettered, left-in-journal (not delivered before exit).',
       labelNames: ['task', 'result'],
+      registers,
+    });
+    this.reportsRefused = new Counter({
+      name: 'dfworker_reports_refused_total',
+      help:
+        'Reports the service refused for good, by reason: its status and error code (e.g. 409_CONFLICT, a claim ' +
+        'that outlived its response timeout). Each is dead-lettered once and never sent again.',
+      labelNames: ['reason'],
       registers,
     });
     this.reportAttempts = new Histogram({

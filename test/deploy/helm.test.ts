@@ -661,6 +661,7 @@ describe('PrometheusRule', () => {
       'DfWorkerHandlerWithoutTask',
       'DfWorkerRateLimited',
       'DfWorkerDeadLetters',
+      'DfWorkerReportsRefused',
       'DfWorkerNotReady',
       'DfWorkerJournalPendingGrowing',
       'DfWorkerPollAnswerLost',
@@ -674,6 +675,7 @@ describe('PrometheusRule', () => {
     expect(rules).toMatch(/and ignoring \(window\)\s*\n\s*dfworker_budget_ahead_of_pace\{[^\n]*\} == 1/);
     expect(rules).toMatch(/increase\(dfworker_service_rate_limited_total\{[^\n]*\}\[15m\]\) > 0/);
     expect(rules).toMatch(/dfworker_journal_dead_lettered\{[^\n]*\} > 0/);
+    expect(rules).toMatch(/increase\(dfworker_reports_refused_total\{[^\n]*\}\[15m\]\) > 0/);
     expect(rules).toMatch(/dfworker_ready\{[^\n]*\} == 0\n\s*for: \{\{ \$rules\.notReadyFor \}\}/);
     expect((defaults.prometheusRule as Values).notReadyFor).toBe('10m');
     expect(rules).toMatch(/delta\(dfworker_journal_pending\{[^\n]*\}\[30m\]\) > 0/);

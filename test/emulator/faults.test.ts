@@ -86,7 +86,8 @@ describe('status faults', () => {
     });
     expect(reply.status).toBe(400);
     expect((reply.json as { message: string }).message).toBe(
-      "Fault rule #0 is invalid: kind must be one of 'status', 'rateLimit', 'latency', 'dropAfterApply', 'drop'. " +
+      "Fault rule #0 is invalid: kind must be one of 'status', 'rateLimit', 'latency', 'dropAfterApply', 'drop', " +
+        "'responseTimeout'. " +
         'The format, with an example of each kind: handlers/README.md#fault-rules (in the df-worker package).',
     );
   });
@@ -99,7 +100,7 @@ describe('status faults', () => {
     const example = /<!-- fault-rules-example:start -->\s*```json\n([\s\S]*?)```/.exec(section)?.[1];
     const { rules } = JSON.parse(example!) as { rules: FaultRule[] };
     expect(new Set(rules.map((rule) => rule.kind))).toEqual(
-      new Set(['status', 'rateLimit', 'latency', 'dropAfterApply', 'drop']),
+      new Set(['status', 'rateLimit', 'latency', 'dropAfterApply', 'drop', 'responseTimeout']),
     );
     const reply = await call(emulator, 'PUT', '/__admin/faults', { key: null, body: { rules } });
     expect(reply.status).toBe(204);
