@@ -38,6 +38,12 @@ export interface TaskContext {
    */
   service: TaskServiceClient;
   /**
+   * A private folder for this attempt's scratch files (mode 0700, under the OS temp folder, TMPDIR), made on
+   * first read and removed with everything in it once the attempt ends: returned, thrown, timed out or
+   * aborted, in every DF_HANDLER_ISOLATION. Each attempt (a retry too) gets its own.
+   */
+  readonly tmpDir: string;
+  /**
    * This attempt's span (`df-worker.attempt`) when df-worker exports traces (OTEL_EXPORTER_OTLP_ENDPOINT set),
    * else a span that records nothing. Add attributes and events to it; spans the handler starts with
    * `trace.getTracer(name).startActiveSpan(...)` nest under it, in every DF_HANDLER_ISOLATION. In a worker
