@@ -49,6 +49,17 @@ export interface SchedulerOptions {
    */
   fairShare?: boolean;
   /**
+   * Where the slots are counted when they are not this loop's own (clustered mode: the executions queued or
+   * running in Redis, as of the coordinator's last look), for taskConcurrency and the fair share. Default:
+   * this loop's executions and polls, against `concurrency`.
+   */
+  slotView?: () => SlotView;
+  /**
+   * A task was left unpolled for want of a slot it may take (see slotView): whoever keeps the view looks
+   * again and calls recheck(). Called on each such decision.
+   */
+  onHeldBack?: () => void;
+  /**
    * Aborts the polls already sent, whose answers are then lost (counted, reason `shutdown`): the daemon's last
    * word at shutdown, when waiting longer for an answer would overrun the documented bound. Until then a sent
    * poll runs to its answer or DF_API_ANSWER_TIMEOUT_MS, since the service claims the execution when it answers.
@@ -77,6 +88,13 @@ export interface SchedulerOptions {
    * those waiting for a slot. The budget's report reserve follows it (see reportReserveFor).
    */
   onReportsOwed?: (owed: number) => void;
+}
+
+/** Slots counted elsewhere (see SchedulerOptions.slotView). */
+export interface SlotView {
+  busy: number;
+  concurrency: number;
+  held(taskId: string): number;
 }
 
 export class Scheduler {
@@ -115,6 +133,11 @@ export class Scheduler {
 
   get authorized(): boolean {
     return !this.#unauthorized;
+  }
+
+  /** The slots changed where slotView counts them: which task may be polled is decided again. */
+  recheck(): void {
+    this.#nudge.abort();
   }
 
   /** Polls the given task (or all) as soon as budget and a free slot allow. Returns how many tasks matched. */
@@ -333,18 +356,24 @@ export class Scheduler {
   #notPollable(): Set<string> {
     const planned = this.#o.planner.tasks;
     const excluded = new Set(this.#polling.keys());
+    const view = this.#o.slotView?.();
+    let heldBack = false;
     for (const { taskId, key } of planned) {
       if (excluded.has(taskId)) continue;
       const may = mayTakeSlot({
-        busy: this.#busy,
-        concurrency: this.#o.concurrency,
+        busy: view ? view.busy : this.#busy,
+        concurrency: view ? view.concurrency : this.#o.concurrency,
         tasks: planned.length,
-        held: this.#runningByTask.get(taskId) ?? 0,
+        held: view ? view.held(taskId) : (this.#runningByTask.get(taskId) ?? 0),
         taskLimit: this.#o.taskConcurrency?.({ taskId, key }),
         fair: this.#o.fairShare ?? true,
       });
-      if (!may) excluded.add(taskId);
+      if (!may) {
+        excluded.add(taskId);
+        heldBack = true;
+      }
     }
+    if (heldBack) this.#o.onHeldBack?.();
     return excluded;
   }
 
