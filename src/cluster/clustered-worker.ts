@@ -232,6 +232,8 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
       exitSignal: core.reportSignal,
       replicaId: this.replicaId,
+      taskConcurrency: (taskKey) =>
+        parts.registry.tasks.find((t) => t.task.key === taskKey)?.handler.concurrency,
       claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`, clock),
       profiles: {
         load: async () => {

@@ -8,7 +8,7 @@ import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import { pollEvents, type WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
-import { Scheduler } from '../scheduler/scheduler.ts';
+import { Scheduler, type PolledTask } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
 import type { ClaimRoom } from './claim-room.ts';
 import { claimJobId, COMPLETED_KEEP_MS, FAILED_KEEP_MS, type ExecutionJobData } from './queue-journal.ts';
@@ -53,6 +53,11 @@ export interface CoordinatorOptions {
   profiles?: ProfileStore;
   /** Room in Redis for the claim a poll may bring, reserved before each poll leaves (see ClaimRoom). */
   claimRoom?: ClaimRoom;
+  /**
+   * A task's defineTask `concurrency`, by task key: across the cluster, at most that many of its executions
+   * are queued or running, and it is not polled while they are. Default: none.
+   */
+  taskConcurrency?: (taskKey: string) => number | undefined;
 }
 
 interface Term {
@@ -75,6 +80,10 @@ export class Coordinator {
   /** Clock instant the last successful take or renewal of the lease began (its TTL runs from after it). */
   #renewedAt = -Infinity;
   #terms = 0;
+  /** The queue as last looked at: executions waiting or running, in all and by task id. */
+  #queued = { total: 0, byTask: new Map<string, number>() };
+  /** True while a look at the queue for a task held back is under way or waiting its turn. */
+  #watchingHeldBack = false;
 
   constructor(options: CoordinatorOptions) {
     this.#o = options;
@@ -189,6 +198,16 @@ export class Coordinator {
           stop.signal,
         ),
       ...pollEvents(events),
+      // The cluster's slots are the queue's: its executions queued or running against the live replicas'.
+      slotView: () => ({
+        busy: this.#queued.total,
+        concurrency: this.#o.capacity(),
+        held: (taskId) => this.#queued.byTask.get(taskId) ?? 0,
+      }),
+      ...(this.#o.taskConcurrency
+        ? { taskConcurrency: (task: PolledTask) => this.#o.taskConcurrency!(task.key) }
+        : {}),
+      onHeldBack: () => this.#watchHeldBack(stop.signal),
     });
     // The first poll waits for room too: the previous coordinator may have filled the queue.
     scheduler.enqueue(() => this.#roomInCluster(stop.signal));
@@ -295,12 +314,44 @@ export class Coordinator {
     await this.#roomInCluster(termStop);
   }
 
+  /**
+   * A task was held back for want of a slot: the queue is looked at again every ROOM_CHECK_MS until a look
+   * lets the scheduler decide anew (one look at a time, and none while no task is held back).
+   */
+  #watchHeldBack(stop: AbortSignal): void {
+    if (this.#watchingHeldBack || stop.aborted) return;
+    this.#watchingHeldBack = true;
+    void this.#o.clock
+      .sleep(ROOM_CHECK_MS, stop)
+      .then(() => this.#lookAtQueue())
+      .catch(() => undefined)
+      .finally(() => {
+        this.#watchingHeldBack = false;
+        this.#term?.scheduler.recheck();
+      });
+  }
+
+  /** Reads the executions queued or running (bounded by the cluster's capacity: see #roomInCluster). */
+  async #lookAtQueue(): Promise<number> {
+    const jobs = await this.#o.queue.getJobs(['waiting', 'active', 'prioritized']);
+    const byTask = new Map<string, number>();
+    let total = 0;
+    for (const job of jobs as Array<{ data?: Partial<ExecutionJobData> } | undefined>) {
+      // A job removed between the listing and its read comes back empty.
+      if (job === undefined || job === null) continue;
+      total++;
+      const taskId = job.data?.taskId;
+      if (taskId !== undefined) byTask.set(taskId, (byTask.get(taskId) ?? 0) + 1);
+    }
+    this.#queued = { total, byTask };
+    return total;
+  }
+
   /** Resolves once the queue holds fewer executions than the live replicas run at once (or on `stop`). */
   async #roomInCluster(stop: AbortSignal): Promise<void> {
     while (!stop.aborted) {
       try {
-        const counts = await this.#o.queue.getJobCounts('waiting', 'active', 'prioritized');
-        const queued = (counts.waiting ?? 0) + (counts.active ?? 0) + (counts.prioritized ?? 0);
+        const queued = await this.#lookAtQueue();
         if (queued < this.#o.capacity()) return;
       } catch {
         // Redis away: no new claim until it is back.

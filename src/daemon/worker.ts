@@ -87,6 +87,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
       clock,
       logger,
       concurrency: config.concurrency,
+      taskConcurrency: (task) => parts.registry.byId(task.taskId)?.handler.concurrency,
       // A refused key is retried at the slowest back-off: an operator has to act anyway.
       unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
       claimBlocker: () =>

@@ -103,6 +103,11 @@ export const ERROR_CATALOGUE = {
     meaning: 'What ran the handler died during the attempt (a crash, out of memory, `process.exit`)',
     errors: ['HandlerCrashError'],
   },
+  DFW_HANDLER_TMPDIR: {
+    meaning:
+      "An attempt's private folder (`ctx.tmpDir`) could not be made (the attempt fails) or removed (logged)",
+    errors: ['AttemptTmpDirError'],
+  },
   DFW_JOURNAL_UNAVAILABLE: {
     meaning: 'The state folder (`DF_STATE_DIR`) cannot hold the execution journal',
     errors: ['JournalUnavailableError'],

@@ -38,6 +38,12 @@ export interface TaskContext {
    */
   service: TaskServiceClient;
   /**
+   * A private folder for this attempt's scratch files (mode 0700, under the OS temp folder, TMPDIR), made on
+   * first read and removed with everything in it once the attempt ends: returned, thrown, timed out or
+   * aborted, in every DF_HANDLER_ISOLATION. Each attempt (a retry too) gets its own.
+   */
+  readonly tmpDir: string;
+  /**
    * This attempt's span (`df-worker.attempt`) when df-worker exports traces (OTEL_EXPORTER_OTLP_ENDPOINT set),
    * else a span that records nothing. Add attributes and events to it; spans the handler starts with
    * `trace.getTracer(name).startActiveSpan(...)` nest under it, in every DF_HANDLER_ISOLATION. In a worker
@@ -66,6 +72,13 @@ export interface TaskSpec<I extends JsonObject = JsonObject, O extends JsonObjec
    * timeout (DF_HANDLER_TIMEOUT_MS); a declared one applies instead, shorter or longer.
    */
   timeoutMs?: number;
+  /**
+   * Executions of this task run at once at most (the official NestJS module's `maxParallelRuns`), within
+   * DF_CONCURRENCY: while this many run, the task is not polled. Positive integer. Default: no limit of its
+   * own, so a worker serving one task uses every slot as before; beside other tasks it is still kept from the
+   * last free slot once it holds its fair share (see `src/scheduler/slot-share.ts`).
+   */
+  concurrency?: number;
   /** Runs one attempt. `input` excludes the service's `context` (see `ctx.job`). Throw to fail; see NonRetryableError. */
   handle(input: I, ctx: TaskContext): O | Promise<O>;
 }
@@ -78,6 +91,7 @@ export interface TaskModule<I extends JsonObject = JsonObject, O extends JsonObj
   readonly inputKeys: KeyDescription[];
   readonly outputKeys: KeyDescription[];
   readonly timeoutMs?: number;
+  readonly concurrency?: number;
   handle(input: I, ctx: TaskContext): O | Promise<O>;
 }
 
@@ -161,6 +175,7 @@ const keyEntry = v.lazy((entry) => (typeof entry === 'string' ? keyName : descri
 const keyList = v.optional(v.array(keyEntry, gotType('must be an array of strings or {key, description}')));
 const retryCount = gotValue('must be an integer >= 0');
 const timeoutMs = gotValue('must be a positive integer (milliseconds)');
+const concurrency = gotValue('must be a positive integer (executions at once)');
 
 // Members in the order their problems are listed.
 const specSchema = record(
@@ -185,6 +200,9 @@ const specSchema = record(
           (issue) => `must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${String(issue.input)}`,
         ),
       ),
+    ),
+    concurrency: v.optional(
+      v.pipe(v.number(concurrency), v.safeInteger(concurrency), v.minValue(1, concurrency)),
     ),
     inputKeys: keyList,
     outputKeys: keyList,
@@ -237,6 +255,7 @@ export function defineTask<I extends JsonObject = JsonObject, O extends JsonObje
     inputKeys,
     outputKeys,
     ...(record.timeoutMs === undefined ? {} : { timeoutMs: record.timeoutMs as number }),
+    ...(record.concurrency === undefined ? {} : { concurrency: record.concurrency as number }),
     handle: spec.handle.bind(spec),
   };
   Object.defineProperty(module, TASK_MODULE_BRAND, { value: true });

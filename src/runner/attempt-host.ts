@@ -15,6 +15,7 @@ import {
 import type { TraceSlot } from '../tracing/trace-slot.ts';
 import { noopSpan } from '../tracing/noop-span.ts';
 import { runInAttemptScope } from './attempt-scope.ts';
+import { withTmpDir } from './attempt-tmp-dir.ts';
 import { summariseError } from './errors.ts';
 import { checkOutput } from './output.ts';
 
@@ -31,6 +32,8 @@ export interface AttemptSpec {
   /** Bound to taskKey, executionId and attempt. */
   logger: Logger;
   timeoutMs: number;
+  /** Where `ctx.tmpDir` is made on first read (attempt-tmp-dir.ts); the runner removes it after the attempt. */
+  tmpDir: string;
   /** Cleans secrets out of what the handler produced, for anything the host logs itself. */
   redact: (text: string) => string;
   /** The client behind `ctx.service` (its requests in the budget's 'handler' class); none: calls are refused. */
@@ -69,16 +72,20 @@ export const inlineHost: AttemptHost = {
       else signal.addEventListener('abort', onAbort, { once: true });
     });
     let ended = false;
-    const ctx: TaskContext = {
-      execution: spec.execution,
-      task: spec.task,
-      attempt: spec.attempt,
-      job: spec.job,
-      logger: spec.logger,
-      signal,
-      service: inlineService(spec, signal, () => ended),
-      span: spec.trace?.span ?? noopSpan,
-    };
+    const ctx: TaskContext = withTmpDir(
+      {
+        execution: spec.execution,
+        task: spec.task,
+        attempt: spec.attempt,
+        job: spec.job,
+        logger: spec.logger,
+        signal,
+        service: inlineService(spec, signal, () => ended),
+        span: spec.trace?.span ?? noopSpan,
+      },
+      spec.tmpDir,
+      () => ended,
+    );
     // Wrapping the call turns a synchronous throw into a rejection like any other. A rejection the handler
     // leaked (never awaited) fails this attempt too: see attempt-scope.ts.
     // One that surfaces after the attempt ended (a timer's throw, a rejection left behind) is logged with

@@ -7,6 +7,7 @@ import type { Clock } from '../clock/clock.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
 import { isNonRetryableError, type TaskModule, type TaskSummary } from '../handlers/define-task.ts';
 import { inlineHost, type AttemptHost, type HostResult } from './attempt-host.ts';
+import { attemptTmpPath, removeAttemptTmpDir } from './attempt-tmp-dir.ts';
 import { HandlerCrashError, HandlerTimeoutError, summariseError, truncateMessage } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput, type OutputCheck } from './output.ts';
@@ -295,6 +296,7 @@ async function runAttempt(
       ? attemptController.signal
       : AbortSignal.any([attemptController.signal, shutdownSignal]);
 
+  const tmpDir = attemptTmpPath();
   const timer = new AbortController();
   clock.sleep(timeoutMs, timer.signal).then(
     () => attemptController.abort(timeoutError),
@@ -313,6 +315,7 @@ async function runAttempt(
         attempt,
         logger,
         timeoutMs,
+        tmpDir,
         redact: args.redact ?? ((text: string) => text),
         service:
           args.service && args.onServiceCall
@@ -326,6 +329,9 @@ async function runAttempt(
     return shutdownSignal?.aborted ? { kind: 'aborted' } : { kind: 'timeout', error: timeoutError };
   } finally {
     timer.abort();
+    // The host has ended what it can stop of the handler (a worker is terminated first), so nothing is
+    // written there after this.
+    await removeAttemptTmpDir(tmpDir, logger);
   }
 }
 

@@ -167,6 +167,7 @@ export class HandlerPool implements AttemptHost {
         task: spec.task,
         attempt: spec.attempt,
         job: spec.job,
+        tmpDir: spec.tmpDir,
         logLevel: spec.logger.level,
         ...(this.#o.maxOutputBytes === undefined ? {} : { maxOutputBytes: this.#o.maxOutputBytes }),
         ...(spec.trace?.headers ? { trace: spec.trace.headers } : {}),

@@ -20,6 +20,7 @@ import { HandlerTimeoutError, summariseError } from '../runner/errors.ts';
 import { noopSpan } from '../tracing/noop-span.ts';
 import type { WorkerTracing } from '../tracing/worker-tracing.ts';
 import { checkOutput } from '../runner/output.ts';
+import { withTmpDir } from '../runner/attempt-tmp-dir.ts';
 import {
   ATTEMPT_BINDING,
   type AbortMessage,
@@ -98,16 +99,20 @@ async function run(message: RunMessage): Promise<void> {
     state.started = true;
     const logger: Logger = rootLogger.child({ [ATTEMPT_BINDING]: message.attemptId });
     const traced = message.trace === undefined ? undefined : await attemptTrace(message.trace, state);
-    const ctx = {
-      execution: message.execution,
-      task: message.task,
-      attempt: message.attempt,
-      job: message.job,
-      logger,
-      signal: state.controller.signal,
-      service: serviceFor(state),
-      span: traced?.span ?? noopSpan,
-    };
+    const ctx = withTmpDir(
+      {
+        execution: message.execution,
+        task: message.task,
+        attempt: message.attempt,
+        job: message.job,
+        logger,
+        signal: state.controller.signal,
+        service: serviceFor(state),
+        span: traced?.span ?? noopSpan,
+      },
+      message.tmpDir,
+      () => state.settled,
+    );
     const call = () =>
       scope.run(state, () => new Promise<unknown>((resolve) => resolve(handler.handle(message.input, ctx))));
     const value = await (traced ? traced.run(call) : call());

@@ -18,6 +18,7 @@ export interface HandlerDeclaration {
   inputKeys: KeyDescription[];
   outputKeys: KeyDescription[];
   timeoutMs?: number;
+  concurrency?: number;
   file: string;
 }
 

@@ -21,6 +21,7 @@ try {
       inputKeys: h.inputKeys,
       outputKeys: h.outputKeys,
       ...(h.timeoutMs === undefined ? {} : { timeoutMs: h.timeoutMs }),
+      ...(h.concurrency === undefined ? {} : { concurrency: h.concurrency }),
       file: h.file,
     })),
     errors: errors.map((e) => ({ file: e.file, reason: e.message.slice(e.file.length + 2) })),

@@ -27,6 +27,8 @@ export interface RunMessage {
   task: TaskSummary;
   attempt: number;
   job: JobContext;
+  /** Where `ctx.tmpDir` is made on first read; the daemon removes it once the attempt ended. */
+  tmpDir: string;
   /** pino level of the daemon's logger: lines below it are not sent across. */
   logLevel: string;
   /** Largest output, as JSON in bytes, sent back (DF_HANDLER_MAX_OUTPUT_BYTES): a larger one fails the attempt. */

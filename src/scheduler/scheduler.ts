@@ -8,6 +8,7 @@ import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
 import { classifyFailure } from './retry-policy.ts';
+import { mayTakeSlot } from './slot-share.ts';
 
 export interface PolledTask {
   taskId: string;
@@ -36,6 +37,28 @@ export interface SchedulerOptions {
    * only its own task.
    */
   concurrency: number;
+  /**
+   * A task's own limit on the slots it holds (defineTask `concurrency`), or undefined for none: a task at its
+   * limit is not polled until one of its executions ends. Default: none for every task.
+   */
+  taskConcurrency?: (task: PolledTask) => number | undefined;
+  /**
+   * Keeps the last free slot from a task that holds its fair share while other tasks are served (see
+   * slot-share.ts), so a flood of one task cannot hold every slot. Default true; false is the shared pool of
+   * before, kept for bench:fairness's baseline.
+   */
+  fairShare?: boolean;
+  /**
+   * Where the slots are counted when they are not this loop's own (clustered mode: the executions queued or
+   * running in Redis, as of the coordinator's last look), for taskConcurrency and the fair share. Default:
+   * this loop's executions and polls, against `concurrency`.
+   */
+  slotView?: () => SlotView;
+  /**
+   * A task was left unpolled for want of a slot it may take (see slotView): whoever keeps the view looks
+   * again and calls recheck(). Called on each such decision.
+   */
+  onHeldBack?: () => void;
   /**
    * Aborts the polls already sent, whose answers are then lost (counted, reason `shutdown`): the daemon's last
    * word at shutdown, when waiting longer for an answer would overrun the documented bound. Until then a sent
@@ -67,6 +90,13 @@ export interface SchedulerOptions {
   onReportsOwed?: (owed: number) => void;
 }
 
+/** Slots counted elsewhere (see SchedulerOptions.slotView). */
+export interface SlotView {
+  busy: number;
+  concurrency: number;
+  held(taskId: string): number;
+}
+
 export class Scheduler {
   readonly #o: SchedulerOptions;
   readonly #running = new Set<Promise<void>>();
@@ -74,6 +104,8 @@ export class Scheduler {
   readonly #polling = new Map<string, Promise<void>>();
   /** Work waiting for a free slot (a journal replay), started before any poll. */
   readonly #backlog: Array<() => Promise<void>> = [];
+  /** Executions running, by task id (a journal replay counts against the concurrency only). */
+  readonly #runningByTask = new Map<string, number>();
   #nudge = new AbortController();
   #unauthorized = false;
   #blockedReason: string | undefined;
@@ -101,6 +133,11 @@ export class Scheduler {
 
   get authorized(): boolean {
     return !this.#unauthorized;
+  }
+
+  /** The slots changed where slotView counts them: which task may be polled is decided again. */
+  recheck(): void {
+    this.#nudge.abort();
   }
 
   /** Polls the given task (or all) as soon as budget and a free slot allow. Returns how many tasks matched. */
@@ -159,8 +196,9 @@ export class Scheduler {
         await this.#waitForNudge(5_000);
         continue;
       }
-      // A task whose poll is out is not due again until its answer says when.
-      const task = planner.next(this.#polling);
+      // A task whose poll is out is not due again until its answer says when; a task whose slots are full
+      // (its own concurrency, or its fair share of the last free slot) waits for one of its executions to end.
+      const task = planner.next(this.#notPollable());
       const now = clock.now();
       if (!task) {
         await this.#waitForNudge(60_000);
@@ -215,7 +253,7 @@ export class Scheduler {
             { taskKey: task.key, taskId: task.taskId, executionId, err: error },
             'poll answer unusable; reporting the execution FAILED so its job does not wait for it',
           );
-          this.#track(failUnreadable(task, executionId, error.problem));
+          this.#track(failUnreadable(task, executionId, error.problem), task.taskId);
         } else {
           this.#pollAnswerLost(task, started, now, error.field === '(body)' ? 'not-json' : 'no-id', error);
         }
@@ -224,7 +262,7 @@ export class Scheduler {
         const recovered = await this.#readBackCutClaim(task, error);
         if (recovered) {
           planner.onHit(task.taskId, clock.now(), Date.parse(recovered.createdAt));
-          this.#track(this.#o.dispatch(task, recovered));
+          this.#track(this.#o.dispatch(task, recovered), task.taskId);
           return;
         }
         planner.onError(task.taskId, now);
@@ -256,7 +294,7 @@ export class Scheduler {
     }
     this.#o.onPoll?.(task, 'hit', now - started, execution);
     planner.onHit(task.taskId, now, Date.parse(execution.createdAt));
-    this.#track(this.#o.dispatch(task, execution));
+    this.#track(this.#o.dispatch(task, execution), task.taskId);
   }
 
   /**
@@ -314,9 +352,40 @@ export class Scheduler {
     this.#o.onPollAnswerLost?.(task, reason);
   }
 
-  /** Counts work against the concurrency and drained() until it ends. */
-  #track(work: Promise<void>): void {
+  /** Task ids not to poll now: a poll out, or no slot they may take (slot-share.ts). */
+  #notPollable(): Set<string> {
+    const planned = this.#o.planner.tasks;
+    const excluded = new Set(this.#polling.keys());
+    const view = this.#o.slotView?.();
+    let heldBack = false;
+    for (const { taskId, key } of planned) {
+      if (excluded.has(taskId)) continue;
+      const may = mayTakeSlot({
+        busy: view ? view.busy : this.#busy,
+        concurrency: view ? view.concurrency : this.#o.concurrency,
+        tasks: planned.length,
+        held: view ? view.held(taskId) : (this.#runningByTask.get(taskId) ?? 0),
+        taskLimit: this.#o.taskConcurrency?.({ taskId, key }),
+        fair: this.#o.fairShare ?? true,
+      });
+      if (!may) {
+        excluded.add(taskId);
+        heldBack = true;
+      }
+    }
+    if (heldBack) this.#o.onHeldBack?.();
+    return excluded;
+  }
+
+  /** Counts work against the concurrency (and its task's slots) and drained() until it ends. */
+  #track(work: Promise<void>, taskId?: string): void {
+    if (taskId !== undefined) this.#runningByTask.set(taskId, (this.#runningByTask.get(taskId) ?? 0) + 1);
     const running = work.finally(() => {
+      if (taskId !== undefined) {
+        const left = (this.#runningByTask.get(taskId) ?? 1) - 1;
+        if (left > 0) this.#runningByTask.set(taskId, left);
+        else this.#runningByTask.delete(taskId);
+      }
       this.#running.delete(running);
       this.#o.onReportsOwed?.(this.reportsOwed);
       this.#nudge.abort();

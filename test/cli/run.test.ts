@@ -1,5 +1,6 @@
 // `df-worker run`: input parsing (positions of JSON errors), which load failures stop a run, and the command
 // as a real process: output on stdout, summary on stderr, exit code by status.
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -154,6 +155,32 @@ describe('df-worker run', () => {
     expect(result.stdout).toBe(`${JSON.stringify({ greeting: 'Hello, Ada', jobId: 'job-7' }, null, 2)}\n`);
     expect(result.stderr).toContain(`warning: ${path.join(dir, 'broken.ts')}: syntax error`);
     expect(result.stderr).toMatch(/^echo: COMPLETED, 1 attempt, \d+ ms$/m);
+  });
+
+  it('gives the handler a private ctx.tmpDir under TMPDIR and removes it when the run ends', async () => {
+    const dir = await tempDir({
+      'scratch.ts': `import { statSync, writeFileSync } from 'node:fs';
+import { defineTask } from 'df-worker';
+export default defineTask({
+  key: 'scratch',
+  outputKeys: ['dir', 'mode'],
+  handle(_input, ctx) {
+    writeFileSync(ctx.tmpDir + '/scratch.txt', 'x');
+    return { dir: ctx.tmpDir, mode: statSync(ctx.tmpDir).mode & 0o777 };
+  },
+});
+`,
+    });
+    const scratchRoot = await tempDir();
+    const result = await cli(['run', 'scratch', '--input', '{}', '--dir', dir], { TMPDIR: scratchRoot });
+    expect(result.code).toBe(0);
+    const output = JSON.parse(result.stdout) as { dir: string; mode: number };
+    expect(path.dirname(output.dir)).toBe(scratchRoot);
+    expect(output.mode).toBe(0o700);
+    // Node's compile cache lives there too; no attempt folder is left.
+    const left = (await readdir(scratchRoot)).filter((name) => name.startsWith('df-worker-attempt-'));
+    expect(left).toEqual([]);
+    expect(path.basename(output.dir)).toMatch(/^df-worker-attempt-/);
   });
 
   it('answers ctx.service from an emulator of the service started for the run, and lists the calls', async () => {

@@ -84,7 +84,12 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
     /** A replica's coordinator, on its own Redis connection, sharing the cluster's clock. */
     async function replica(
       id: string,
-      options: { capacity?: () => number; profiles?: ProfileStore; gate?: RequestGate } = {},
+      options: {
+        capacity?: () => number;
+        profiles?: ProfileStore;
+        gate?: RequestGate;
+        taskConcurrency?: (taskKey: string) => number | undefined;
+      } = {},
     ) {
       const connection = connectRedis(server.url);
       await connection.connect();
@@ -118,6 +123,7 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
         claimBlocker: () => (connection.status === 'ready' ? undefined : 'Redis is not reachable'),
         exitSignal: stop.signal,
         ...(options.profiles ? { profiles: options.profiles } : {}),
+        ...(options.taskConcurrency ? { taskConcurrency: options.taskConcurrency } : {}),
       });
       const running = coordinator.run(stop.signal);
       const halt = async () => {
@@ -269,6 +275,37 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
       return (await c.job(queued.id)) !== undefined;
     }, 'the claim once the queue had room');
     expect(c.polls()).toBeGreaterThanOrEqual(1);
+  });
+
+  it("keeps a task's executions queued or running within its concurrency, and polls it again once one ends", async () => {
+    const c = await cluster();
+    const a = await c.replica('a', { capacity: () => 4, taskConcurrency: () => 2 });
+    await eventually(() => a.coordinator.coordinating, 'a to take the lease');
+    const pending: string[] = [1, 2, 3, 4].map((n) => c.emulator.enqueueExecution(c.task.id, { n }).id);
+    a.coordinator.wake();
+    const queuedIds = async () =>
+      (await c.queue.getJobs(['waiting', 'active'])).map((j) => j.data.executionId).filter(Boolean);
+    await eventually(async () => {
+      await c.clock.advance(200);
+      return (await queuedIds()).length === 2;
+    }, 'two claims in the queue');
+    // The cluster has room for two more, but the task is at its concurrency: it is not polled.
+    const pollsAtCap = c.polls();
+    for (let i = 0; i < 4; i++) await c.renewalPeriod();
+    expect(c.polls()).toBe(pollsAtCap);
+    expect(await queuedIds()).toHaveLength(2);
+    // One ends (its job leaves the queue): the next look lets the task be polled, and a third is claimed.
+    const [ended, kept] = await queuedIds();
+    await (await c.job(ended!))!.remove();
+    await eventually(async () => {
+      await c.clock.advance(200);
+      return (await queuedIds()).length === 2;
+    }, 'a third claim once one of the two ended');
+    const now = await queuedIds();
+    expect(now).toContain(kept);
+    expect(now).not.toContain(ended);
+    expect(pending).toContain(now.find((id) => id !== kept));
+    expect(c.polls()).toBeGreaterThan(pollsAtCap);
   });
 
   it('adopts the arrival profile as its term starts and saves it when it stops holding the lease', async () => {

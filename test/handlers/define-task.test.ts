@@ -54,6 +54,11 @@ describe('defineTask', () => {
     expect(task.timeoutMs).toBe(120_000);
   });
 
+  it('keeps concurrency when given, and leaves it unset by default (no limit of its own)', () => {
+    expect(defineTask({ key: 'parallel', concurrency: 3, handle }).concurrency).toBe(3);
+    expect(defineTask({ key: 'plain', handle }).concurrency).toBeUndefined();
+  });
+
   it("accepts timeoutMs up to Node's timer limit of 2147483647 ms", () => {
     expect(defineTask({ key: 'month-long', timeoutMs: 2_147_483_647, handle }).timeoutMs).toBe(2_147_483_647);
   });
@@ -70,6 +75,12 @@ describe('defineTask', () => {
       'timeoutMs',
       'must be at most 2147483647 ms (about 24.8 days), got 2147483648',
     ],
+    [
+      { key: 'a', handle, concurrency: 0 },
+      'concurrency',
+      'must be a positive integer (executions at once), got 0',
+    ],
+    [{ key: 'a', handle, concurrency: 1.5 }, 'concurrency', 'must be a positive integer'],
     [{ key: 'a', handle, description: 7 }, 'description', 'must be a string'],
     [{ key: 'a', handle, inputKeys: 'sku' }, 'inputKeys', 'must be an array'],
     [{ key: 'a', handle, inputKeys: ['sku', 'sku'] }, 'inputKeys[1]', 'duplicate key "sku"'],

@@ -24,7 +24,7 @@ describe('loadHandlersIsolated', () => {
       `import { defineTask } from 'df-worker';
        const seen = process.env.DF_API_KEY ?? 'no key';
        setInterval(() => undefined, 1_000); // a module that keeps a timer open still loads
-       export default defineTask({ key: 'echo', description: seen, outputKeys: ['x'], timeoutMs: 1234, handle: (i) => i });`,
+       export default defineTask({ key: 'echo', description: seen, outputKeys: ['x'], timeoutMs: 1234, concurrency: 3, handle: (i) => i });`,
     );
     const handlers = await loadHandlersIsolated(dir, { env });
     const echo = handlers.get('echo');
@@ -32,6 +32,7 @@ describe('loadHandlersIsolated', () => {
       key: 'echo',
       description: 'no key',
       timeoutMs: 1234,
+      concurrency: 3,
       retryCount: 0,
       outputKeys: [{ key: 'x', description: '' }],
       file: path.join(dir, 'echo.ts'),
