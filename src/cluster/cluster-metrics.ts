@@ -63,7 +63,7 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
   });
   new Gauge({
     name: 'dfworker_cluster_saturation',
-    help: "Claimed executions running or waiting for a handler slot, over the cluster's handler slots: 1 = every slot busy, above 1 = a backlog waits. The autoscaling signal.",
+    help: "Share of the cluster's handler slots taken: claimed executions running or waiting for a slot, over the slots. 1 = every slot taken; the coordinator claims only while one is free, so further work waits at the service. The autoscaling signal.",
     registers: [registry],
     collect() {
       // Executions delayed for a retry wait for their time, not for a slot: they are left out.
