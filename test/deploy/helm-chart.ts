@@ -6,9 +6,6 @@ import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as keda from '@kubernetes-models/keda';
-import * as prometheusOperator from '@kubernetes-models/prometheus-operator';
-import * as kubernetes from 'kubernetes-models';
 import { parseAllDocuments } from 'yaml';
 
 export const CHART_DIR = fileURLToPath(new URL('../../helm/df-worker', import.meta.url));
@@ -177,23 +174,38 @@ function isModelClass(value: unknown): value is ModelClass {
   );
 }
 
-/** Every model class of the packages, by "apiVersion kind". */
-const MODELS = new Map<string, ModelClass>();
-function collectModels(namespace: object, depth: number): void {
-  for (const value of Object.values(namespace)) {
-    if (isModelClass(value)) MODELS.set(`${value.apiVersion} ${value.kind}`, value);
-    else if (isObject(value) && depth < 3) collectModels(value, depth + 1);
-  }
+/**
+ * The package module holding an apiVersion's models: the prometheus-operator and KEDA CRDs in their own packages,
+ * the rest in kubernetes-models. Only the groups rendered are imported (all of them take seconds).
+ */
+function modelModule(apiVersion: string): string {
+  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  if (group === 'monitoring.coreos.com') return `@kubernetes-models/prometheus-operator/${apiVersion}`;
+  if (group === 'keda.sh' || group === 'eventing.keda.sh') return `@kubernetes-models/keda/${apiVersion}`;
+  return `kubernetes-models/${apiVersion}`;
 }
-for (const models of [kubernetes, prometheusOperator, keda]) collectModels(models, 0);
+
+const models = new Map<string, Promise<Record<string, unknown> | undefined>>();
+async function modelOf(apiVersion: string, kind: string): Promise<ModelClass | undefined> {
+  let module = models.get(apiVersion);
+  if (module === undefined) {
+    module = import(modelModule(apiVersion)).then(
+      (loaded: Record<string, unknown>) => loaded,
+      () => undefined,
+    );
+    models.set(apiVersion, module);
+  }
+  const model = (await module)?.[kind];
+  return isModelClass(model) && model.apiVersion === apiVersion && model.kind === kind ? model : undefined;
+}
 
 /**
  * What the object's schema refuses, one message per object (empty when valid). An apiVersion and kind no package
  * knows is refused too, so a new kind cannot slip through unchecked.
  */
-export function schemaViolations(manifest: Manifest): string[] {
+export async function schemaViolations(manifest: Manifest): Promise<string[]> {
   const where = `${manifest.kind} ${manifest.metadata?.name ?? '(no name)'}`;
-  const model = MODELS.get(`${manifest.apiVersion} ${manifest.kind}`);
+  const model = await modelOf(manifest.apiVersion, manifest.kind);
   if (model === undefined)
     return [`${where}: no schema for apiVersion ${manifest.apiVersion}, kind ${manifest.kind}`];
   try {

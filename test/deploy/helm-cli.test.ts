@@ -34,8 +34,8 @@ function template(args: string[], chart = CHART_DIR): Manifest[] {
 }
 
 /** What the schemas refuse in `manifests`, one line each ('' when all are valid), so a failure quotes it whole. */
-function violations(manifests: Manifest[]): string {
-  return manifests.flatMap((manifest) => schemaViolations(manifest)).join('\n');
+async function violations(manifests: Manifest[]): Promise<string> {
+  return (await Promise.all(manifests.map((manifest) => schemaViolations(manifest)))).flat().join('\n');
 }
 
 describe('the real helm', () => {
@@ -54,19 +54,22 @@ describe('the real helm', () => {
     expect(bare.stderr).toContain('No API key: set apiKey.existingSecret');
   });
 
-  it('helm template of the defaults (with the URL and key) renders objects valid for their schemas', () => {
+  it('helm template of the defaults (with the URL and key) renders objects valid for their schemas', async () => {
     const manifests = template(REQUIRED);
     expect(manifests.map((m) => m.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
-    expect(violations(manifests)).toBe('');
+    expect(await violations(manifests)).toBe('');
   });
 
-  it.each(exampleFiles)('helm template of examples/%s renders objects valid for their schemas', (name) => {
-    const manifests = template([`--values=${path.join(CHART_DIR, 'examples', name)}`]);
-    expect(manifests.length).toBeGreaterThanOrEqual(3);
-    expect(violations(manifests)).toBe('');
-  });
+  it.each(exampleFiles)(
+    'helm template of examples/%s renders objects valid for their schemas',
+    async (name) => {
+      const manifests = template([`--values=${path.join(CHART_DIR, 'examples', name)}`]);
+      expect(manifests.length).toBeGreaterThanOrEqual(3);
+      expect(await violations(manifests)).toBe('');
+    },
+  );
 
-  it('every optional object is valid too: PVC, PDB, ServiceMonitor, PrometheusRule, dashboard, HPA, ScaledObject', () => {
+  it('every optional object is valid too: PVC, PDB, ServiceMonitor, PrometheusRule, dashboard, HPA, ScaledObject', async () => {
     const clustered = {
       config: { api: { url: 'https://api.example.com' } },
       apiKey: { value: 'a-key' },
@@ -84,7 +87,7 @@ describe('the real helm', () => {
     ]) {
       const manifests = renderManifests(values);
       for (const manifest of manifests) kinds.add(manifest.kind);
-      expect(violations(manifests), JSON.stringify(values)).toBe('');
+      expect(await violations(manifests), JSON.stringify(values)).toBe('');
     }
     expect([...kinds].sort()).toEqual([
       'ConfigMap',
@@ -114,17 +117,20 @@ describe('the real helm', () => {
 });
 
 describe('the schema check', () => {
-  const deployment = template(REQUIRED).find((m) => m.kind === 'Deployment')!;
+  // Rendered in each test, so that a missing helm fails each one, naming .ci/install-helm.
+  const deploymentOf = () => template(REQUIRED).find((m) => m.kind === 'Deployment')!;
 
-  it('refuses a field of the wrong type, naming it', () => {
+  it('refuses a field of the wrong type, naming it', async () => {
+    const deployment = deploymentOf();
     const spec = deployment.spec as Record<string, unknown>;
-    expect(schemaViolations({ ...deployment, spec: { ...spec, replicas: '1' } })).toEqual([
+    expect(await schemaViolations({ ...deployment, spec: { ...spec, replicas: '1' } })).toEqual([
       'Deployment df-worker: data/spec/replicas must be integer',
     ]);
   });
 
-  it('refuses a kind no schema package knows, so none slips through unchecked', () => {
-    expect(schemaViolations({ ...deployment, apiVersion: 'apps/v9' })).toEqual([
+  it('refuses a kind no schema package knows, so none slips through unchecked', async () => {
+    const deployment = deploymentOf();
+    expect(await schemaViolations({ ...deployment, apiVersion: 'apps/v9' })).toEqual([
       'Deployment df-worker: no schema for apiVersion apps/v9, kind Deployment',
     ]);
   });
