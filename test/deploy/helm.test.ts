@@ -570,6 +570,15 @@ describe('the chart rendered', () => {
     });
     // The autoscaler owns the count: an upgrade must not reset it to replicaCount.
     expect(find<Deployment>(withHpa, 'Deployment')!.spec).not.toHaveProperty('replicas');
+    // It may run up to maxReplicas: drains take one pod at a time, even from replicaCount 1.
+    const scaledFromOne = renderManifests({
+      ...CLUSTERED,
+      replicaCount: 1,
+      autoscaling: { hpa: { enabled: true } },
+    });
+    expect(find<Manifest & { spec: Values }>(scaledFromOne, 'PodDisruptionBudget')!.spec).toMatchObject({
+      maxUnavailable: 1,
+    });
 
     const withKeda = renderManifests(
       { ...CLUSTERED, autoscaling: { keda: { enabled: true, authenticationRef: 'prom-auth' } } },

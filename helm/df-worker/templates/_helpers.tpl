@@ -64,10 +64,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.redis.existingSecret }}true{{ end }}
 {{- end }}
 
-{{/* "true" when the chart creates a PodDisruptionBudget: podDisruptionBudget.enabled, where auto means replicaCount > 1. */}}
+{{/* The most replicas the Deployment runs: replicaCount, or autoscaling.maxReplicas while an autoscaler owns the count. */}}
+{{- define "df-worker.maxReplicas" -}}
+{{- if include "df-worker.autoscaling" . }}{{ int .Values.autoscaling.maxReplicas }}{{ else }}{{ int .Values.replicaCount }}{{ end }}
+{{- end }}
+
+{{/* "true" when the chart creates a PodDisruptionBudget: podDisruptionBudget.enabled, where auto means more than one replica (at most). */}}
 {{- define "df-worker.podDisruptionBudget" -}}
 {{- $enabled := toString .Values.podDisruptionBudget.enabled }}
-{{- if or (eq $enabled "true") (and (eq $enabled "auto") (gt (int .Values.replicaCount) 1)) }}true{{ end }}
+{{- if or (eq $enabled "true") (and (eq $enabled "auto") (gt (int (include "df-worker.maxReplicas" .)) 1)) }}true{{ end }}
 {{- end }}
 
 {{/* "true" when an autoscaler (the HPA or KEDA's ScaledObject) owns the replica count. */}}
