@@ -725,6 +725,8 @@ describe('Grafana dashboard', () => {
       'dfworker_cluster_coordinator',
       'dfworker_cluster_queue_jobs',
       'dfworker_cluster_replicas',
+      'dfworker_cluster_saturation',
+      'dfworker_cluster_handler_slots',
     ]) {
       expect(all, needed).toContain(needed);
     }

@@ -53,6 +53,8 @@ const EXPECTED_EMPTY: Record<string, string> = {
   'Queue: jobs by state / {{state}}': 'clustered mode only',
   'Replicas: alive in Redis and scraped / alive (Redis)': 'clustered mode only',
   'Replicas: alive in Redis and scraped / scraped': 'clustered mode only',
+  'Handler slots taken (the autoscaling signal) / slots taken': 'clustered mode only',
+  'Handler slots taken (the autoscaling signal) / handler slots': 'clustered mode only',
 };
 
 /** Grafana's values of the dashboard's variables for this run: "All" of namespace and job, and the rate window. */
