@@ -1,5 +1,6 @@
-// Clustered mode's metrics, read at each scrape: which replica coordinates, the queue's depth by state, and
-// the replicas alive; and the errors Redis gave, by kind. The Helm chart's alerts and dashboard use exactly these
+// Clustered mode's metrics, read at each scrape: which replica coordinates, the queue's depth by state, the
+// replicas alive and their handler slots, and how saturated those slots are (what the chart's HPA and KEDA
+// ScaledObject scale on); and the errors Redis gave, by kind. The Helm chart's alerts and dashboard use exactly these
 // names.
 import { Counter, Gauge, type Registry } from '../telemetry/prometheus.ts';
 import { REDIS_ERROR_KINDS, type RedisErrorKind } from './redis-health.ts';
@@ -13,6 +14,8 @@ export interface ClusterMetricsSource {
   /** As of the last heartbeat; undefined before the first. */
   queue: () => QueueCounts | undefined;
   replicas: () => number;
+  /** Handler slots of the replicas alive (the sum of their concurrency), as of the last heartbeat. */
+  slots: () => number;
 }
 
 /** What the daemon counts itself (the rest is read at each scrape). */
@@ -48,6 +51,26 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
     registers: [registry],
     collect() {
       this.set(source.replicas());
+    },
+  });
+  new Gauge({
+    name: 'dfworker_cluster_handler_slots',
+    help: 'Handler slots of the replicas seen alive: the sum of their concurrency.',
+    registers: [registry],
+    collect() {
+      this.set(source.slots());
+    },
+  });
+  new Gauge({
+    name: 'dfworker_cluster_saturation',
+    help: "Share of the cluster's handler slots taken: claimed executions running or waiting for a slot, over the slots. 1 = every slot taken; the coordinator claims only while one is free, so further work waits at the service. The autoscaling signal.",
+    registers: [registry],
+    collect() {
+      // Executions delayed for a retry wait for their time, not for a slot: they are left out.
+      const counts = source.queue();
+      const slots = source.slots();
+      if (!counts || slots <= 0) return;
+      this.set((counts.waiting + counts.active) / slots);
     },
   });
   const redisErrors = new Counter({

@@ -109,6 +109,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       coordinator: () => this.coordinating,
       queue: () => this.#queueCounts,
       replicas: () => this.#alive.count,
+      slots: () => this.#alive.capacity,
     });
   }
 

@@ -1,7 +1,6 @@
-// Checks the Helm chart without a helm binary: metadata, values against values.schema.json (defaults, examples, refused
-// values), template references, what the templates render for standalone and clustered values (through
-// chart-render.ts, a Go-template interpreter of the chart's subset), the dashboard's and alerts' metric names, and the
-// example handler.
+// Checks the Helm chart: metadata, values against values.schema.json (defaults, examples, refused values), template
+// references, what the real helm (helm-chart.ts) renders for standalone and clustered values, each object valid for
+// the Kubernetes and CRD schemas, the dashboard's and alerts' metric names, and the example handler.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -22,7 +21,8 @@ import {
   renderManifests,
   renderNotes,
   type Manifest,
-} from './chart-render.ts';
+  type Release,
+} from './helm-chart.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const chartDir = path.join(repoRoot, 'helm/df-worker');
@@ -329,9 +329,9 @@ function deploymentOf(values: Values): Deployment {
   return find<Deployment>(renderManifests(values), 'Deployment')!;
 }
 
-function failureOf(values: Values): string {
+function failureOf(values: Values, release: Release = {}): string {
   try {
-    renderChart(values);
+    renderChart(values, release);
   } catch (error) {
     if (error instanceof ChartFailure) return error.message;
     throw error;
@@ -520,9 +520,16 @@ describe('the chart rendered', () => {
     )!;
     expect(single.spec.minAvailable).toBe(1);
     expect(single.spec).not.toHaveProperty('maxUnavailable');
+    // helm refuses it against values.schema.json first; the template's own check stays for a skipped schema.
     expect(failureOf({ ...REQUIRED, podDisruptionBudget: { enabled: 'sometimes' } })).toContain(
-      'podDisruptionBudget.enabled is sometimes',
+      "at '/podDisruptionBudget/enabled': 'anyOf' failed",
     );
+    expect(
+      failureOf(
+        { ...REQUIRED, podDisruptionBudget: { enabled: 'sometimes' } },
+        { skipSchemaValidation: true },
+      ),
+    ).toContain('podDisruptionBudget.enabled is sometimes');
   });
 
   it('refuses clustered values that cannot work: persistence, or no entry named in the Redis Secret', () => {
@@ -532,6 +539,95 @@ describe('the chart rendered', () => {
     expect(
       failureOf({ ...CLUSTERED, redis: { existingSecret: 'df-worker-redis', existingSecretKey: '' } }),
     ).toMatch(/^redis\.existingSecret is set but redis\.existingSecretKey is empty/);
+  });
+
+  it('autoscaling: an HPA or a ScaledObject on the saturation query, only in clustered mode, owning the replica count', () => {
+    expect(renderManifests(CLUSTERED).map((m) => m.kind)).not.toEqual(
+      expect.arrayContaining(['HorizontalPodAutoscaler']),
+    );
+    const withHpa = renderManifests({
+      ...CLUSTERED,
+      autoscaling: { hpa: { enabled: true }, maxReplicas: 6 },
+    });
+    const hpa = find<Manifest & { spec: Values }>(withHpa, 'HorizontalPodAutoscaler')!;
+    expect(hpa.apiVersion).toBe('autoscaling/v2');
+    expect(hpa.spec).toMatchObject({
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'df-worker' },
+      minReplicas: 1,
+      maxReplicas: 6,
+      metrics: [
+        {
+          type: 'External',
+          external: {
+            metric: {
+              name: 'dfworker_cluster_saturation',
+              selector: { matchLabels: { service: 'df-worker' } },
+            },
+            target: { type: 'Value', value: '0.8' },
+          },
+        },
+      ],
+    });
+    // The autoscaler owns the count: an upgrade must not reset it to replicaCount.
+    expect(find<Deployment>(withHpa, 'Deployment')!.spec).not.toHaveProperty('replicas');
+    // It may run up to maxReplicas: drains take one pod at a time, even from replicaCount 1.
+    const scaledFromOne = renderManifests({
+      ...CLUSTERED,
+      replicaCount: 1,
+      autoscaling: { hpa: { enabled: true } },
+    });
+    expect(find<Manifest & { spec: Values }>(scaledFromOne, 'PodDisruptionBudget')!.spec).toMatchObject({
+      maxUnavailable: 1,
+    });
+
+    const withKeda = renderManifests(
+      { ...CLUSTERED, autoscaling: { keda: { enabled: true, authenticationRef: 'prom-auth' } } },
+      { namespace: 'team-a' },
+    );
+    const scaled = find<Manifest & { spec: Values }>(withKeda, 'ScaledObject')!;
+    expect(scaled.apiVersion).toBe('keda.sh/v1alpha1');
+    expect(scaled.spec).toMatchObject({ minReplicaCount: 1, maxReplicaCount: 4 });
+    expect((scaled.spec as { triggers: unknown[] }).triggers).toEqual([
+      {
+        type: 'prometheus',
+        metricType: 'Value',
+        metadata: {
+          serverAddress: 'http://prometheus-operated.monitoring.svc:9090',
+          query: 'max(dfworker_cluster_saturation{namespace="team-a", service="df-worker"})',
+          threshold: '0.8',
+        },
+        authenticationRef: { name: 'prom-auth' },
+      },
+    ]);
+    expect(find(withKeda, 'HorizontalPodAutoscaler')).toBeUndefined();
+  });
+
+  it('refuses an autoscaler in standalone mode, both at once, or a minimum above the maximum', () => {
+    for (const name of ['hpa', 'keda']) {
+      expect(failureOf({ ...REQUIRED, autoscaling: { [name]: { enabled: true } } })).toMatch(
+        new RegExp(
+          `^autoscaling\\.${name}\\.enabled is true, but redis\\.existingSecret is empty: .* or set autoscaling\\.${name}\\.enabled to false\\.$`,
+        ),
+      );
+    }
+    expect(
+      failureOf({ ...CLUSTERED, autoscaling: { hpa: { enabled: true }, keda: { enabled: true } } }),
+    ).toMatch(/^autoscaling\.hpa\.enabled and autoscaling\.keda\.enabled are both true: .* Keep one\.$/);
+    expect(
+      failureOf({ ...CLUSTERED, autoscaling: { keda: { enabled: true }, minReplicas: 5, maxReplicas: 2 } }),
+    ).toBe(
+      'autoscaling.minReplicas (5) is above autoscaling.maxReplicas (2): lower the first or raise the second.',
+    );
+    // Scaling to zero would stop the polls that bring the work that scales it up: the schema refuses it.
+    expect(schemaErrors(coalesce(defaults, { autoscaling: { minReplicas: 0 } }))).toEqual([
+      '/autoscaling/minReplicas must be >= 1',
+    ]);
+  });
+
+  it('the saturation query uses a metric the clustered daemon exposes', () => {
+    const query = (defaults.autoscaling as { query: string }).query;
+    expect(metricNamesIn(query)).toEqual(['dfworker_cluster_saturation']);
+    expect(knownMetrics).toContain('dfworker_cluster_saturation');
   });
 
   it.each(exampleFiles)(
@@ -629,6 +725,8 @@ describe('Grafana dashboard', () => {
       'dfworker_cluster_coordinator',
       'dfworker_cluster_queue_jobs',
       'dfworker_cluster_replicas',
+      'dfworker_cluster_saturation',
+      'dfworker_cluster_handler_slots',
     ]) {
       expect(all, needed).toContain(needed);
     }

@@ -2,7 +2,8 @@
 // Prometheus (Debian's package) scrapes it every second with the shipped alert rules loaded. Then promtool lints a
 // live /metrics scrape, every query of every panel of the shipped Grafana dashboard is evaluated through
 // Prometheus's HTTP API (each must parse and return data, or be listed below with the reason it is empty), and
-// every rule must evaluate without error and none fire on this healthy worker.
+// every rule must evaluate without error and none fire on this healthy worker. Last, a clustered replica (real
+// Redis) under a backlog of slow handlers: the chart's autoscaling query, as helm renders it, reads its saturation.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -14,6 +15,13 @@ import { Emulator } from '../../src/emulator/index.ts';
 import { runCli, REPO_ROOT, type CliProcess } from '../cli/process.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { PLAIN_RULES_FILE, PLAIN_RULES_JOB } from './alert-rules.ts';
+import {
+  clusteredTestsRun,
+  MISSING_REDIS_HINT,
+  redisAvailable,
+  RedisServer,
+} from '../cluster/redis-server.ts';
+import { renderManifests } from './helm-chart.ts';
 import { findTool, MISSING_TOOL_HINT, runTool, runsHere } from './prometheus-tools.ts';
 
 const DASHBOARD_FILE = path.join(REPO_ROOT, 'helm/df-worker/dashboards/df-worker.json');
@@ -45,6 +53,8 @@ const EXPECTED_EMPTY: Record<string, string> = {
   'Queue: jobs by state / {{state}}': 'clustered mode only',
   'Replicas: alive in Redis and scraped / alive (Redis)': 'clustered mode only',
   'Replicas: alive in Redis and scraped / scraped': 'clustered mode only',
+  'Handler slots taken (the autoscaling signal) / slots taken': 'clustered mode only',
+  'Handler slots taken (the autoscaling signal) / handler slots': 'clustered mode only',
 };
 
 /** Grafana's values of the dashboard's variables for this run: "All" of namespace and job, and the rate window. */
@@ -125,6 +135,43 @@ type Matrix = {
   result: { metric: Record<string, string>; values: [number, string][] }[];
 };
 
+/** Starts Debian's prometheus on `port` with `config`, and waits until it is ready. */
+async function startPrometheus(
+  dir: string,
+  port: number,
+  config: Record<string, unknown>,
+): Promise<{ child: ChildProcess; log: () => string }> {
+  await writeFile(path.join(dir, 'prometheus.yml'), stringifyYaml(config));
+  const child = spawn(
+    findTool('prometheus')!,
+    [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'tsdb')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--storage.tsdb.retention.time=1h',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let log = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (log += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (log += d));
+  await vi.waitFor(
+    async () => {
+      expect(child.exitCode, log).toBeNull();
+      expect((await fetch(`http://127.0.0.1:${port}/-/ready`)).status).toBe(200);
+    },
+    { timeout: 20_000, interval: 200 },
+  );
+  return { child, log: () => log };
+}
+
+async function stopProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
 const missingTools = ['promtool', 'prometheus'].filter((tool) => findTool(tool) === undefined);
 
 describe.skipIf(!runsHere('promtool', 'prometheus'))('a real Prometheus scraping a working daemon', () => {
@@ -132,7 +179,6 @@ describe.skipIf(!runsHere('promtool', 'prometheus'))('a real Prometheus scraping
   let dir: string;
   let daemon: CliProcess | undefined;
   let prometheus: ChildProcess | undefined;
-  let prometheusLog = '';
   let promUrl = '';
   let metricsUrl = '';
   let startedAt = 0;
@@ -191,27 +237,8 @@ describe.skipIf(!runsHere('promtool', 'prometheus'))('a real Prometheus scraping
         },
       ],
     };
-    await writeFile(path.join(dir, 'prometheus.yml'), stringifyYaml(config));
     startedAt = Date.now() / 1000;
-    prometheus = spawn(
-      findTool('prometheus')!,
-      [
-        `--config.file=${path.join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${path.join(dir, 'tsdb')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        '--storage.tsdb.retention.time=1h',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    prometheus.stdout!.setEncoding('utf8').on('data', (d: string) => (prometheusLog += d));
-    prometheus.stderr!.setEncoding('utf8').on('data', (d: string) => (prometheusLog += d));
-    await vi.waitFor(
-      async () => {
-        expect(prometheus!.exitCode, prometheusLog).toBeNull();
-        expect((await fetch(`${promUrl}/-/ready`)).status).toBe(200);
-      },
-      { timeout: 20_000, interval: 200 },
-    );
+    ({ child: prometheus } = await startPrometheus(dir, port, config));
     // Work arriving while Prometheus scrapes: an execution every 700 ms, each followed by a nudge.
     let n = 4;
     feeder = setInterval(() => {
@@ -234,11 +261,7 @@ describe.skipIf(!runsHere('promtool', 'prometheus'))('a real Prometheus scraping
 
   afterAll(async () => {
     clearInterval(feeder);
-    if (prometheus && prometheus.exitCode === null) {
-      const exited = new Promise((resolve) => prometheus!.once('exit', resolve));
-      prometheus.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(prometheus);
     if (daemon && daemon.child.exitCode === null) {
       daemon.child.kill('SIGTERM');
       await daemon.exited;
@@ -324,3 +347,118 @@ describe.skipIf(!runsHere('promtool', 'prometheus'))('a real Prometheus scraping
     ]);
   });
 });
+
+const SLOW_HANDLER = `import { defineTask } from 'df-worker';
+export default defineTask({
+  key: 'slow',
+  inputKeys: ['n'],
+  outputKeys: ['n'],
+  handle: async (input: { n: number }) => {
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    return { n: input.n };
+  },
+});
+`;
+
+describe.skipIf(!runsHere('promtool', 'prometheus') || !clusteredTestsRun)(
+  "a real Prometheus scraping a clustered replica: the chart's autoscaling signal",
+  () => {
+    let emulator: Emulator | undefined;
+    let redis: RedisServer | undefined;
+    let dir = '';
+    let replica: CliProcess | undefined;
+    let prometheus: ChildProcess | undefined;
+
+    afterAll(async () => {
+      await stopProcess(prometheus);
+      if (replica && replica.child.exitCode === null) {
+        replica.child.kill('SIGTERM');
+        await replica.exited;
+      }
+      await emulator?.close();
+      await redis?.stop();
+      if (dir) await rm(dir, { recursive: true, force: true });
+    }, 30_000);
+
+    it('the ScaledObject query, rendered by helm, reads every slot taken under a backlog of slow handlers, so 2 replicas wanted', async () => {
+      expect(missingTools, MISSING_TOOL_HINT).toEqual([]);
+      expect(redisAvailable, MISSING_REDIS_HINT).toBe(true);
+      // The query as the chart renders it for this namespace, and the labels a ServiceMonitor gives the series.
+      const scaled = renderManifests(
+        {
+          config: { api: { url: 'https://api.example.com' } },
+          apiKey: { existingSecret: 'key' },
+          redis: { existingSecret: 'redis' },
+          autoscaling: { keda: { enabled: true } },
+        },
+        { namespace: NAMESPACE },
+      ).find((manifest) => manifest.kind === 'ScaledObject') as unknown as {
+        spec: { triggers: { metadata: { query: string; threshold: string } }[] };
+      };
+      const { query, threshold } = scaled.spec.triggers[0]!.metadata;
+      expect(query).toBe(`max(dfworker_cluster_saturation{namespace="${NAMESPACE}", service="df-worker"})`);
+
+      dir = await mkdtemp(path.join(os.tmpdir(), 'df-worker-live-prometheus-cluster-'));
+      redis = await RedisServer.start();
+      emulator = new Emulator({
+        apiKeys: [KEY],
+        limits: { perSecond: 10, perMinute: 300, perMonth: 40_000 },
+      });
+      await emulator.listen();
+      emulator.createTask({ key: 'slow', inputKeys: [{ key: 'n', description: '' }] });
+      await mkdir(path.join(dir, 'handlers'));
+      await writeFile(path.join(dir, 'handlers/slow.ts'), SLOW_HANDLER);
+      for (let n = 0; n < 4; n++) emulator.enqueueExecution('slow', { n });
+      replica = runCli(['start'], {
+        DF_API_URL: emulator.url,
+        DF_API_KEY: KEY,
+        DF_REDIS_URL: redis.url,
+        DF_REPLICA_ID: 'replica-0',
+        DF_CONCURRENCY: '1',
+        DF_HANDLERS_DIR: path.join(dir, 'handlers'),
+        DF_STATE_DIR: path.join(dir, 'state'),
+        DF_HTTP_PORT: '0',
+        DF_HTTP_HOST: '127.0.0.1',
+        DF_LOG_LEVEL: 'info',
+        DF_BUDGET_PER_SECOND: '10',
+        DF_BUDGET_PER_MINUTE: '300',
+        DF_MIN_POLL_INTERVAL_MS: '0',
+        DF_MAX_POLL_INTERVAL_MS: '1000',
+      });
+      await waitFor(
+        () => replica!.logs().some((l) => l.msg === 'df-worker started (clustered)'),
+        'the clustered replica',
+        30_000,
+      );
+      const metricsUrl = replica.logs().find((l) => l.msg === 'serving /metrics, /healthz and /readyz')!
+        .url as string;
+      const port = await freePort();
+      ({ child: prometheus } = await startPrometheus(dir, port, {
+        global: { scrape_interval: `${SCRAPE_SECONDS}s` },
+        scrape_configs: [
+          {
+            job_name: 'df-worker',
+            static_configs: [
+              { targets: [new URL(metricsUrl).host], labels: { namespace: NAMESPACE, service: 'df-worker' } },
+            ],
+          },
+        ],
+      }));
+      const instant = async (expr: string): Promise<number | undefined> => {
+        const answer = (await (
+          await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(expr)}`)
+        ).json()) as PromAnswer<{ result: { value: [number, string] }[] }>;
+        const value = answer.data?.result?.[0]?.value[1];
+        return value === undefined ? undefined : Number(value);
+      };
+      // One slot, four slow executions at the service: one runs, the coordinator claims the next once the slot frees.
+      await vi.waitFor(async () => expect(await instant(query)).toBe(1), { timeout: 40_000, interval: 500 });
+      expect(await instant('max(dfworker_cluster_handler_slots)')).toBe(1);
+      // KEDA's Value target: ceil(1 replica x saturation / threshold) replicas wanted.
+      expect(Math.ceil(1 / Number(threshold))).toBe(2);
+      // Once the backlog is done the slot is free again: the signal falls to 0 (and the autoscaler scales down).
+      await vi.waitFor(async () => expect(await instant(query)).toBe(0), { timeout: 40_000, interval: 500 });
+      expect(emulator.executions().filter((execution) => execution.reports.length > 0)).toHaveLength(4);
+    }, 90_000);
+  },
+);

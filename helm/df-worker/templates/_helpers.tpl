@@ -64,10 +64,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.redis.existingSecret }}true{{ end }}
 {{- end }}
 
-{{/* "true" when the chart creates a PodDisruptionBudget: podDisruptionBudget.enabled, where auto means replicaCount > 1. */}}
+{{/* The most replicas the Deployment runs: replicaCount, or autoscaling.maxReplicas while an autoscaler owns the count. */}}
+{{- define "df-worker.maxReplicas" -}}
+{{- if include "df-worker.autoscaling" . }}{{ int .Values.autoscaling.maxReplicas }}{{ else }}{{ int .Values.replicaCount }}{{ end }}
+{{- end }}
+
+{{/* "true" when the chart creates a PodDisruptionBudget: podDisruptionBudget.enabled, where auto means more than one replica (at most). */}}
 {{- define "df-worker.podDisruptionBudget" -}}
 {{- $enabled := toString .Values.podDisruptionBudget.enabled }}
-{{- if or (eq $enabled "true") (and (eq $enabled "auto") (gt (int .Values.replicaCount) 1)) }}true{{ end }}
+{{- if or (eq $enabled "true") (and (eq $enabled "auto") (gt (int (include "df-worker.maxReplicas" .)) 1)) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when an autoscaler (the HPA or KEDA's ScaledObject) owns the replica count. */}}
+{{- define "df-worker.autoscaling" -}}
+{{- if or .Values.autoscaling.hpa.enabled .Values.autoscaling.keda.enabled }}true{{ end }}
 {{- end }}
 
 {{- define "df-worker.stateClaimName" -}}
@@ -91,6 +101,17 @@ deployment.yaml, so `helm install`, `helm template` and `helm lint` all stop on 
 {{- end }}
 {{- if and $clustered .Values.persistence.enabled }}
 {{- fail "persistence.enabled is true, but redis.existingSecret is set: in clustered mode the journal and the month's budget live in Redis and each pod keeps only scratch state in an emptyDir, so no volume is needed (and one ReadWriteOnce claim cannot serve several pods). Set persistence.enabled to false." }}
+{{- end }}
+{{- range $name := list "hpa" "keda" }}
+{{- if and (index $.Values.autoscaling $name).enabled (not $clustered) }}
+{{- fail (printf "autoscaling.%s.enabled is true, but redis.existingSecret is empty: standalone mode runs one worker per key (more would each spend the key's whole budget), so there is nothing to scale. Set redis.existingSecret (clustered mode, see CLUSTERING.md), or set autoscaling.%s.enabled to false." $name $name) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.autoscaling.hpa.enabled .Values.autoscaling.keda.enabled }}
+{{- fail "autoscaling.hpa.enabled and autoscaling.keda.enabled are both true: KEDA manages an HPA of its own, and two autoscalers on one Deployment fight. Keep one." }}
+{{- end }}
+{{- if and (include "df-worker.autoscaling" .) (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- fail (printf "autoscaling.minReplicas (%d) is above autoscaling.maxReplicas (%d): lower the first or raise the second." (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- end }}
 {{- if not (has (toString .Values.podDisruptionBudget.enabled) (list "auto" "true" "false")) }}
 {{- fail (printf "podDisruptionBudget.enabled is %v: use auto (a PDB with more than one replica), true or false." .Values.podDisruptionBudget.enabled) }}
