@@ -23,6 +23,7 @@ import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { StartupError } from '../daemon/task-list.ts';
 import { registerClusterMetrics, type ClusterCounters, type QueueCounts } from './cluster-metrics.ts';
 import { CoordinatorLease } from './coordinator-lease.ts';
+import { ClaimIndex } from './claim-index.ts';
 import { ClaimRoom } from './claim-room.ts';
 import { Coordinator } from './coordinator.ts';
 import { executionProcessor } from './execution-processor.ts';
@@ -233,6 +234,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       exitSignal: core.reportSignal,
       replicaId: this.replicaId,
       claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`, clock),
+      claims: new ClaimIndex(redis, this.#queue, this.#keys.prefix),
       profiles: {
         load: async () => {
           const text = await redis.get(this.#keys.profile);

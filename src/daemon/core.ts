@@ -428,6 +428,7 @@ function pipelineEvents(
     },
     finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
     fenced: (task, executionId) => events.emit('fenced', { request: 'report', task, executionId }),
+    redelivered: (task, executionId) => events.emit('redelivered', { task, executionId, where: 'pipeline' }),
     reported: (task, executionId, result, attempts) => {
       events.emit('report', { task, executionId, result, attempts });
       if (journalCounts) events.emit('journal', journalCounts());

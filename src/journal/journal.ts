@@ -110,6 +110,14 @@ export class Journal {
     return this.#lastChangedAt;
   }
 
+  /**
+   * True while the journal holds a record of the execution whose report is still owed (claimed, or finished
+   * and not yet accepted), from memory: a poll handing it out again must not run it a second time.
+   */
+  owes(executionId: string): boolean {
+    return this.#entries.has(executionId) && !this.#unremoved.has(executionId);
+  }
+
   /** Damaged records found by the last scan and not settled yet, in scan order (no I/O). */
   damaged(): DamagedRecord[] {
     return this.#damaged.list();
