@@ -49,9 +49,12 @@ export default defineTask({
 `;
 
 let rig: PoolRig | undefined;
+/** Every pid a test read: whatever the pool did, none is left running after the test. */
+const seen: number[] = [];
 afterEach(async () => {
   await rig?.close();
   rig = undefined;
+  for (const pid of seen.splice(0).filter(alive)) process.kill(pid, 'SIGKILL');
 });
 
 function alive(pid: number): boolean {
@@ -67,7 +70,10 @@ async function childPids(file: string, count: number): Promise<number[]> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const pids = (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number);
-    if (pids.length >= count || Date.now() > deadline) return pids;
+    if (pids.length >= count || Date.now() > deadline) {
+      seen.push(...pids);
+      return pids;
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
