@@ -3,7 +3,7 @@
 // met, and a line of detail, as Issue26Result does.
 import type { Issue26Result } from './issue-26-scenarios.ts';
 import { handlerChildrenOutliveTimeout } from './handler-children-scenarios.ts';
-import { redeliveredWhileRunning } from './redelivery-scenarios.ts';
+import { redeliveredWhileReplicaRuns, redeliveredWhileRunning } from './redelivery-scenarios.ts';
 
 export interface Issue36OnceResult extends Issue26Result {
   /** Handler runs of the execution the scenario is about. */
@@ -23,6 +23,8 @@ export interface Issue36OnceScenario {
 
 export const ISSUE_36_ONCE_SCENARIOS: Issue36OnceScenario[] = [
   { name: 'the execution being run delivered again by a poll (standalone)', run: redeliveredWhileRunning },
+  // Needs redis-server (DF_TEST_REDIS_SERVER names another binary).
+  { name: 'the execution being run delivered again by a poll (clustered)', run: redeliveredWhileReplicaRuns },
   {
     name: 'a handler whose children (attached, detached) outlive its 3 s timeout (process isolation)',
     run: () => handlerChildrenOutliveTimeout('process'),
