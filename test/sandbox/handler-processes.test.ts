@@ -17,7 +17,7 @@ const loop = (pidFile: string) =>
 
 /** Resolves once the three processes wrote their pid: they run, and can do harm, from then on. */
 async function allStarted(pidFile: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
     const text = existsSync(pidFile) ? readFileSync(pidFile, 'utf8') : '';
     if (text.split('\\n').filter(Boolean).length >= 3) return;
@@ -67,7 +67,7 @@ function alive(pid: number): boolean {
 }
 
 async function childPids(file: string, count: number): Promise<number[]> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 20_000;
   for (;;) {
     const pids = (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number);
     if (pids.length >= count || Date.now() > deadline) {
@@ -82,7 +82,7 @@ describe.runIf(process.platform === 'linux').each(['process', 'thread'] as const
   'processes a handler started (%s)',
   (isolation) => {
     it('end before a timed-out attempt ends, though its handler stopped and its worker is kept', async () => {
-      rig = await poolRig(isolation, { source: SPAWNING_HANDLER, abortSettleMs: 5_000 });
+      rig = await poolRig(isolation, { source: SPAWNING_HANDLER, abortSettleMs: 25_000 });
       const pidFile = path.join(rig.dir, 'pids');
       const attempt = rig.run({ mode: 'wait', pidFile }, { timeoutMs: 1_000 });
       const pids = await childPids(pidFile, 3);

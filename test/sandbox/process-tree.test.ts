@@ -43,7 +43,7 @@ describe.runIf(process.platform === 'linux')('process tree', () => {
     const tag = newProcessTag();
     const tagged = await parentWithBareChild({ [PROCESS_TAG_VARIABLE]: tag });
     const bystander = await parentWithBareChild({ [PROCESS_TAG_VARIABLE]: newProcessTag() });
-    expect(findTreeProcesses({ tag }).sort()).toEqual([tagged.parent, tagged.child].sort());
+    expect((await findTreeProcesses({ tag })).sort()).toEqual([tagged.parent, tagged.child].sort());
     const signalled = await endTreeProcesses({ tag }, { boundMs: 500 });
     expect(signalled).toBe(2);
     expect([tagged.parent, tagged.child].filter(alive)).toEqual([]);
