@@ -23,6 +23,7 @@ import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { StartupError } from '../daemon/task-list.ts';
 import { registerClusterMetrics, type ClusterCounters, type QueueCounts } from './cluster-metrics.ts';
 import { CoordinatorLease } from './coordinator-lease.ts';
+import { ClaimIndex } from './claim-index.ts';
 import { ClaimRoom } from './claim-room.ts';
 import { Coordinator } from './coordinator.ts';
 import { executionProcessor } from './execution-processor.ts';
@@ -236,6 +237,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       taskConcurrency: (taskKey) =>
         parts.registry.tasks.find((t) => t.task.key === taskKey)?.handler.concurrency,
       claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`, clock),
+      claims: new ClaimIndex(redis, this.#queue, this.#keys.prefix),
       profiles: {
         load: async () => {
           const text = await redis.get(this.#keys.profile);

@@ -10,6 +10,7 @@ import { pollEvents, type WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Scheduler, type PolledTask } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
+import type { ClaimIndex } from './claim-index.ts';
 import type { ClaimRoom } from './claim-room.ts';
 import { claimJobId, COMPLETED_KEEP_MS, FAILED_KEEP_MS, type ExecutionJobData } from './queue-journal.ts';
 
@@ -58,6 +59,8 @@ export interface CoordinatorOptions {
    * are queued or running, and it is not polled while they are. Default: none.
    */
   taskConcurrency?: (taskKey: string) => number | undefined;
+  /** Each execution's latest job: a claim whose job is not finished is not queued again (see ClaimIndex). */
+  claims?: ClaimIndex;
 }
 
 interface Term {
@@ -269,6 +272,7 @@ export class Coordinator {
   /** The scheduler's dispatch: the claim goes into the queue first, then polling waits for a free slot. */
   async #enqueue(claim: ExecutionJobData, termStop: AbortSignal): Promise<void> {
     const logger = this.#o.logger.child({ taskKey: claim.taskKey, executionId: claim.executionId });
+    if (await this.#stillClaimed(claim, logger)) return;
     const traceContext: Record<string, string> = {};
     this.#o.events.emit('queued', { task: claim.taskKey, executionId: claim.executionId, traceContext });
     const data: ExecutionJobData = {
@@ -311,6 +315,12 @@ export class Coordinator {
       }
     }
     logger.info('execution claimed and queued');
+    await this.#o.claims?.note(claim.executionId, claimJobId(data)).catch((error: unknown) => {
+      logger.warn(
+        { err: error as Error },
+        "could not note the claim's job: a redelivery of it may run twice",
+      );
+    });
     await this.#roomInCluster(termStop);
   }
 
@@ -345,6 +355,33 @@ export class Coordinator {
     }
     this.#queued = { total, byTask };
     return total;
+  }
+
+  /**
+   * True when a job of an earlier claim of this execution is not finished: the service handed out again an
+   * execution the cluster still runs or has not reported. It is not queued again; the job in hand reports it.
+   * When Redis cannot tell, the claim is queued as before (running twice beats never reporting).
+   */
+  async #stillClaimed(claim: ExecutionJobData, logger: Logger): Promise<boolean> {
+    const jobId = await this.#o.claims?.unfinished(claim.executionId).catch((error: unknown) => {
+      logger.warn(
+        { err: error as Error },
+        'could not look for an earlier claim of the execution; queuing it',
+      );
+      return undefined;
+    });
+    if (jobId === undefined) return false;
+    this.#o.events.emit('redelivered', {
+      task: claim.taskKey,
+      executionId: claim.executionId,
+      where: 'queue',
+    });
+    logger.warn(
+      { jobId },
+      'a poll handed out again an execution whose job is not finished (the service re-queued it): it is not ' +
+        'queued again; that job reports it once',
+    );
+    return true;
   }
 
   /** Resolves once the queue holds fewer executions than the live replicas run at once (or on `stop`). */

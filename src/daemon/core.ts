@@ -435,6 +435,7 @@ function pipelineEvents(
       // and queued the work again: poll for it now, not at the next idle poll.
       pollNow(task);
     },
+    redelivered: (task, executionId) => events.emit('redelivered', { task, executionId, where: 'pipeline' }),
     reported: (task, executionId, result, attempts) => {
       events.emit('report', { task, executionId, result, attempts });
       if (journalCounts) events.emit('journal', journalCounts());

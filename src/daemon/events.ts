@@ -74,6 +74,12 @@ export interface WorkerEventMap {
    * an execution whose job lock it lost, or a poll of a coordinator whose lease term ended (clustered mode).
    */
   fenced: [{ request: 'report' | 'poll'; task?: string; executionId?: string }];
+  /**
+   * A poll handed out an execution still owed a report (running, or finished and not yet reported): it was not
+   * run again. `where`: the replica that still runs it (`pipeline`), or the cluster's queue (`queue`, on the
+   * coordinator: a job of the execution is not finished).
+   */
+  redelivered: [{ task: string; executionId: string; where: 'pipeline' | 'queue' }];
   /** A record left by an earlier run (journal or queue) was taken up again. */
   replay: [{ phase: 'claimed' | 'finished' }];
   /** Records owed a report, and dead letters, in the journal (standalone) after a change. */

@@ -45,6 +45,11 @@ export interface PipelineObserver {
    * to the dead letters once, and is never reported again.
    */
   refused?(taskKey: string, executionId: string, answer: ReportRefusal): void;
+  /**
+   * A poll handed out an execution this process still owes a report for (running, or finished and not yet
+   * reported): it was not run again.
+   */
+  redelivered?(taskKey: string, executionId: string): void;
 }
 
 /** The service's answer to a report it refused for good, as the dead letter keeps it. */
@@ -57,7 +62,8 @@ export type ReportRefusal = { status: number; code?: string; message: string };
 export type ExecutionJournal = Pick<
   Journal,
   'recordClaim' | 'recordStart' | 'recordOutcome' | 'recordReportAttempt' | 'complete' | 'deadLetter'
->;
+> &
+  Partial<Pick<Journal, 'owes'>>;
 
 export interface ExecutionPipelineOptions {
   journal: ExecutionJournal;
@@ -91,18 +97,41 @@ export interface ExecutionPipelineOptions {
 
 export class ExecutionPipeline {
   readonly #o: ExecutionPipelineOptions;
+  /** Executions taken in (claimed or resumed) and not yet out (reported, dead-lettered or left). */
+  readonly #held = new Set<string>();
+  /** Held executions already logged as handed out again: one line per claim, however many polls repeat it. */
+  readonly #redeliveryLogged = new Set<string>();
 
   constructor(options: ExecutionPipelineOptions) {
     this.#o = options;
   }
 
-  /** Runs a freshly polled execution to its end. Never rejects. `origin`: how it came through the queue. */
+  /**
+   * Runs a freshly polled execution to its end. Never rejects. `origin`: how it came through the queue. An
+   * execution still owed a report here (running, finished and not yet reported, or waiting in the journal
+   * for its replay) is not run again: the service handed it out twice, and the claim in hand reports it.
+   */
   async process(polled: PolledTask, execution: TaskExecution, origin?: ClaimOrigin): Promise<void> {
     // Only the execution's own task's handler may run it: another task's handler would report its
     // output as this job's result. No handler for it here means FAILED, naming the task.
     const registered = this.#o.lookup(execution.taskId);
     const taskKey = registered?.task.key ?? polled.key;
     const logger = this.#o.logger.child({ taskKey, executionId: execution.id });
+    if (this.#held.has(execution.id) || this.#o.journal.owes?.(execution.id) === true) {
+      this.#redelivered(taskKey, execution.id, logger);
+      return;
+    }
+    await this.#holding(execution.id, () => this.#process(polled, execution, registered, logger, origin));
+  }
+
+  async #process(
+    polled: PolledTask,
+    execution: TaskExecution,
+    registered: RegisteredTask | undefined,
+    logger: Logger,
+    origin: ClaimOrigin | undefined,
+  ): Promise<void> {
+    const taskKey = registered?.task.key ?? polled.key;
     if (execution.taskId !== polled.taskId) {
       logger.warn(
         { polledTaskId: polled.taskId, taskId: execution.taskId },
@@ -195,7 +224,28 @@ export class ExecutionPipeline {
   /** Replays a journal record left by an earlier run (see Worker.replay). */
   async resume(entry: JournalEntry, mode: 'rerun' | 'fail', origin?: ClaimOrigin): Promise<void> {
     const trace = this.#o.observer?.resumed?.(entry.taskKey, entry, origin);
-    await (trace?.run ?? runNow)(() => this.#resume(entry, mode));
+    await this.#holding(entry.executionId, () => (trace?.run ?? runNow)(() => this.#resume(entry, mode)));
+  }
+
+  /** Runs `work` with the execution held, so that a poll handing it out again meanwhile does not run it. */
+  async #holding(executionId: string, work: () => Promise<void>): Promise<void> {
+    this.#held.add(executionId);
+    try {
+      await work();
+    } finally {
+      this.#held.delete(executionId);
+      this.#redeliveryLogged.delete(executionId);
+    }
+  }
+
+  #redelivered(taskKey: string, executionId: string, logger: Logger): void {
+    this.#o.observer?.redelivered?.(taskKey, executionId);
+    if (this.#redeliveryLogged.has(executionId)) return;
+    this.#redeliveryLogged.add(executionId);
+    logger.warn(
+      'a poll handed out again an execution this worker still owes a report for (the service re-queued it): ' +
+        'it is not run again; the claim in hand reports it once',
+    );
   }
 
   async #resume(entry: JournalEntry, mode: 'rerun' | 'fail'): Promise<void> {

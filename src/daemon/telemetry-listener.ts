@@ -60,6 +60,7 @@ export function listenForTelemetry(
     finishedAt.delete(executionId);
     logger.debug({ task, executionId }, 'report fenced');
   });
+  events.on('redelivered', ({ task, where }) => m.redelivered.inc({ task, where }));
   events.on('journal', ({ pending, deadLettered }) => {
     m.journalPending.set(pending);
     m.journalDeadLettered.set(deadLettered);

@@ -10,6 +10,8 @@ import { CORRUPT_FOLDER, type CorruptFile, type FoundEntry } from './journal-fol
 /** The part of a logger the journal uses; a pino logger fits. */
 export interface JournalLogger {
   warn(fields: Record<string, unknown>, message: string): void;
+  /** Records of an older release upgraded on load, one line each. */
+  info?(fields: Record<string, unknown>, message: string): void;
 }
 
 // Not an ESM import: its namespace would read node:crypto's lazy webcrypto (see telemetry/http-server.ts).

@@ -5,7 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode, isTemporaryFileName, readJsonFile } from './durable-file.ts';
 import { executionIdFromFileName, fileNameForExecution } from './file-name.ts';
-import { checkDeadLetter, checkJournalRecord } from './records.ts';
+import { checkDeadLetter, checkJournalRecord, type RecordOrigin } from './records.ts';
 import type { DeadLetter, JournalEntry } from './records.ts';
 
 /** Names of the sub-folders of the state folder and of the journal folder. */
@@ -19,6 +19,8 @@ export interface FoundEntry {
   /** Absolute path of the record file. */
   file: string;
   entry: JournalEntry;
+  /** Who wrote it: a record of an older release is upgraded (written again with a checksum) when loaded. */
+  origin: RecordOrigin;
 }
 
 export interface CorruptFile {
@@ -135,7 +137,7 @@ async function readRecord(file: string, name: string): Promise<FoundEntry | Corr
   if (!checked.ok) return damaged(`not a journal record: ${checked.problem}`);
   const expected = `${fileNameForExecution(checked.value.executionId)}.json`;
   if (expected !== name) return damaged(`misnamed (its executionId belongs in ${expected})`);
-  return { file, entry: checked.value };
+  return { file, entry: checked.value, origin: checked.origin };
 }
 
 /**

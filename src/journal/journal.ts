@@ -14,6 +14,7 @@ import {
   PROBE_PREFIX,
   readDeadLetterFolder,
   readJournalFolder,
+  type FoundEntry,
 } from './journal-folder.ts';
 import { ReadWriteGate } from './read-write-gate.ts';
 import { serializeJournalEntry } from './records.ts';
@@ -107,6 +108,14 @@ export class Journal {
    */
   get lastChangedBefore(): number | undefined {
     return this.#lastChangedAt;
+  }
+
+  /**
+   * True while the journal holds a record of the execution whose report is still owed (claimed, or finished
+   * and not yet accepted), from memory: a poll handing it out again must not run it a second time.
+   */
+  owes(executionId: string): boolean {
+    return this.#entries.has(executionId) && !this.#unremoved.has(executionId);
   }
 
   /** Damaged records found by the last scan and not settled yet, in scan order (no I/O). */
@@ -234,6 +243,7 @@ export class Journal {
       for (const leftover of content.leftovers) await unlink(leftover).catch(() => undefined);
       await this.#damaged.triage(content.corrupt, content.entries);
       for (const { file } of content.alreadyDeadLettered) await removeDurably(file).catch(() => undefined);
+      for (const found of content.entries) if (found.origin !== 'current') await this.#upgrade(found);
       this.#entries = new Map(content.entries.map(({ entry }) => [entry.executionId, entry]));
       return content.entries.map(({ entry }) => structuredClone(entry));
     });
@@ -300,6 +310,26 @@ export class Journal {
         throw new JournalUnavailableError(folder, error as Error);
       }
     }
+  }
+
+  /**
+   * Writes a record of an older release again in this release's layout (with its checksum), so that a later
+   * older-release step is told apart from damage. A failed write leaves the record as it was: still read.
+   */
+  async #upgrade({ file, entry, origin }: FoundEntry): Promise<void> {
+    try {
+      await writeFileDurably(file, serializeJournalEntry(entry));
+    } catch (error) {
+      this.#logger.warn(
+        { file, err: error },
+        `could not upgrade journal record ${file} written by an older release; it is read as it is`,
+      );
+      return;
+    }
+    this.#logger.info?.(
+      { file, executionId: entry.executionId, origin },
+      `journal record of execution ${entry.executionId} was written by an older release; upgraded in place`,
+    );
   }
 
   async #readFolder<T>(read: () => Promise<T>): Promise<T> {

@@ -143,21 +143,73 @@ export function serializeJournalEntry(entry: JournalEntry): string {
   return `${JSON.stringify({ ...entry, checksum: entryChecksum(entry) }, null, 2)}\n`;
 }
 
+/** How a record file read back came to be what it is. */
+export type RecordOrigin =
+  /** Written by this release: its checksum matches. */
+  | 'current'
+  /** Written by a release before checksums (d0010c7): none to check; the next write adds one. */
+  | 'unchecked-release'
+  /**
+   * Written by this release, then advanced by a release before checksums, which spreads the entry it read
+   * (`{ ...entry, reportAttempts: n + 1 }`) and so carries the old checksum along: it matches an earlier
+   * state of this very record, one those steps lead from.
+   */
+  | 'stale-checksum';
+
 /**
- * Checks a parsed record file: the entry's shape, then its checksum when it has one (records written before
- * checksums existed have none and are read as they are). The entry returned carries no checksum.
+ * Checks a parsed record file: the entry's shape, then its checksum when it has one. Records of releases
+ * before checksums are read as they are, including those whose stale checksum an older release carried along
+ * (see RecordOrigin); any other mismatch is damage. The entry returned carries no checksum.
  */
-export function checkJournalRecord(value: unknown): Checked<JournalEntry> {
+export function checkJournalRecord(
+  value: unknown,
+): { ok: true; value: JournalEntry; origin: RecordOrigin } | { ok: false; problem: string } {
   const checked = checkJournalEntry(value);
   if (!checked.ok) return checked;
   const { checksum, ...entry } = checked.value as JournalEntry & { checksum?: unknown };
-  if (checksum === undefined) return checked;
+  if (checksum === undefined) return { ok: true, value: entry, origin: 'unchecked-release' };
   if (typeof checksum !== 'string') return { ok: false, problem: 'checksum is not a string' };
   // JSON.parse keeps the members in the order they were written, so the same entry gives the same text.
-  if (checksum !== entryChecksum(entry)) {
-    return { ok: false, problem: 'its checksum does not match its content (changed after it was written)' };
+  if (checksum === entryChecksum(entry)) return { ok: true, value: entry, origin: 'current' };
+  const keys = Object.keys(value as object);
+  const outcomeAfterChecksum = keys.indexOf('outcome') > keys.indexOf('checksum');
+  for (const earlier of earlierStates(entry, outcomeAfterChecksum)) {
+    if (checksum === entryChecksum(earlier)) return { ok: true, value: entry, origin: 'stale-checksum' };
   }
-  return { ok: true, value: entry };
+  return { ok: false, problem: 'its checksum does not match its content (changed after it was written)' };
+}
+
+/** At most this many earlier states are tried: an older release counts one report attempt per write. */
+const EARLIER_STATES_LIMIT = 1000;
+
+/**
+ * The states a record may have had when this release last wrote it, if a release before checksums advanced
+ * it since: that release only counts starts (while claimed), adds the outcome (a member it appends, so after
+ * the checksum), and counts report attempts (once finished). Members keep their order.
+ */
+function* earlierStates(entry: JournalEntry, outcomeAppended: boolean): Generator<JournalEntry> {
+  const starts = entry.starts;
+  const startsRange = (from: JournalEntry) => {
+    const states: JournalEntry[] = [];
+    if (starts === undefined) return states;
+    for (let s = starts - 1; s >= 1 && states.length < EARLIER_STATES_LIMIT; s--)
+      states.push({ ...from, starts: s });
+    return states;
+  };
+  if (entry.phase === 'finished' && outcomeAppended) {
+    // Claimed when this release wrote it: no report attempt yet, and perhaps fewer starts.
+    const claimed: JournalEntry = { ...entry, phase: 'claimed', reportAttempts: 0 };
+    delete claimed.outcome;
+    yield claimed;
+    yield* startsRange(claimed);
+    return;
+  }
+  if (entry.phase === 'claimed') {
+    yield* startsRange(entry);
+    return;
+  }
+  const lowest = Math.max(0, entry.reportAttempts - EARLIER_STATES_LIMIT);
+  for (let r = entry.reportAttempts - 1; r >= lowest; r--) yield { ...entry, reportAttempts: r };
 }
 
 function entryChecksum(entry: JournalEntry): string {

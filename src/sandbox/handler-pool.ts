@@ -27,6 +27,7 @@ import {
   type WorkerGoneReason,
 } from './pool-worker.ts';
 import { anonymousResidentMb } from './process-memory.ts';
+import { endTreeProcesses } from './process-tree.ts';
 import type { FromWorker } from './protocol.ts';
 import type { WorkerDeath } from './worker-channel.ts';
 import { describeDeath, describeOverLimit, goneReason } from './worker-death.ts';
@@ -242,7 +243,8 @@ export class HandlerPool implements AttemptHost {
     if (worker.current !== running || running.ending) return;
     running.ending = true;
     if (!terminate) {
-      running.finish({ kind: 'stopped' });
+      // The handler stopped, yet what it started may not have: those end before the attempt does.
+      void this.#endStarted(worker, true).then(() => running.finish({ kind: 'stopped' }));
       return;
     }
     // Still current while it is terminated, so its exit is not taken for a crash of the attempt.
@@ -328,12 +330,30 @@ export class HandlerPool implements AttemptHost {
       this.#forget(worker);
       this.#o.observer?.workerGone?.(reason);
     }
+    // The worker and every process it started: SIGTERM, SIGKILL after a short bound; then the worker for sure.
+    await this.#endStarted(worker, false);
     await worker.channel.terminate();
     // An attempt still on it (close() while it ran) ends `stopped`: its exit is not reported as a crash. One
     // whose worker went over its memory limit fails for it.
     worker.current?.finish(
       worker.killedFor === undefined ? { kind: 'stopped' } : { kind: 'crashed', message: worker.killedFor },
     );
+  }
+
+  /**
+   * Ends the processes the worker started (see process-tree.ts), and the worker itself unless `keepWorker`. Never
+   * rejects: a failure is logged and the attempt ends anyway.
+   */
+  async #endStarted(worker: PoolWorker, keepWorker: boolean): Promise<void> {
+    const tree = worker.channel.tree;
+    try {
+      await endTreeProcesses(tree, tree.leader !== undefined && keepWorker ? { keep: [tree.leader] } : {});
+    } catch (error) {
+      this.#o.logger.warn(
+        { err: error as Error, lastExecutionId: worker.lastExecutionId },
+        'could not end the processes a handler worker started',
+      );
+    }
   }
 
   #forget(worker: PoolWorker): void {
@@ -399,9 +419,13 @@ export class HandlerPool implements AttemptHost {
     const message = describeDeath(worker, death, this.#o);
     const running = worker.current;
     if (running) {
-      running.finish(running.aborted ? { kind: 'stopped' } : { kind: 'crashed', message });
+      // Its processes outlive it unless ended: they end before the attempt's outcome is taken.
+      void this.#endStarted(worker, false).then(() =>
+        running.finish(running.aborted ? { kind: 'stopped' } : { kind: 'crashed', message }),
+      );
       return;
     }
+    void this.#endStarted(worker, false);
     this.#o.logger.error(
       { lastExecutionId: worker.lastExecutionId, code: death.code, signal: death.signal },
       `a handler worker died between attempts: ${message}`,

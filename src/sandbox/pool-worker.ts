@@ -4,6 +4,7 @@ import type { AttemptSpec, HostResult } from '../runner/attempt-host.ts';
 import { anonymousResidentMb, oomKillCount } from './process-memory.ts';
 import type { FromWorker } from './protocol.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
+import { newProcessTag } from './process-tree.ts';
 import { openChannel, type Isolation, type WorkerChannel, type WorkerDeath } from './worker-channel.ts';
 
 export type WorkerGoneReason = 'terminated' | 'timeout' | 'out-of-memory' | 'exit' | 'crash' | 'idle';
@@ -74,6 +75,7 @@ export function startPoolWorker(options: PoolWorkerOptions): PoolWorker {
     isolation: options.isolation,
     memoryMb: options.memoryMb,
     env: options.env,
+    tag: newProcessTag(),
     onMessage: (message) => options.onMessage(worker, message),
     onExit: (death) => options.onExit(worker, death),
   });

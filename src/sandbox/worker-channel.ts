@@ -4,6 +4,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { raiseOomScore } from './process-memory.ts';
+import { PROCESS_TAG_VARIABLE, type ProcessTree } from './process-tree.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 
 export type Isolation = 'thread' | 'process';
@@ -22,6 +23,8 @@ export interface ChannelOptions {
   memoryMb: number;
   /** The worker's whole environment (process.env inside it). */
   env: Record<string, string>;
+  /** Put in the worker's environment (PROCESS_TAG_VARIABLE): every process it starts inherits it. */
+  tag: string;
   onMessage(message: FromWorker): void;
   /** Called once, when the worker is gone (exited, crashed, terminated). */
   onExit(death: WorkerDeath): void;
@@ -30,6 +33,8 @@ export interface ChannelOptions {
 export interface WorkerChannel {
   /** The worker's process id: the daemon's own for a thread. */
   readonly pid: number | undefined;
+  /** The processes the worker started, to be found and ended with it (see process-tree.ts). */
+  readonly tree: ProcessTree;
   send(message: ToWorker): void;
   /** While an attempt runs the worker keeps the daemon's process alive; idle, it does not. */
   ref(): void;
@@ -50,7 +55,7 @@ export function openChannel(options: ChannelOptions): WorkerChannel {
 
 function threadChannel(options: ChannelOptions): WorkerChannel {
   const worker = new Worker(ENTRY, {
-    env: options.env,
+    env: { ...options.env, [PROCESS_TAG_VARIABLE]: options.tag },
     execArgv: conditionFlags(process.execArgv),
     resourceLimits: { maxOldGenerationSizeMb: options.memoryMb },
     name: 'df-worker handler',
@@ -69,6 +74,8 @@ function threadChannel(options: ChannelOptions): WorkerChannel {
   );
   return {
     pid: process.pid,
+    // A thread's children are the daemon's: only their tag tells them apart.
+    tree: { tag: options.tag },
     send: (message) => worker.postMessage(message),
     ref: () => worker.ref(),
     unref: () => worker.unref(),
@@ -83,7 +90,9 @@ function threadChannel(options: ChannelOptions): WorkerChannel {
 
 function processChannel(options: ChannelOptions): WorkerChannel {
   const child = fork(fileURLToPath(ENTRY), [], {
-    env: options.env,
+    env: { ...options.env, [PROCESS_TAG_VARIABLE]: options.tag },
+    // Its own process group (and session): the processes it starts are ended with it, as a group.
+    detached: true,
     execArgv: [...conditionFlags(process.execArgv), `--max-old-space-size=${options.memoryMb}`],
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
@@ -119,6 +128,7 @@ function processChannel(options: ChannelOptions): WorkerChannel {
   );
   return {
     pid: child.pid,
+    tree: { tag: options.tag, leader: child.pid },
     send: (message) => {
       if (waiting) waiting.push(message);
       else if (child.connected) child.send(message);

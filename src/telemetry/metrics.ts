@@ -22,6 +22,7 @@ export class WorkerMetrics {
   readonly polls: Counter<'task' | 'result'>;
   readonly pollAnswersLost: Counter<'task' | 'reason'>;
   readonly fenced: Counter<'request'>;
+  readonly redelivered: Counter<'task' | 'where'>;
   readonly pickupLatency: Histogram<'task'>;
   readonly handlerDuration: Histogram<'task' | 'outcome'>;
   readonly attempts: Histogram<'task'>;
@@ -102,6 +103,15 @@ export class WorkerMetrics {
         'mode): report (its job lock lapsed in a stall or partition; another replica reports the execution), ' +
         'poll (its coordinator lease term ended).',
       labelNames: ['request'],
+      registers,
+    });
+    this.redelivered = new Counter({
+      name: 'dfworker_redelivered_total',
+      help:
+        'Executions a poll handed out again while still owed a report (running, or finished and not yet ' +
+        'reported; the service re-queued them): not run again, the claim in hand reports them once. where: ' +
+        'pipeline (this process runs it), queue (clustered coordinator: its job is not finished).',
+      labelNames: ['task', 'where'],
       registers,
     });
     this.pollAnswersLost = new Counter({

@@ -86,6 +86,7 @@ async function rig(options: RigOptions) {
     complete: (id) => step('complete', 'complete', () => journal.complete(id)),
     deadLetter: (id, answer) =>
       step('deadLetter', `dead letter ${answer.status}`, () => journal.deadLetter(id, answer)),
+    owes: (id) => journal.owes(id),
   };
   async function step(
     name: keyof ExecutionJournal,
@@ -103,6 +104,7 @@ async function rig(options: RigOptions) {
   const attemptBackoff: BackoffOptions = { baseMs: 1_000, maxMs: 8_000, random: () => 0.5 };
   const outcomes: ExecutionOutcome[] = [];
   const reported: string[] = [];
+  const redelivered: string[] = [];
   const stopHandlers = new AbortController();
   const stopReports = new AbortController();
   const pipeline = new ExecutionPipeline({
@@ -123,6 +125,7 @@ async function rig(options: RigOptions) {
     observer: {
       finished: (_key, _id, outcome) => outcomes.push(outcome),
       reported: (_key, _id, result, attempts) => reported.push(`${result} after ${attempts}`),
+      redelivered: (_key, id) => redelivered.push(id),
     },
   });
 
@@ -151,6 +154,7 @@ async function rig(options: RigOptions) {
     calls,
     outcomes,
     reported,
+    redelivered,
     stopHandlers,
     stopReports,
     claim,
@@ -270,6 +274,63 @@ describe('ExecutionPipeline', () => {
       { status: 'FAILED', output: { error: SHUTDOWN_MESSAGE } },
     ]);
     expect(Date.parse(r.emulator.execution(execution.id)!.reports[0]!.at)).toBe(START + 1_000);
+  });
+
+  it('does not run again an execution a poll hands out while it runs; its one report goes out', async () => {
+    let finish: (output: JsonObject) => void = () => undefined;
+    const r = await rig({ handle: () => new Promise<JsonObject>((resolve) => (finish = resolve)) });
+    const execution = await r.claim();
+    const polled = { taskId: r.task.id, key: r.task.key };
+    const processing = r.pipeline.process(polled, execution);
+    await driveClockUntil(r.clock, () => r.calls.length === 1);
+    // The service re-queued it and a poll handed it out again, twice: neither runs it.
+    await r.pipeline.process(polled, execution);
+    await r.pipeline.process(polled, execution);
+    finish({ done: true });
+    await runOnClock(r.clock, processing);
+    expect(r.calls).toEqual([0]);
+    expect(r.redelivered).toEqual([execution.id, execution.id]);
+    expect(r.emulator.execution(execution.id)?.reports).toMatchObject([{ status: 'COMPLETED' }]);
+    expect(r.events.filter((event) => event === 'claim')).toEqual(['claim']);
+  });
+
+  it('does not run again an execution finished and not yet reported while its report is retried', async () => {
+    const r = await rig({ handle: () => ({ done: true }) });
+    const execution = await r.claim();
+    const polled = { taskId: r.task.id, key: r.task.key };
+    r.emulator.setFaults([{ operation: 'executions.report', kind: 'status', status: 503, count: 2 }]);
+    const processing = r.pipeline.process(polled, execution);
+    await driveClockUntil(r.clock, () => r.events.includes('report attempt'));
+    await r.pipeline.process(polled, execution);
+    await runOnClock(r.clock, processing);
+    expect(r.calls).toEqual([0]);
+    expect(r.redelivered).toEqual([execution.id]);
+    expect(r.emulator.execution(execution.id)?.reports).toHaveLength(1);
+  });
+
+  it('does not run an execution handed out again while its journal record waits for the replay', async () => {
+    const r = await rig({ handle: () => ({ done: true }) });
+    const execution = await r.claim();
+    await r.journal.recordClaim({
+      executionId: execution.id,
+      taskId: execution.taskId,
+      taskKey: r.task.key,
+      input: execution.input,
+      claimedAt: new Date(START).toISOString(),
+    });
+    await r.pipeline.process({ taskId: r.task.id, key: r.task.key }, execution);
+    expect(r.calls).toEqual([]);
+    expect(r.redelivered).toEqual([execution.id]);
+    expect((await r.journal.pending()).map((entry) => entry.phase)).toEqual(['claimed']);
+  });
+
+  it('runs again an execution handed out again after its report', async () => {
+    const r = await rig({ handle: () => ({ done: true }) });
+    const execution = await r.claimAndRun();
+    await runOnClock(r.clock, r.pipeline.process({ taskId: r.task.id, key: r.task.key }, execution));
+    expect(r.calls).toHaveLength(2);
+    expect(r.redelivered).toEqual([]);
+    expect(r.reported).toEqual(['delivered after 1', 'delivered after 1']);
   });
 
   it('reports FAILED, without retrying, an output that lacks a declared key', async () => {

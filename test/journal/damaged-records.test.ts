@@ -92,7 +92,11 @@ describe('journal record checksums', () => {
       version: 1 as const,
     };
     const checked = checkJournalRecord(JSON.parse(serializeJournalEntry(entry)));
-    expect(checked).toEqual({ ok: true, value: JSON.parse(JSON.stringify(entry)) as unknown });
+    expect(checked).toEqual({
+      ok: true,
+      value: JSON.parse(JSON.stringify(entry)) as unknown,
+      origin: 'current',
+    });
     const edited = JSON.parse(serializeJournalEntry(entry)) as { reportAttempts: number };
     edited.reportAttempts = 0;
     expect(checkJournalRecord(edited).ok).toBe(false);
