@@ -429,16 +429,16 @@ function pipelineEvents(
     },
     finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
     fenced: (task, executionId) => events.emit('fenced', { request: 'report', task, executionId }),
-    refused: (task, executionId, answer) => {
-      events.emit('reportRefused', { task, executionId, ...answer });
-      // A refused report most often means the service took the execution back (its response timeout passed)
-      // and queued the work again: poll for it now, not at the next idle poll.
-      pollNow(task);
-    },
+    refused: (task, executionId, answer) => events.emit('reportRefused', { task, executionId, ...answer }),
     redelivered: (task, executionId) => events.emit('redelivered', { task, executionId, where: 'pipeline' }),
     reported: (task, executionId, result, attempts) => {
       events.emit('report', { task, executionId, result, attempts });
       if (journalCounts) events.emit('journal', journalCounts());
+      // A refused report most often means the service took the execution back (its response timeout passed)
+      // and queued the work again: poll for it now, not at the next idle poll. Only once its dead letter is
+      // written: until then the execution is still owed, and a poll handing its id out again would be taken
+      // for a redelivery and dropped (the pipeline lets go of it before any poll's answer can arrive).
+      if (result === 'dead-lettered') pollNow(task);
     },
   };
 }

@@ -6,23 +6,32 @@ import { EXECUTIONS, PICKUP_GOAL_MS, responseTimeoutScenario } from './response-
 
 describe('executions the service takes back (response timeout)', () => {
   for (const mode of ['new-execution', 'same-id'] as const) {
-    it(`${mode}: lost 0, each refused report a dead letter once and sent once, the copy claimed within ${PICKUP_GOAL_MS} ms of its refusal`, async () => {
+    it(`${mode}: lost 0, run once, each refused report a dead letter once and sent once, the copy claimed within ${PICKUP_GOAL_MS} ms of its refusal`, async () => {
       const { figures, completed, detail } = await responseTimeoutScenario(mode);
       const executions = EXECUTIONS[mode];
       expect(figures.lost, detail).toBe(0);
       expect(figures.wrong, detail).toBe(0);
       expect(figures.duplicated, detail).toBe(0);
-      expect(figures.refused, detail).toBe(executions);
-      expect(figures.deadLetters, detail).toBe(executions);
-      expect(figures.countedRefusals, detail).toBe(executions);
+      if (mode === 'new-execution') {
+        expect(figures.refused, detail).toBe(executions);
+      } else {
+        // A lapsed claim is refused, or claimed again while its run goes on: then it is a redelivery, not run
+        // again, whose report the service takes as the new claim's (issue 36, item 2). A claim taken again may
+        // lapse again, so the counts overlap; duplicated 0 above says no execution was reported twice.
+        expect(figures.refused + figures.countedRedeliveries, detail).toBeGreaterThanOrEqual(1);
+      }
+      expect(figures.deadLetters, detail).toBe(figures.refused);
+      expect(figures.countedRefusals, detail).toBe(figures.refused);
       // No loop: each refused PATCH went once, and at most one GET per refusal asked whether an earlier
       // attempt was applied; each copy's report the service took at the first try.
-      expect(figures.reportRequests, detail).toBe(2 * executions);
+      expect(figures.reportRequests, detail).toBe(executions + figures.refused);
       expect(figures.acceptedReports, detail).toBe(executions);
-      expect(figures.executionGets, detail).toBeLessThanOrEqual(executions);
-      // Brought forward by the refusal: the next idle poll is a minute away at this budget.
-      expect(figures.slowestPickupAfterRefusalMs, detail).not.toBeNull();
-      expect(figures.slowestPickupAfterRefusalMs!, detail).toBeLessThanOrEqual(PICKUP_GOAL_MS);
+      expect(figures.executionGets, detail).toBeLessThanOrEqual(figures.refused);
+      if (figures.refused > 0) {
+        // Brought forward by the refusal: the next idle poll is a minute away at this budget.
+        expect(figures.slowestPickupAfterRefusalMs, detail).not.toBeNull();
+        expect(figures.slowestPickupAfterRefusalMs!, detail).toBeLessThanOrEqual(PICKUP_GOAL_MS);
+      }
       expect(completed, detail).toBe(true);
     }, 30_000);
   }
