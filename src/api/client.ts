@@ -14,8 +14,8 @@ import type {
 } from './client-options.ts';
 import { ResponseValidationError, ServiceClientError } from './errors.ts';
 import { checkPageSize, MAX_PAGE_SIZE, parseBaseUrl, serializeReport, toBlob } from './outgoing.ts';
-import { servicePaths } from './paths.ts';
 import type { PathStyle, ServicePaths } from './paths.ts';
+import { PathStyleHolder, type PathStyleResolution, type PathStyleSetting } from './path-style.ts';
 import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
 import { URL_SETTING } from './settings.ts';
@@ -60,11 +60,11 @@ export class ServiceClient {
   /** Removes the API key (raw or URL-encoded) from text that came from outside, e.g. an echoed URL. */
   readonly #redact: (text: string) => string;
   readonly #authMode: AuthMode;
-  readonly #pathStyle: PathStyle;
+  /** The spelling of the paths, found by a probe before the first request under `auto`; shared with siblings. */
+  readonly #pathStyle: PathStyleHolder;
   readonly #baseUrl: string;
   /** Scheme, host and port: what a request's path is relative to. */
   readonly #origin: string;
-  readonly #paths: ServicePaths;
   readonly #transport: ServiceTransport;
   readonly #gate: RequestGate | undefined;
   readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
@@ -76,7 +76,10 @@ export class ServiceClient {
   readonly #ownsTransport: boolean;
   #closed = false;
 
-  constructor(options: ServiceClientOptions, shared?: { transport: ServiceTransport }) {
+  constructor(
+    options: ServiceClientOptions,
+    shared?: { transport: ServiceTransport; pathStyle: PathStyleHolder },
+  ) {
     if (typeof options.apiKey !== 'string' || options.apiKey === '') {
       throw new TypeError('ServiceClient needs a non-empty apiKey');
     }
@@ -86,10 +89,9 @@ export class ServiceClient {
     this.#apiKey = options.apiKey;
     this.#redact = redactor([options.apiKey]);
     this.#authMode = options.authMode ?? 'header';
-    this.#pathStyle = options.pathStyle ?? 'hyphen';
+    this.#pathStyle = shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'auto', url.pathname);
     this.#origin = url.origin;
     this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-    this.#paths = servicePaths(this.#pathStyle, url.pathname);
     this.#gate = options.gate;
     this.#onResponse = options.onResponse;
     this.#userAgent = options.userAgent ?? defaultUserAgent();
@@ -118,46 +120,51 @@ export class ServiceClient {
     if (!Number.isInteger(page) || page < 0)
       throw new RangeError(`page must be an integer >= 0, got ${page}`);
     checkPageSize(size);
+    await this.#ready(signal);
     return await this.#call(
       'tasks.list',
-      this.#request('GET', this.#paths.tasks(), { page: String(page), size: String(size) }),
+      this.#request('GET', this.#paths().tasks(), { page: String(page), size: String(size) }),
       signal,
       this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
     );
   }
 
   async getTask(id: string, signal?: AbortSignal): Promise<Task> {
+    await this.#ready(signal);
     return await this.#call(
       'tasks.get',
-      this.#request('GET', this.#paths.task(id)),
+      this.#request('GET', this.#paths().task(id)),
       signal,
       this.#json('tasks.get', parseTask),
     );
   }
 
   async createTask(definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
+    await this.#ready(signal);
     return await this.#call(
       'tasks.create',
-      this.#request('POST', this.#paths.tasks(), undefined, JSON.stringify(definition)),
+      this.#request('POST', this.#paths().tasks(), undefined, JSON.stringify(definition)),
       signal,
       this.#json('tasks.create', parseTask),
     );
   }
 
   async updateTask(id: string, definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
+    await this.#ready(signal);
     return await this.#call(
       'tasks.update',
-      this.#request('PUT', this.#paths.task(id), undefined, JSON.stringify({ ...definition, id })),
+      this.#request('PUT', this.#paths().task(id), undefined, JSON.stringify({ ...definition, id })),
       signal,
       this.#json('tasks.update', parseTask),
     );
   }
 
   async deleteTask(id: string, signal?: AbortSignal): Promise<void> {
+    await this.#ready(signal);
     // The service answers a bare success status (part 4.1); whatever body comes with it is ignored.
     return await this.#call(
       'tasks.delete',
-      this.#request('DELETE', this.#paths.task(id)),
+      this.#request('DELETE', this.#paths().task(id)),
       signal,
       (answer) => {
         this.#ensureSuccess('tasks.delete', answer);
@@ -172,9 +179,10 @@ export class ServiceClient {
    * `cut` aborts it even once sent (rejecting with its reason): the caller's last resort, its answer lost.
    */
   async pollTask(taskId: string, signal?: AbortSignal, cut?: AbortSignal): Promise<TaskExecution | null> {
+    await this.#ready(signal);
     return await this.#call(
       'tasks.poll',
-      this.#request('GET', this.#paths.poll(taskId)),
+      this.#request('GET', this.#paths().poll(taskId)),
       signal,
       (answer) => {
         if (answer.status === 404) {
@@ -193,9 +201,10 @@ export class ServiceClient {
   }
 
   async getExecution(id: string, signal?: AbortSignal): Promise<TaskExecution> {
+    await this.#ready(signal);
     return await this.#call(
       'executions.get',
-      this.#request('GET', this.#paths.execution(id)),
+      this.#request('GET', this.#paths().execution(id)),
       signal,
       this.#json('executions.get', parseTaskExecution),
     );
@@ -213,9 +222,10 @@ export class ServiceClient {
     beforeSend?: () => Promise<void>,
   ): Promise<TaskExecution> {
     const body = serializeReport(id, report);
+    await this.#ready(signal);
     return await this.#call(
       'executions.report',
-      this.#request('PATCH', this.#paths.execution(id), undefined, body),
+      this.#request('PATCH', this.#paths().execution(id), undefined, body),
       signal,
       this.#json('executions.report', parseTaskExecution),
       { ...(beforeSend ? { beforeSend } : {}) },
@@ -228,7 +238,7 @@ export class ServiceClient {
    * refuses its later calls but leaves the connections to this client.
    */
   withGate(gate: RequestGate): ServiceClient {
-    return new ServiceClient({ ...this.#options, gate }, { transport: this.#transport });
+    return new ServiceClient({ ...this.#options, gate }, { transport: this.#transport, pathStyle: this.#pathStyle });
   }
 
   /**
@@ -248,17 +258,18 @@ export class ServiceClient {
           }
         },
       },
-      { transport: this.#transport },
+      { transport: this.#transport, pathStyle: this.#pathStyle },
     );
   }
 
   /** Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record. */
   async uploadFile(file: FileUpload, signal?: AbortSignal): Promise<ServiceFile> {
+    await this.#ready(signal);
     const form = new FormData();
     form.append('file', toBlob(file), file.name);
     return await this.#call(
       'files.upload',
-      this.#request('POST', this.#paths.files(), undefined, form),
+      this.#request('POST', this.#paths().files(), undefined, form),
       signal,
       this.#json('files.upload', parseServiceFile),
     );
@@ -266,9 +277,10 @@ export class ServiceClient {
 
   /** The v2 file record with this id; 404 when there is none. */
   async getFile(id: string, signal?: AbortSignal): Promise<ServiceFile> {
+    await this.#ready(signal);
     return await this.#call(
       'files.get',
-      this.#request('GET', this.#paths.file(id)),
+      this.#request('GET', this.#paths().file(id)),
       signal,
       this.#json('files.get', parseServiceFile),
     );
@@ -276,9 +288,10 @@ export class ServiceClient {
 
   /** The variable with its version (`etag`, from the ETag header) for a later conditional update. */
   async getVariable(id: string, signal?: AbortSignal): Promise<VersionedVariable> {
+    await this.#ready(signal);
     return await this.#call(
       'variables.get',
-      this.#request('GET', this.#paths.variable(id)),
+      this.#request('GET', this.#paths().variable(id)),
       signal,
       this.#versioned('variables.get'),
     );
@@ -294,9 +307,10 @@ export class ServiceClient {
     options: VariableUpdateOptions = {},
   ): Promise<VersionedVariable> {
     const { key, name, value, secret, status = 'ACTIVE' } = update;
+    await this.#ready(options.signal);
     const request = this.#request(
       'PUT',
-      this.#paths.variable(id),
+      this.#paths().variable(id),
       undefined,
       JSON.stringify({ id, key, name, value, secret, status }),
     );
@@ -305,9 +319,10 @@ export class ServiceClient {
   }
 
   async getJobExecution(id: string, signal?: AbortSignal): Promise<JobExecution> {
+    await this.#ready(signal);
     return await this.#call(
       'jobExecutions.get',
-      this.#request('GET', this.#paths.jobExecution(id)),
+      this.#request('GET', this.#paths().jobExecution(id)),
       signal,
       this.#json('jobExecutions.get', parseJobExecution),
     );
@@ -318,15 +333,41 @@ export class ServiceClient {
     if (!isPlainObject(body)) {
       throw new TypeError('createJobExecution needs a plain JSON object as its body; nothing was sent');
     }
+    await this.#ready(signal);
     return await this.#call(
       'jobExecutions.create',
-      this.#request('POST', this.#paths.jobExecutions(), undefined, JSON.stringify(body)),
+      this.#request('POST', this.#paths().jobExecutions(), undefined, JSON.stringify(body)),
       signal,
       this.#json('jobExecutions.create', parseJobExecution),
     );
   }
 
   /** Closes the pooled connections once in-flight requests finish; later calls fail without sending. */
+  /**
+   * The spelling of the data-factory paths, found under `auto` by one task list of size 1 per spelling
+   * (underscore first) and kept for the process; every request awaits it. Rejects with PathStyleError when
+   * both spellings answer 404; any other failure leaves it unknown, to be tried again by the next request.
+   */
+  async resolvePathStyle(signal?: AbortSignal): Promise<PathStyleResolution> {
+    return await this.#pathStyle.resolve(async (style) => {
+      const path = this.#pathStyle.pathsOf(style).tasks();
+      await this.#call(
+        'tasks.list',
+        this.#request('GET', path, { page: '0', size: '1' }),
+        signal,
+        this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
+      );
+    }, this.#urlSetting);
+  }
+
+  async #ready(signal: AbortSignal | undefined): Promise<void> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
+  }
+
+  #paths(): ServicePaths {
+    return this.#pathStyle.paths;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#ownsTransport) await this.#transport.close();
@@ -336,8 +377,8 @@ export class ServiceClient {
     return `ServiceClient(${this.#baseUrl})`;
   }
 
-  toJSON(): { baseUrl: string; authMode: AuthMode; pathStyle: PathStyle } {
-    return { baseUrl: this.#baseUrl, authMode: this.#authMode, pathStyle: this.#pathStyle };
+  toJSON(): { baseUrl: string; authMode: AuthMode; pathStyle: PathStyleSetting } {
+    return { baseUrl: this.#baseUrl, authMode: this.#authMode, pathStyle: this.#pathStyle.style ?? 'auto' };
   }
 
   [Symbol.for('nodejs.util.inspect.custom')](): string {

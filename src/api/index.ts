@@ -20,6 +20,8 @@ export {
 } from './errors.ts';
 export type { RequestReach, ServiceErrorDetails, TimeoutPhase } from './errors.ts';
 export type { PathStyle } from './paths.ts';
+export { PathStyleError } from './path-style.ts';
+export type { PathStyleResolution, PathStyleSetting } from './path-style.ts';
 export { OPERATIONS } from './types.ts';
 export type {
   ErrorEnvelope,

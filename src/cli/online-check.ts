@@ -3,6 +3,7 @@
 // whether every handler's task is there, and how much of the month's budget is left; and with DF_REDIS_URL,
 // whether Redis answers and is set up as clustered mode needs.
 import type { ServiceClient } from '../api/client.ts';
+import type { PathStyleResolution } from '../api/path-style.ts';
 import type { Task } from '../api/types.ts';
 import { ServiceClientError, ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
@@ -114,12 +115,14 @@ async function askForTasks(
   handlers: readonly HandlerToCheck[],
 ): Promise<OnlineCheck> {
   try {
+    const spelling = await client.resolvePathStyle();
     const tasks = await client.listTasks();
     const matched = checkTasks(tasks, handlers);
     return {
       lines: [
         `url: ${url} (the service answered; ${tasks.length} ${tasks.length === 1 ? 'task' : 'tasks'} there)`,
         'key: valid',
+        pathsLine(client, spelling),
         ...matched.lines,
       ],
       problems: matched.problems,
@@ -137,7 +140,7 @@ async function askForTasks(
     if (error instanceof ServiceError) {
       const hint =
         error.status === 404
-          ? '; the service is not at this URL: check its path in DF_API_URL (df-worker adds /v1/data-factory itself)'
+          ? '; the service is not at this URL: check its path in DF_API_URL (df-worker adds /v1/data_factory itself)'
           : '';
       return { lines: [`url: ${url}: ${error.message}${hint}`, 'key: unknown'], problems: 1 };
     }
@@ -146,6 +149,12 @@ async function askForTasks(
     }
     throw error;
   }
+}
+
+function pathsLine(client: ServiceClient, spelling: PathStyleResolution): string {
+  const example = spelling.style === 'underscore' ? '/v1/data_factory/tasks' : '/v1/data-factory/tasks';
+  const how = spelling.tried.length > 0 ? `found by DF_API_PATH_STYLE=auto, tried ${spelling.tried.join(' then ')}` : `DF_API_PATH_STYLE=${client.toJSON().pathStyle}`;
+  return `paths: ${spelling.style} (${example}; ${how})`;
 }
 
 /**

@@ -38,9 +38,9 @@ export const schema = {
     }),
     pathStyle: oneOf({
       env: 'DF_API_PATH_STYLE',
-      default: 'hyphen',
-      values: ['hyphen', 'underscore'],
-      doc: 'Spelling of data-factory paths: /v1/data-factory/task-executions (hyphen) or /v1/data_factory/task_executions (underscore).',
+      default: 'auto',
+      values: ['auto', 'underscore', 'hyphen'],
+      doc: "Spelling of data-factory paths: /v1/data_factory/task_executions (underscore, the service's own examples), /v1/data-factory/task-executions (hyphen), or auto: found at start by a task list of size 1 per spelling, underscore first, and kept for the process.",
     }),
     connectTimeoutMs: milliseconds({
       env: 'DF_API_CONNECT_TIMEOUT_MS',

@@ -3,6 +3,7 @@
 // poll planner. Shared by the standalone and the clustered wiring.
 import type { Logger } from 'pino';
 import { ServiceError } from '../api/errors.ts';
+import { PathStyleError } from '../api/path-style.ts';
 import { backoffDelayMs } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
@@ -95,6 +96,8 @@ export class TaskList {
         return;
       } catch (error) {
         const action = classifyFailure(error);
+        // Its own code and message name DF_API_URL and DF_API_PATH_STYLE: retrying cannot find a third spelling.
+        if (error instanceof PathStyleError) throw error;
         if (error instanceof ServiceError && (error.status === 401 || error.status === 403)) {
           throw new StartupError(
             error.status === 401

@@ -81,6 +81,13 @@ export class TaskRegistry {
 
   /** Lists the service's tasks (every page) and matches them; creates missing ones when sync is on. */
   async refresh(signal?: AbortSignal): Promise<TaskMatch> {
+    const spelling = await this.#client.resolvePathStyle(signal);
+    if (spelling.detectedNow) {
+      this.#logger.info(
+        { pathStyle: spelling.style, tried: spelling.tried },
+        `the service answers the ${spelling.style} spelling of its paths (DF_API_PATH_STYLE=auto); kept until restart`,
+      );
+    }
     const tasks = await this.#client.listTasks({ signal });
     const match = matchTasks(tasks, this.#handlers);
     if (this.#sync && match.missing.length > 0) {

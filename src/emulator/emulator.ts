@@ -13,6 +13,8 @@ import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './err
 import { FaultTable } from './faults.ts';
 import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { matchRoute } from './routes.ts';
+import { serves, type ServedSpelling } from './path-spelling.ts';
+import { MAX_UPLOAD_BYTES } from '../api/file-limits.ts';
 import type { RouteMatch } from './routes.ts';
 import { answerService } from './service.ts';
 import { Store, type EmulatedFile } from './store.ts';
@@ -27,7 +29,6 @@ import type {
 import { errorAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
 import type { Answer, RequestBody } from './wire.ts';
 
-const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 const ERROR_CODES: Record<number, string> = {
   400: 'BAD_REQUEST',
   401: 'UNAUTHENTICATED',
@@ -40,6 +41,7 @@ export class Emulator {
   readonly #clock: Clock;
   readonly #apiKeys: Set<string>;
   readonly #maxUploadBytes: number;
+  readonly #spelling: ServedSpelling;
   readonly #store: Store;
   readonly #limiter: RateLimiter;
   readonly #faults: FaultTable;
@@ -55,7 +57,8 @@ export class Emulator {
   constructor(options: EmulatorOptions = {}) {
     this.#clock = options.clock ?? systemClock;
     this.#apiKeys = new Set(options.apiKeys ?? ['emulator-key']);
-    this.#maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
+    this.#maxUploadBytes = options.maxUploadBytes ?? MAX_UPLOAD_BYTES;
+    this.#spelling = options.pathStyle ?? 'both';
     this.#store = new Store(this.#clock);
     this.#limiter = new RateLimiter(options.limits);
     this.#faults = new FaultTable(options.seed ?? 1);
@@ -334,7 +337,7 @@ export class Emulator {
   async #service(call: ServiceCall, deliver: (answer: Answer | undefined) => boolean): Promise<void> {
     const startedAt = performance.now();
     const { method, url } = call;
-    const route = matchRoute(method, url.pathname);
+    const route = serves(this.#spelling, url.pathname) ? matchRoute(method, url.pathname) : undefined;
     const apiKey = apiKeyOf(call.headers, url);
     const record: RequestRecord = {
       at: this.#clock.now(),

@@ -1,0 +1,121 @@
+// Which spelling of the data-factory paths the service answers, found once per process rather than assumed:
+// the service's own examples and SDK spell `data_factory/task_executions`, its API description lists both.
+// The ServiceClient runs the probe (a task list of size 1) before its first request when DF_API_PATH_STYLE=auto.
+import type { ErrorCode } from '../errors/catalogue.ts';
+import { ServiceClientError, ServiceError } from './errors.ts';
+import { servicePaths, type PathStyle, type ServicePaths } from './paths.ts';
+import { URL_SETTING } from './settings.ts';
+
+/** The DF_API_PATH_STYLE values: a fixed spelling, or `auto` (find it at start). */
+export type PathStyleSetting = PathStyle | 'auto';
+
+/** The setting named when neither spelling answers. */
+export const PATH_STYLE_SETTING = 'DF_API_PATH_STYLE';
+
+/** The order `auto` tries: the spelling of every example the service publishes first. */
+export const PROBE_ORDER: readonly PathStyle[] = ['underscore', 'hyphen'];
+
+/** What a client's first request learnt: the spelling, and whether this call found it (so it is logged once). */
+export interface PathStyleResolution {
+  style: PathStyle;
+  /** True only for the call that ran the probe; later calls, and a fixed style, give false. */
+  detectedNow: boolean;
+  /** The spellings the probe tried, in order (empty for a fixed style or a spelling already found). */
+  tried: PathStyle[];
+}
+
+/**
+ * A 404 on the task list means the spelling is not a route there: the list always exists, so even the
+ * service's own NOT_FOUND envelope (which a server also gives an unknown route) cannot mean "no tasks".
+ */
+export function isMissingRoute(error: unknown): boolean {
+  return error instanceof ServiceError && error.status === 404;
+}
+
+/** Neither spelling of the task list answered: the URL is wrong, or the service spells its paths otherwise. */
+export class PathStyleError extends ServiceClientError {
+  override name = 'PathStyleError';
+  override readonly code: ErrorCode = 'DFW_API_PATH_STYLE_UNKNOWN';
+  /** The paths tried, in order, each answered 404. */
+  readonly triedPaths: string[];
+
+  constructor(triedPaths: string[], urlSetting = URL_SETTING, options?: ErrorOptions) {
+    super(
+      `neither spelling of the data-factory paths answered: ${triedPaths.map((path) => `GET ${path}`).join(' and ')} ` +
+        `were both 404; check ${urlSetting} (the service's base URL, e.g. https://api.product-live.com, with ` +
+        `no /v1) and set ${PATH_STYLE_SETTING} to underscore or hyphen if your service spells its paths so`,
+      options,
+    );
+    this.triedPaths = triedPaths;
+  }
+}
+
+/**
+ * The spelling a client uses, shared by a client and the siblings it makes (withGate, observed), so the probe
+ * runs once per process whichever of them asks first.
+ */
+export class PathStyleHolder {
+  readonly setting: PathStyleSetting;
+  readonly #prefix: string;
+  #style: PathStyle | undefined;
+  #paths: ServicePaths;
+  #pending: Promise<PathStyleResolution> | undefined;
+
+  constructor(setting: PathStyleSetting, prefix: string) {
+    this.setting = setting;
+    this.#prefix = prefix;
+    this.#style = setting === 'auto' ? undefined : setting;
+    // Until the probe answers, requests are spelt as the probe's first guess.
+    this.#paths = servicePaths(this.#style ?? PROBE_ORDER[0]!, prefix);
+  }
+
+  /** The spelling in use; undefined while `auto` has not found it. */
+  get style(): PathStyle | undefined {
+    return this.#style;
+  }
+
+  get paths(): ServicePaths {
+    return this.#paths;
+  }
+
+  /** The paths of one spelling under this client's prefix, for the probe. */
+  pathsOf(style: PathStyle): ServicePaths {
+    return servicePaths(style, this.#prefix);
+  }
+
+  /**
+   * Runs `probe` for each spelling in turn until one answers, once; a failure other than a missing route (the
+   * network, a refused key) leaves the spelling unknown, so the next request probes again.
+   */
+  async resolve(probe: (style: PathStyle) => Promise<void>, urlSetting: string): Promise<PathStyleResolution> {
+    if (this.#style !== undefined) return { style: this.#style, detectedNow: false, tried: [] };
+    if (this.#pending) return { ...(await this.#pending), detectedNow: false };
+    this.#pending = this.#probe(probe, urlSetting).finally(() => {
+      this.#pending = undefined;
+    });
+    return await this.#pending;
+  }
+
+  async #probe(probe: (style: PathStyle) => Promise<void>, urlSetting: string): Promise<PathStyleResolution> {
+    const tried: PathStyle[] = [];
+    let last: unknown;
+    for (const style of PROBE_ORDER) {
+      tried.push(style);
+      try {
+        await probe(style);
+      } catch (error) {
+        if (!isMissingRoute(error)) throw error;
+        last = error;
+        continue;
+      }
+      this.#style = style;
+      this.#paths = servicePaths(style, this.#prefix);
+      return { style, detectedNow: true, tried };
+    }
+    throw new PathStyleError(
+      tried.map((style) => this.pathsOf(style).tasks()),
+      urlSetting,
+      { cause: last },
+    );
+  }
+}
