@@ -120,13 +120,12 @@ export class ServiceClient {
     if (!Number.isInteger(page) || page < 0)
       throw new RangeError(`page must be an integer >= 0, got ${page}`);
     checkPageSize(size);
-    await this.#ready(signal);
-    return await this.#call(
-      'tasks.list',
-      this.#request('GET', this.#paths().tasks(), { page: String(page), size: String(size) }),
-      signal,
-      this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
+    // Under `auto`, the first list is the probe itself: its answer is the page asked for.
+    const probed = await this.#pathStyle.resolve(
+      (paths) => this.#listPage(paths, page, size, signal),
+      this.#urlSetting,
     );
+    return probed ?? (await this.#listPage(this.#paths(), page, size, signal));
   }
 
   async getTask(id: string, signal?: AbortSignal): Promise<Task> {
@@ -344,20 +343,33 @@ export class ServiceClient {
 
   /** Closes the pooled connections once in-flight requests finish; later calls fail without sending. */
   /**
-   * The spelling of the data-factory paths, found under `auto` by one task list of size 1 per spelling
-   * (underscore first) and kept for the process; every request awaits it. Rejects with PathStyleError when
-   * both spellings answer 404; any other failure leaves it unknown, to be tried again by the next request.
+   * The spelling of the data-factory paths, found under `auto` by the first task list (underscore first, then
+   * hyphen) and kept for the process: a first request of another kind sends a task list of size 1 before it.
+   * Both spellings answering 404 reject with PathStyleError; any other failure leaves the spelling unknown, to
+   * be tried again by the next request. Resolves what `auto` found, undefined under a fixed spelling.
    */
-  async resolvePathStyle(signal?: AbortSignal): Promise<PathStyleResolution> {
-    return await this.#pathStyle.resolve(async (style) => {
-      const path = this.#pathStyle.pathsOf(style).tasks();
-      await this.#call(
-        'tasks.list',
-        this.#request('GET', path, { page: '0', size: '1' }),
-        signal,
-        this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
-      );
-    }, this.#urlSetting);
+  async resolvePathStyle(signal?: AbortSignal): Promise<PathStyleResolution | undefined> {
+    await this.#pathStyle.resolve((paths) => this.#listPage(paths, 0, 1, signal), this.#urlSetting);
+    return this.#pathStyle.found;
+  }
+
+  /** What `auto` found (the spelling and the spellings tried); undefined before, and under a fixed spelling. */
+  get pathStyleFound(): PathStyleResolution | undefined {
+    return this.#pathStyle.found;
+  }
+
+  async #listPage(
+    paths: ServicePaths,
+    page: number,
+    size: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ListEnvelope<Task>> {
+    return await this.#call(
+      'tasks.list',
+      this.#request('GET', paths.tasks(), { page: String(page), size: String(size) }),
+      signal,
+      this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
+    );
   }
 
   async #ready(signal: AbortSignal | undefined): Promise<void> {

@@ -1,6 +1,7 @@
 // Which spelling of the data-factory paths the service answers, found once per process rather than assumed:
 // the service's own examples and SDK spell `data_factory/task_executions`, its API description lists both.
-// The ServiceClient runs the probe (a task list of size 1) before its first request when DF_API_PATH_STYLE=auto.
+// Under DF_API_PATH_STYLE=auto the ServiceClient's first task list is the probe (no extra request when the
+// underscore spelling answers); a first request of another kind is preceded by a task list of size 1.
 import type { ErrorCode } from '../errors/catalogue.ts';
 import { ServiceClientError, ServiceError } from './errors.ts';
 import { servicePaths, type PathStyle, type ServicePaths } from './paths.ts';
@@ -15,12 +16,9 @@ export const PATH_STYLE_SETTING = 'DF_API_PATH_STYLE';
 /** The order `auto` tries: the spelling of every example the service publishes first. */
 export const PROBE_ORDER: readonly PathStyle[] = ['underscore', 'hyphen'];
 
-/** What a client's first request learnt: the spelling, and whether this call found it (so it is logged once). */
+/** What `auto` found: the spelling, and the spellings tried in order (the last one answered). */
 export interface PathStyleResolution {
   style: PathStyle;
-  /** True only for the call that ran the probe; later calls, and a fixed style, give false. */
-  detectedNow: boolean;
-  /** The spellings the probe tried, in order (empty for a fixed style or a spelling already found). */
   tried: PathStyle[];
 }
 
@@ -59,7 +57,8 @@ export class PathStyleHolder {
   readonly #prefix: string;
   #style: PathStyle | undefined;
   #paths: ServicePaths;
-  #pending: Promise<PathStyleResolution> | undefined;
+  #pending: Promise<undefined> | undefined;
+  #found: PathStyleResolution | undefined;
 
   constructor(setting: PathStyleSetting, prefix: string) {
     this.setting = setting;
@@ -78,42 +77,56 @@ export class PathStyleHolder {
     return this.#paths;
   }
 
-  /** The paths of one spelling under this client's prefix, for the probe. */
-  pathsOf(style: PathStyle): ServicePaths {
-    return servicePaths(style, this.#prefix);
+  /** What `auto` found; undefined for a fixed spelling, or while nothing answered yet. */
+  get found(): PathStyleResolution | undefined {
+    return this.#found;
   }
 
   /**
-   * Runs `probe` for each spelling in turn until one answers, once; a failure other than a missing route (the
-   * network, a refused key) leaves the spelling unknown, so the next request probes again.
+   * Runs `probe` (a task list) in each spelling in turn until one answers, and resolves that answer; a caller
+   * that came while another's probe ran gets no answer (`undefined`) and sends its own request. A failure other
+   * than a missing route (the network, a refused key) leaves the spelling unknown: the next request probes again.
    */
-  async resolve(probe: (style: PathStyle) => Promise<void>, urlSetting: string): Promise<PathStyleResolution> {
-    if (this.#style !== undefined) return { style: this.#style, detectedNow: false, tried: [] };
-    if (this.#pending) return { ...(await this.#pending), detectedNow: false };
-    this.#pending = this.#probe(probe, urlSetting).finally(() => {
+  async resolve<T>(probe: (paths: ServicePaths) => Promise<T>, urlSetting: string): Promise<T | undefined> {
+    if (this.#style !== undefined) return undefined;
+    if (this.#pending) {
+      await this.#pending;
+      // The other probe failed (no answer, a refused key): this caller probes for itself.
+      return this.#style === undefined ? await this.resolve(probe, urlSetting) : undefined;
+    }
+    const running = this.#probe(probe, urlSetting);
+    this.#pending = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    try {
+      return await running;
+    } finally {
       this.#pending = undefined;
-    });
-    return await this.#pending;
+    }
   }
 
-  async #probe(probe: (style: PathStyle) => Promise<void>, urlSetting: string): Promise<PathStyleResolution> {
+  async #probe<T>(probe: (paths: ServicePaths) => Promise<T>, urlSetting: string): Promise<T> {
     const tried: PathStyle[] = [];
     let last: unknown;
     for (const style of PROBE_ORDER) {
       tried.push(style);
+      const paths = servicePaths(style, this.#prefix);
+      let answer: T;
       try {
-        await probe(style);
+        answer = await probe(paths);
       } catch (error) {
         if (!isMissingRoute(error)) throw error;
         last = error;
         continue;
       }
       this.#style = style;
-      this.#paths = servicePaths(style, this.#prefix);
-      return { style, detectedNow: true, tried };
+      this.#paths = paths;
+      this.#found = { style, tried };
+      return answer;
     }
     throw new PathStyleError(
-      tried.map((style) => this.pathsOf(style).tasks()),
+      tried.map((style) => servicePaths(style, this.#prefix).tasks()),
       urlSetting,
       { cause: last },
     );

@@ -3,7 +3,6 @@
 // whether every handler's task is there, and how much of the month's budget is left; and with DF_REDIS_URL,
 // whether Redis answers and is set up as clustered mode needs.
 import type { ServiceClient } from '../api/client.ts';
-import type { PathStyleResolution } from '../api/path-style.ts';
 import type { Task } from '../api/types.ts';
 import { ServiceClientError, ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
@@ -115,14 +114,13 @@ async function askForTasks(
   handlers: readonly HandlerToCheck[],
 ): Promise<OnlineCheck> {
   try {
-    const spelling = await client.resolvePathStyle();
     const tasks = await client.listTasks();
     const matched = checkTasks(tasks, handlers);
     return {
       lines: [
         `url: ${url} (the service answered; ${tasks.length} ${tasks.length === 1 ? 'task' : 'tasks'} there)`,
         'key: valid',
-        pathsLine(client, spelling),
+        pathsLine(client),
         ...matched.lines,
       ],
       problems: matched.problems,
@@ -151,10 +149,12 @@ async function askForTasks(
   }
 }
 
-function pathsLine(client: ServiceClient, spelling: PathStyleResolution): string {
-  const example = spelling.style === 'underscore' ? '/v1/data_factory/tasks' : '/v1/data-factory/tasks';
-  const how = spelling.tried.length > 0 ? `found by DF_API_PATH_STYLE=auto, tried ${spelling.tried.join(' then ')}` : `DF_API_PATH_STYLE=${client.toJSON().pathStyle}`;
-  return `paths: ${spelling.style} (${example}; ${how})`;
+function pathsLine(client: ServiceClient): string {
+  const found = client.pathStyleFound;
+  const style = found?.style ?? client.toJSON().pathStyle;
+  const example = style === 'underscore' ? '/v1/data_factory/tasks' : '/v1/data-factory/tasks';
+  const how = found ? `found by DF_API_PATH_STYLE=auto, tried ${found.tried.join(' then ')}` : `DF_API_PATH_STYLE=${style}`;
+  return `paths: ${style} (${example}; ${how})`;
 }
 
 /**
