@@ -65,7 +65,8 @@ export interface ServiceClientOptions {
   authMode?: 'header' | 'query' | 'bearer';
   /**
    * `data_factory/task_executions` (underscore), `data-factory/task-executions` (hyphen), or `auto`: found by a
-   * task list of size 1 before the first request (underscore first), then kept. Default `'auto'`.
+   * the first task list (underscore first; before any other first request, a task list of size 1), then kept.
+   * Default `'hyphen'`, as before `auto` existed; the daemon's DF_API_PATH_STYLE defaults to `auto`.
    */
   pathStyle?: PathStyleSetting;
   /** Time to establish a connection, ms. Default 5_000. */

@@ -89,7 +89,7 @@ export class ServiceClient {
     this.#apiKey = options.apiKey;
     this.#redact = redactor([options.apiKey]);
     this.#authMode = options.authMode ?? 'header';
-    this.#pathStyle = shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'auto', url.pathname);
+    this.#pathStyle = shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'hyphen', url.pathname);
     this.#origin = url.origin;
     this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
     this.#gate = options.gate;
@@ -121,15 +121,18 @@ export class ServiceClient {
       throw new RangeError(`page must be an integer >= 0, got ${page}`);
     checkPageSize(size);
     // Under `auto`, the first list is the probe itself: its answer is the page asked for.
-    const probed = await this.#pathStyle.resolve(
-      (paths) => this.#listPage(paths, page, size, signal),
-      this.#urlSetting,
-    );
-    return probed ?? (await this.#listPage(this.#paths(), page, size, signal));
+    if (this.#pathStyle.style === undefined) {
+      const probed = await this.#pathStyle.resolve(
+        (paths) => this.#listPage(paths, page, size, signal),
+        this.#urlSetting,
+      );
+      if (probed !== undefined) return probed;
+    }
+    return await this.#listPage(this.#paths(), page, size, signal);
   }
 
   async getTask(id: string, signal?: AbortSignal): Promise<Task> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.get',
       this.#request('GET', this.#paths().task(id)),
@@ -139,7 +142,7 @@ export class ServiceClient {
   }
 
   async createTask(definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.create',
       this.#request('POST', this.#paths().tasks(), undefined, JSON.stringify(definition)),
@@ -149,7 +152,7 @@ export class ServiceClient {
   }
 
   async updateTask(id: string, definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.update',
       this.#request('PUT', this.#paths().task(id), undefined, JSON.stringify({ ...definition, id })),
@@ -159,7 +162,7 @@ export class ServiceClient {
   }
 
   async deleteTask(id: string, signal?: AbortSignal): Promise<void> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     // The service answers a bare success status (part 4.1); whatever body comes with it is ignored.
     return await this.#call(
       'tasks.delete',
@@ -178,7 +181,7 @@ export class ServiceClient {
    * `cut` aborts it even once sent (rejecting with its reason): the caller's last resort, its answer lost.
    */
   async pollTask(taskId: string, signal?: AbortSignal, cut?: AbortSignal): Promise<TaskExecution | null> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.poll',
       this.#request('GET', this.#paths().poll(taskId)),
@@ -200,7 +203,7 @@ export class ServiceClient {
   }
 
   async getExecution(id: string, signal?: AbortSignal): Promise<TaskExecution> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'executions.get',
       this.#request('GET', this.#paths().execution(id)),
@@ -221,7 +224,7 @@ export class ServiceClient {
     beforeSend?: () => Promise<void>,
   ): Promise<TaskExecution> {
     const body = serializeReport(id, report);
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'executions.report',
       this.#request('PATCH', this.#paths().execution(id), undefined, body),
@@ -263,7 +266,7 @@ export class ServiceClient {
 
   /** Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record. */
   async uploadFile(file: FileUpload, signal?: AbortSignal): Promise<ServiceFile> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     const form = new FormData();
     form.append('file', toBlob(file), file.name);
     return await this.#call(
@@ -276,7 +279,7 @@ export class ServiceClient {
 
   /** The v2 file record with this id; 404 when there is none. */
   async getFile(id: string, signal?: AbortSignal): Promise<ServiceFile> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'files.get',
       this.#request('GET', this.#paths().file(id)),
@@ -287,7 +290,7 @@ export class ServiceClient {
 
   /** The variable with its version (`etag`, from the ETag header) for a later conditional update. */
   async getVariable(id: string, signal?: AbortSignal): Promise<VersionedVariable> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'variables.get',
       this.#request('GET', this.#paths().variable(id)),
@@ -306,7 +309,7 @@ export class ServiceClient {
     options: VariableUpdateOptions = {},
   ): Promise<VersionedVariable> {
     const { key, name, value, secret, status = 'ACTIVE' } = update;
-    await this.#ready(options.signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(options.signal);
     const request = this.#request(
       'PUT',
       this.#paths().variable(id),
@@ -318,7 +321,7 @@ export class ServiceClient {
   }
 
   async getJobExecution(id: string, signal?: AbortSignal): Promise<JobExecution> {
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'jobExecutions.get',
       this.#request('GET', this.#paths().jobExecution(id)),
@@ -332,7 +335,7 @@ export class ServiceClient {
     if (!isPlainObject(body)) {
       throw new TypeError('createJobExecution needs a plain JSON object as its body; nothing was sent');
     }
-    await this.#ready(signal);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'jobExecutions.create',
       this.#request('POST', this.#paths().jobExecutions(), undefined, JSON.stringify(body)),
@@ -347,6 +350,7 @@ export class ServiceClient {
    * hyphen) and kept for the process: a first request of another kind sends a task list of size 1 before it.
    * Both spellings answering 404 reject with PathStyleError; any other failure leaves the spelling unknown, to
    * be tried again by the next request. Resolves what `auto` found, undefined under a fixed spelling.
+   * Requests skip it once the spelling is known (no await: a poll reaches the gate in the same tick).
    */
   async resolvePathStyle(signal?: AbortSignal): Promise<PathStyleResolution | undefined> {
     await this.#pathStyle.resolve((paths) => this.#listPage(paths, 0, 1, signal), this.#urlSetting);
@@ -370,10 +374,6 @@ export class ServiceClient {
       signal,
       this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
     );
-  }
-
-  async #ready(signal: AbortSignal | undefined): Promise<void> {
-    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
   }
 
   #paths(): ServicePaths {

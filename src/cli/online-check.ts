@@ -120,8 +120,8 @@ async function askForTasks(
       lines: [
         `url: ${url} (the service answered; ${tasks.length} ${tasks.length === 1 ? 'task' : 'tasks'} there)`,
         'key: valid',
-        pathsLine(client),
         ...matched.lines,
+        pathsLine(client),
       ],
       problems: matched.problems,
     };

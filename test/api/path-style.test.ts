@@ -5,12 +5,13 @@ import { ServiceError } from '../../src/api/errors.ts';
 import { failure, useEmulatorAndClients } from './emulator-fixture.ts';
 
 const fx = useEmulatorAndClients({ pathStyle: 'hyphen' });
+const auto = { pathStyle: 'auto' } as const;
 const sent = () => fx.emu.requests().map((request) => `${request.status} ${request.path}`);
 
 describe('DF_API_PATH_STYLE=auto in the client', () => {
   it('probes with a task list of size 1 before a first request of another kind, once for every sibling', async () => {
     fx.emu.createVariable({ id: 'v1', key: 'token', value: 'abc' });
-    const client = fx.client();
+    const client = fx.client(auto);
     expect(client.toJSON().pathStyle).toBe('auto');
     await client.getVariable('v1');
     await client.withGate({ acquire: () => Promise.resolve() }).getVariable('v1');
@@ -27,14 +28,14 @@ describe('DF_API_PATH_STYLE=auto in the client', () => {
   it('answers the first task list from the probe itself, with the page asked for', async () => {
     fx.emu.createTask({ key: 'a' });
     fx.emu.createTask({ key: 'b' });
-    const tasks = await fx.client().listTasks();
+    const tasks = await fx.client(auto).listTasks();
     expect(tasks.map((task) => task.key)).toEqual(['a', 'b']);
     expect(fx.emu.requests()).toHaveLength(2);
   });
 
   it('leaves the spelling unknown after a failure that is not a missing route, and probes again', async () => {
     fx.emu.setFaults([{ kind: 'status', status: 503, count: 1 }]);
-    const client = fx.client();
+    const client = fx.client(auto);
     const error = await failure(client.listTasks(), ServiceError);
     expect(error.status).toBe(503);
     expect(client.pathStyleFound).toBeUndefined();
