@@ -14,7 +14,7 @@ import type {
 } from './client-options.ts';
 import { ResponseValidationError, ServiceClientError } from './errors.ts';
 import { checkPageSize, MAX_PAGE_SIZE, parseBaseUrl, serializeReport, toBlob } from './outgoing.ts';
-import type { PathStyle, ServicePaths } from './paths.ts';
+import type { ServicePaths } from './paths.ts';
 import { PathStyleHolder, type PathStyleResolution, type PathStyleSetting } from './path-style.ts';
 import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
@@ -145,17 +145,21 @@ export class ServiceClient {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.create',
-      this.#request('POST', this.#paths().tasks(), undefined, JSON.stringify(definition)),
+      this.#request('POST', this.#paths().tasks(), undefined, taskBody(definition)),
       signal,
       this.#json('tasks.create', parseTask),
     );
   }
 
+  /**
+   * Replaces the task's definition. The service resets what a PUT lacks, so pass the task's `extraFields` (a
+   * Task read from the service may be passed whole): they go back unchanged beside the definition.
+   */
   async updateTask(id: string, definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.update',
-      this.#request('PUT', this.#paths().task(id), undefined, JSON.stringify({ ...definition, id })),
+      this.#request('PUT', this.#paths().task(id), undefined, taskBody(definition, id)),
       signal,
       this.#json('tasks.update', parseTask),
     );
@@ -240,7 +244,10 @@ export class ServiceClient {
    * refuses its later calls but leaves the connections to this client.
    */
   withGate(gate: RequestGate): ServiceClient {
-    return new ServiceClient({ ...this.#options, gate }, { transport: this.#transport, pathStyle: this.#pathStyle });
+    return new ServiceClient(
+      { ...this.#options, gate },
+      { transport: this.#transport, pathStyle: this.#pathStyle },
+    );
   }
 
   /**
@@ -511,4 +518,13 @@ export class ServiceClient {
     if (body !== undefined) request.body = body;
     return request;
   }
+}
+
+/** A task's create or update body: its extra fields as read, then the definition's members (which win). */
+function taskBody(definition: TaskDefinition, id?: string): string {
+  const { key, description, retryCount, inputKeys, outputKeys, extraFields } = definition;
+  const members = { key, description, retryCount, inputKeys, outputKeys };
+  return JSON.stringify(
+    id === undefined ? { ...extraFields, ...members } : { ...extraFields, ...members, id },
+  );
 }

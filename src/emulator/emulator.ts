@@ -13,6 +13,7 @@ import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './err
 import { FaultTable } from './faults.ts';
 import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { matchRoute } from './routes.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
 import { serves, type ServedSpelling } from './path-spelling.ts';
 import { MAX_UPLOAD_BYTES } from '../api/file-limits.ts';
 import type { RouteMatch } from './routes.ts';
@@ -36,6 +37,18 @@ const ERROR_CODES: Record<number, string> = {
   412: 'PRECONDITION_FAILED',
   429: 'RATE_LIMIT',
 };
+
+/** A task's definition as the emulator takes it: its documented members, and any other field to keep. */
+export type EmulatedTaskDefinition = Omit<Partial<TaskDefinition>, 'extraFields'> & {
+  key: string;
+  [field: string]: unknown;
+};
+
+/** The definition as the service receives it: a client-side `extraFields` spread beside the members. */
+function flatDefinition(definition: EmulatedTaskDefinition | TaskDefinition): EmulatedTaskDefinition {
+  const { extraFields, ...members } = definition as TaskDefinition;
+  return { ...(isPlainObject(extraFields) ? extraFields : {}), ...members };
+}
 
 export class Emulator {
   readonly #clock: Clock;
@@ -116,13 +129,14 @@ export class Emulator {
     await closed;
   }
 
-  createTask(definition: Partial<TaskDefinition> & { key: string }): Task {
-    return structuredClone(this.#store.createTask(definition));
+  /** Fields beyond the definition's (`timeoutSeconds`...) are kept and answered as given. */
+  createTask(definition: EmulatedTaskDefinition | TaskDefinition): Task {
+    return structuredClone(this.#store.createTask(flatDefinition(definition)));
   }
 
   /** Replaces a task's definition, as PUT on the task does; throws UnknownTaskError when no task has this id. */
-  updateTask(id: string, definition: Partial<TaskDefinition> & { key: string }): Task {
-    const task = this.#store.updateTask(id, definition);
+  updateTask(id: string, definition: EmulatedTaskDefinition | TaskDefinition): Task {
+    const task = this.#store.updateTask(id, flatDefinition(definition));
     if (!task) throw new UnknownTaskError(id);
     return structuredClone(task);
   }
