@@ -15,6 +15,7 @@ import type {
 import { ResponseValidationError, ServiceClientError } from './errors.ts';
 import { checkPageSize, MAX_PAGE_SIZE, parseBaseUrl, serializeReport, toBlob } from './outgoing.ts';
 import type { ServicePaths } from './paths.ts';
+import { checkUploadSize } from './file-limits.ts';
 import { PathStyleHolder, type PathStyleResolution, type PathStyleSetting } from './path-style.ts';
 import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
@@ -271,11 +272,17 @@ export class ServiceClient {
     );
   }
 
-  /** Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record. */
+  /**
+   * Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record.
+   * A file over the service's 100 MB is refused with UploadTooLargeError, nothing sent. The service deletes
+   * uploaded files after 90 days.
+   */
   async uploadFile(file: FileUpload, signal?: AbortSignal): Promise<ServiceFile> {
+    const blob = toBlob(file);
+    checkUploadSize(file.name, blob.size);
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     const form = new FormData();
-    form.append('file', toBlob(file), file.name);
+    form.append('file', blob, file.name);
     return await this.#call(
       'files.upload',
       this.#request('POST', this.#paths().files(), undefined, form),

@@ -40,7 +40,7 @@ export const schema = {
       env: 'DF_API_PATH_STYLE',
       default: 'auto',
       values: ['auto', 'underscore', 'hyphen'],
-      doc: "Spelling of data-factory paths: /v1/data_factory/task_executions (underscore, the service's own examples), /v1/data-factory/task-executions (hyphen), or auto: found at start by a task list of size 1 per spelling, underscore first, and kept for the process.",
+      doc: "Spelling of data-factory paths: /v1/data_factory/task_executions (underscore, the service's own examples), /v1/data-factory/task-executions (hyphen), or auto: found at start by the first task list, tried in the underscore spelling first, then hyphen, and kept for the process (a 404 on both stops the start).",
     }),
     connectTimeoutMs: milliseconds({
       env: 'DF_API_CONNECT_TIMEOUT_MS',
