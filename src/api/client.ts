@@ -194,10 +194,10 @@ export class ServiceClient {
       (answer) => {
         if (answer.status === 404) {
           const error = toServiceError('tasks.poll', answer, this.#redact);
-          // A non-JSON 404 (an HTML page) is not the service saying "nothing pending" but a wrong baseUrl or a
-          // proxy: reporting it as null would poll an empty queue forever without anyone noticing.
-          const fromService = error.bodySnippet === undefined || error.bodySnippet.trim() === '';
-          if (fromService && (error.code === undefined || error.code === 'NOT_FOUND')) return null;
+          // Only the service's NOT_FOUND envelope says "nothing pending". Any other 404 (an HTML page, an empty
+          // body, a `{message}` of a route the server does not have) is a wrong URL, spelling or proxy: reading
+          // it as null would poll an empty queue forever without anyone noticing.
+          if (error.code === 'NOT_FOUND') return null;
           throw error;
         }
         this.#ensureSuccess('tasks.poll', answer);

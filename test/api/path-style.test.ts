@@ -52,3 +52,26 @@ describe('DF_API_PATH_STYLE=auto in the client', () => {
     expect(sent()).toEqual(['200 /v1/data-factory/tasks']);
   });
 });
+
+describe('a poll answered 404', () => {
+  it.each([
+    { what: 'an empty body', body: '' },
+    { what: 'a {message} of a missing route', body: '{"message":"No handler for GET"}' },
+  ])('is no "nothing pending" with $what: only the NOT_FOUND envelope is', async ({ body }) => {
+    const task = fx.emu.createTask({ key: 'k' });
+    const client = fx.client({ pathStyle: 'hyphen' });
+    fx.emu.setFaults([
+      {
+        operation: 'tasks.poll',
+        kind: 'status',
+        status: 404,
+        body,
+        contentType: 'application/json',
+        count: 1,
+      },
+    ]);
+    const error = await failure(client.pollTask(task.id), ServiceError);
+    expect(error.status).toBe(404);
+    expect(await client.pollTask(task.id)).toBeNull();
+  });
+});
