@@ -37,12 +37,12 @@ describe.each([
     const requests = harness.emulator.requests();
     // The first task list is the probe: underscore first, so hyphen costs one 404 and underscore none.
     const notFound = requests.filter((request) => request.status === 404 && request.operation === 'unknown');
-    expect(notFound.map((request) => request.path)).toEqual(
-      misses === 1 ? ['/v1/data_factory/tasks'] : [],
-    );
+    expect(notFound.map((request) => request.path)).toEqual(misses === 1 ? ['/v1/data_factory/tasks'] : []);
     const onRoutes = requests.filter((request) => request.operation !== 'unknown');
     expect(onRoutes.every((request) => request.path.startsWith(factory))).toBe(true);
-    expect(requests.some((request) => request.path === `${factory}/${executions}/${execution.id}`)).toBe(true);
+    expect(requests.some((request) => request.path === `${factory}/${executions}/${execution.id}`)).toBe(
+      true,
+    );
     expect(
       harness.logs.find((line) => typeof line.msg === 'string' && line.msg.includes('spelling of its paths')),
     ).toMatchObject({ pathStyle: served });
@@ -69,7 +69,12 @@ describe('a server answering every data-factory path with an HTML 404', () => {
     stateDir = await mkdtemp(join(tmpdir(), 'df-worker-paths-'));
     const config = loadConfig({
       env: {},
-      overrides: { 'api.url': `http://127.0.0.1:${port}`, 'api.key': 'k', 'state.dir': stateDir, 'http.port': 0 },
+      overrides: {
+        'api.url': `http://127.0.0.1:${port}`,
+        'api.key': 'k',
+        'state.dir': stateDir,
+        'http.port': 0,
+      },
       require: 'service',
     });
     const handlers = new Map([['echo', defineTask({ key: 'echo', handle: () => ({}) })]]);
@@ -82,6 +87,9 @@ describe('a server answering every data-factory path with an HTML 404', () => {
     expect(error.message).toContain('DF_API_URL');
     expect(error.message).toContain('DF_API_PATH_STYLE');
     // One try per spelling, underscore first, and no loop.
-    expect(paths).toEqual(['/v1/data_factory/tasks?page=0&size=1000', '/v1/data-factory/tasks?page=0&size=1000']);
+    expect(paths).toEqual([
+      '/v1/data_factory/tasks?page=0&size=1000',
+      '/v1/data-factory/tasks?page=0&size=1000',
+    ]);
   });
 });
