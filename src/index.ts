@@ -29,4 +29,6 @@ export {
   ServiceError,
   TimeoutError,
 } from './api/errors.ts';
+export { UploadTooLargeError } from './api/file-limits.ts';
+export { PathStyleError } from './api/path-style.ts';
 export { Emulator } from './emulator/emulator.ts';

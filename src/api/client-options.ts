@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { Clock } from '../clock/clock.ts';
 import type { ServiceClientError, TimeoutPhase } from './errors.ts';
-import type { PathStyle } from './paths.ts';
+import type { PathStyleSetting } from './path-style.ts';
 import type { Answer } from './response.ts';
 import { TIMEOUT_SETTINGS } from './settings.ts';
 import { Transport } from './transport.ts';
@@ -63,8 +63,12 @@ export interface ServiceClientOptions {
   clock?: Pick<Clock, 'now'>;
   /** How the key travels: `X-Api-Key` header, `Authorization: Bearer`, or `api_key` in the URL (opt-in only: URLs end up in logs). Default `'header'`. */
   authMode?: 'header' | 'query' | 'bearer';
-  /** `data-factory/task-executions` or `data_factory/task_executions`. Default `'hyphen'`. */
-  pathStyle?: PathStyle;
+  /**
+   * `data_factory/task_executions` (underscore), `data-factory/task-executions` (hyphen), or `auto`: found by a
+   * the first task list (underscore first; before any other first request, a task list of size 1), then kept.
+   * Default `'hyphen'`, as before `auto` existed; the daemon's DF_API_PATH_STYLE defaults to `auto`.
+   */
+  pathStyle?: PathStyleSetting;
   /** Time to establish a connection, ms. Default 5_000. */
   connectTimeoutMs?: number;
   /** Time from sending to the response headers, ms. Default 15_000. */

@@ -14,8 +14,9 @@ import type {
 } from './client-options.ts';
 import { ResponseValidationError, ServiceClientError } from './errors.ts';
 import { checkPageSize, MAX_PAGE_SIZE, parseBaseUrl, serializeReport, toBlob } from './outgoing.ts';
-import { servicePaths } from './paths.ts';
-import type { PathStyle, ServicePaths } from './paths.ts';
+import type { ServicePaths } from './paths.ts';
+import { checkUploadSize } from './file-limits.ts';
+import { PathStyleHolder, type PathStyleResolution, type PathStyleSetting } from './path-style.ts';
 import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
 import type { Answer } from './response.ts';
 import { URL_SETTING } from './settings.ts';
@@ -60,11 +61,11 @@ export class ServiceClient {
   /** Removes the API key (raw or URL-encoded) from text that came from outside, e.g. an echoed URL. */
   readonly #redact: (text: string) => string;
   readonly #authMode: AuthMode;
-  readonly #pathStyle: PathStyle;
+  /** The spelling of the paths, found by a probe before the first request under `auto`; shared with siblings. */
+  readonly #pathStyle: PathStyleHolder;
   readonly #baseUrl: string;
   /** Scheme, host and port: what a request's path is relative to. */
   readonly #origin: string;
-  readonly #paths: ServicePaths;
   readonly #transport: ServiceTransport;
   readonly #gate: RequestGate | undefined;
   readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
@@ -76,7 +77,10 @@ export class ServiceClient {
   readonly #ownsTransport: boolean;
   #closed = false;
 
-  constructor(options: ServiceClientOptions, shared?: { transport: ServiceTransport }) {
+  constructor(
+    options: ServiceClientOptions,
+    shared?: { transport: ServiceTransport; pathStyle: PathStyleHolder },
+  ) {
     if (typeof options.apiKey !== 'string' || options.apiKey === '') {
       throw new TypeError('ServiceClient needs a non-empty apiKey');
     }
@@ -86,10 +90,9 @@ export class ServiceClient {
     this.#apiKey = options.apiKey;
     this.#redact = redactor([options.apiKey]);
     this.#authMode = options.authMode ?? 'header';
-    this.#pathStyle = options.pathStyle ?? 'hyphen';
+    this.#pathStyle = shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'hyphen', url.pathname);
     this.#origin = url.origin;
     this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-    this.#paths = servicePaths(this.#pathStyle, url.pathname);
     this.#gate = options.gate;
     this.#onResponse = options.onResponse;
     this.#userAgent = options.userAgent ?? defaultUserAgent();
@@ -118,46 +121,57 @@ export class ServiceClient {
     if (!Number.isInteger(page) || page < 0)
       throw new RangeError(`page must be an integer >= 0, got ${page}`);
     checkPageSize(size);
-    return await this.#call(
-      'tasks.list',
-      this.#request('GET', this.#paths.tasks(), { page: String(page), size: String(size) }),
-      signal,
-      this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
-    );
+    // Under `auto`, the first list is the probe itself: its answer is the page asked for.
+    if (this.#pathStyle.style === undefined) {
+      const probed = await this.#pathStyle.resolve(
+        (paths) => this.#listPage(paths, page, size, signal),
+        this.#urlSetting,
+      );
+      if (probed !== undefined) return probed;
+    }
+    return await this.#listPage(this.#paths(), page, size, signal);
   }
 
   async getTask(id: string, signal?: AbortSignal): Promise<Task> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.get',
-      this.#request('GET', this.#paths.task(id)),
+      this.#request('GET', this.#paths().task(id)),
       signal,
       this.#json('tasks.get', parseTask),
     );
   }
 
   async createTask(definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.create',
-      this.#request('POST', this.#paths.tasks(), undefined, JSON.stringify(definition)),
+      this.#request('POST', this.#paths().tasks(), undefined, taskBody(definition)),
       signal,
       this.#json('tasks.create', parseTask),
     );
   }
 
+  /**
+   * Replaces the task's definition. The service resets what a PUT lacks, so pass the task's `extraFields` (a
+   * Task read from the service may be passed whole): they go back unchanged beside the definition.
+   */
   async updateTask(id: string, definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.update',
-      this.#request('PUT', this.#paths.task(id), undefined, JSON.stringify({ ...definition, id })),
+      this.#request('PUT', this.#paths().task(id), undefined, taskBody(definition, id)),
       signal,
       this.#json('tasks.update', parseTask),
     );
   }
 
   async deleteTask(id: string, signal?: AbortSignal): Promise<void> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     // The service answers a bare success status (part 4.1); whatever body comes with it is ignored.
     return await this.#call(
       'tasks.delete',
-      this.#request('DELETE', this.#paths.task(id)),
+      this.#request('DELETE', this.#paths().task(id)),
       signal,
       (answer) => {
         this.#ensureSuccess('tasks.delete', answer);
@@ -172,17 +186,18 @@ export class ServiceClient {
    * `cut` aborts it even once sent (rejecting with its reason): the caller's last resort, its answer lost.
    */
   async pollTask(taskId: string, signal?: AbortSignal, cut?: AbortSignal): Promise<TaskExecution | null> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'tasks.poll',
-      this.#request('GET', this.#paths.poll(taskId)),
+      this.#request('GET', this.#paths().poll(taskId)),
       signal,
       (answer) => {
         if (answer.status === 404) {
           const error = toServiceError('tasks.poll', answer, this.#redact);
-          // A non-JSON 404 (an HTML page) is not the service saying "nothing pending" but a wrong baseUrl or a
-          // proxy: reporting it as null would poll an empty queue forever without anyone noticing.
-          const fromService = error.bodySnippet === undefined || error.bodySnippet.trim() === '';
-          if (fromService && (error.code === undefined || error.code === 'NOT_FOUND')) return null;
+          // Only the service's NOT_FOUND envelope says "nothing pending". Any other 404 (an HTML page, an empty
+          // body, a `{message}` of a route the server does not have) is a wrong URL, spelling or proxy: reading
+          // it as null would poll an empty queue forever without anyone noticing.
+          if (error.code === 'NOT_FOUND') return null;
           throw error;
         }
         this.#ensureSuccess('tasks.poll', answer);
@@ -193,9 +208,10 @@ export class ServiceClient {
   }
 
   async getExecution(id: string, signal?: AbortSignal): Promise<TaskExecution> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'executions.get',
-      this.#request('GET', this.#paths.execution(id)),
+      this.#request('GET', this.#paths().execution(id)),
       signal,
       this.#json('executions.get', parseTaskExecution),
     );
@@ -213,9 +229,10 @@ export class ServiceClient {
     beforeSend?: () => Promise<void>,
   ): Promise<TaskExecution> {
     const body = serializeReport(id, report);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'executions.report',
-      this.#request('PATCH', this.#paths.execution(id), undefined, body),
+      this.#request('PATCH', this.#paths().execution(id), undefined, body),
       signal,
       this.#json('executions.report', parseTaskExecution),
       { ...(beforeSend ? { beforeSend } : {}) },
@@ -228,7 +245,10 @@ export class ServiceClient {
    * refuses its later calls but leaves the connections to this client.
    */
   withGate(gate: RequestGate): ServiceClient {
-    return new ServiceClient({ ...this.#options, gate }, { transport: this.#transport });
+    return new ServiceClient(
+      { ...this.#options, gate },
+      { transport: this.#transport, pathStyle: this.#pathStyle },
+    );
   }
 
   /**
@@ -248,17 +268,24 @@ export class ServiceClient {
           }
         },
       },
-      { transport: this.#transport },
+      { transport: this.#transport, pathStyle: this.#pathStyle },
     );
   }
 
-  /** Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record. */
+  /**
+   * Uploads one file to the v2 files API as multipart/form-data, part name `file`; 201 gives the file record.
+   * A file over the service's 100 MB is refused with UploadTooLargeError, nothing sent. The service deletes
+   * uploaded files after 90 days.
+   */
   async uploadFile(file: FileUpload, signal?: AbortSignal): Promise<ServiceFile> {
+    const blob = toBlob(file);
+    checkUploadSize(file.name, blob.size);
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     const form = new FormData();
-    form.append('file', toBlob(file), file.name);
+    form.append('file', blob, file.name);
     return await this.#call(
       'files.upload',
-      this.#request('POST', this.#paths.files(), undefined, form),
+      this.#request('POST', this.#paths().files(), undefined, form),
       signal,
       this.#json('files.upload', parseServiceFile),
     );
@@ -266,9 +293,10 @@ export class ServiceClient {
 
   /** The v2 file record with this id; 404 when there is none. */
   async getFile(id: string, signal?: AbortSignal): Promise<ServiceFile> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'files.get',
-      this.#request('GET', this.#paths.file(id)),
+      this.#request('GET', this.#paths().file(id)),
       signal,
       this.#json('files.get', parseServiceFile),
     );
@@ -276,9 +304,10 @@ export class ServiceClient {
 
   /** The variable with its version (`etag`, from the ETag header) for a later conditional update. */
   async getVariable(id: string, signal?: AbortSignal): Promise<VersionedVariable> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'variables.get',
-      this.#request('GET', this.#paths.variable(id)),
+      this.#request('GET', this.#paths().variable(id)),
       signal,
       this.#versioned('variables.get'),
     );
@@ -294,9 +323,10 @@ export class ServiceClient {
     options: VariableUpdateOptions = {},
   ): Promise<VersionedVariable> {
     const { key, name, value, secret, status = 'ACTIVE' } = update;
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(options.signal);
     const request = this.#request(
       'PUT',
-      this.#paths.variable(id),
+      this.#paths().variable(id),
       undefined,
       JSON.stringify({ id, key, name, value, secret, status }),
     );
@@ -305,9 +335,10 @@ export class ServiceClient {
   }
 
   async getJobExecution(id: string, signal?: AbortSignal): Promise<JobExecution> {
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'jobExecutions.get',
-      this.#request('GET', this.#paths.jobExecution(id)),
+      this.#request('GET', this.#paths().jobExecution(id)),
       signal,
       this.#json('jobExecutions.get', parseJobExecution),
     );
@@ -318,15 +349,51 @@ export class ServiceClient {
     if (!isPlainObject(body)) {
       throw new TypeError('createJobExecution needs a plain JSON object as its body; nothing was sent');
     }
+    if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     return await this.#call(
       'jobExecutions.create',
-      this.#request('POST', this.#paths.jobExecutions(), undefined, JSON.stringify(body)),
+      this.#request('POST', this.#paths().jobExecutions(), undefined, JSON.stringify(body)),
       signal,
       this.#json('jobExecutions.create', parseJobExecution),
     );
   }
 
   /** Closes the pooled connections once in-flight requests finish; later calls fail without sending. */
+  /**
+   * The spelling of the data-factory paths, found under `auto` by the first task list (underscore first, then
+   * hyphen) and kept for the process: a first request of another kind sends a task list of size 1 before it.
+   * Both spellings answering 404 reject with PathStyleError; any other failure leaves the spelling unknown, to
+   * be tried again by the next request. Resolves what `auto` found, undefined under a fixed spelling.
+   * Requests skip it once the spelling is known (no await: a poll reaches the gate in the same tick).
+   */
+  async resolvePathStyle(signal?: AbortSignal): Promise<PathStyleResolution | undefined> {
+    await this.#pathStyle.resolve((paths) => this.#listPage(paths, 0, 1, signal), this.#urlSetting);
+    return this.#pathStyle.found;
+  }
+
+  /** What `auto` found (the spelling and the spellings tried); undefined before, and under a fixed spelling. */
+  get pathStyleFound(): PathStyleResolution | undefined {
+    return this.#pathStyle.found;
+  }
+
+  async #listPage(
+    paths: ServicePaths,
+    page: number,
+    size: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ListEnvelope<Task>> {
+    return await this.#call(
+      'tasks.list',
+      this.#request('GET', paths.tasks(), { page: String(page), size: String(size) }),
+      signal,
+      this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
+    );
+  }
+
+  #paths(): ServicePaths {
+    return this.#pathStyle.paths;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#ownsTransport) await this.#transport.close();
@@ -336,8 +403,8 @@ export class ServiceClient {
     return `ServiceClient(${this.#baseUrl})`;
   }
 
-  toJSON(): { baseUrl: string; authMode: AuthMode; pathStyle: PathStyle } {
-    return { baseUrl: this.#baseUrl, authMode: this.#authMode, pathStyle: this.#pathStyle };
+  toJSON(): { baseUrl: string; authMode: AuthMode; pathStyle: PathStyleSetting } {
+    return { baseUrl: this.#baseUrl, authMode: this.#authMode, pathStyle: this.#pathStyle.style ?? 'auto' };
   }
 
   [Symbol.for('nodejs.util.inspect.custom')](): string {
@@ -458,4 +525,13 @@ export class ServiceClient {
     if (body !== undefined) request.body = body;
     return request;
   }
+}
+
+/** A task's create or update body: its extra fields as read, then the definition's members (which win). */
+function taskBody(definition: TaskDefinition, id?: string): string {
+  const { key, description, retryCount, inputKeys, outputKeys, extraFields } = definition;
+  const members = { key, description, retryCount, inputKeys, outputKeys };
+  return JSON.stringify(
+    id === undefined ? { ...extraFields, ...members } : { ...extraFields, ...members, id },
+  );
 }

@@ -20,6 +20,9 @@ export {
 } from './errors.ts';
 export type { RequestReach, ServiceErrorDetails, TimeoutPhase } from './errors.ts';
 export type { PathStyle } from './paths.ts';
+export { PathStyleError } from './path-style.ts';
+export { FILE_LIFETIME_DAYS, MAX_UPLOAD_BYTES, UploadTooLargeError } from './file-limits.ts';
+export type { PathStyleResolution, PathStyleSetting } from './path-style.ts';
 export { OPERATIONS } from './types.ts';
 export type {
   ErrorEnvelope,

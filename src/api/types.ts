@@ -16,7 +16,25 @@ export interface Task {
   retryCount: number;
   inputKeys: KeyDescription[];
   outputKeys: KeyDescription[];
+  /**
+   * The fields the service sent beyond those above, as it sent them (e.g. a Conductor definition's
+   * `timeoutSeconds`, `responseTimeoutSeconds`, `concurrentExecLimit`): kept so an update sends them back.
+   */
+  extraFields?: JsonObject;
 }
+
+/** The members of a task read for what they are; every other field of a task is one of its `extraFields`. */
+export const TASK_FIELDS: readonly string[] = [
+  'object',
+  'id',
+  'createdAt',
+  'updatedAt',
+  'key',
+  'description',
+  'retryCount',
+  'inputKeys',
+  'outputKeys',
+];
 
 /** What the client sends to create or update a task. */
 export interface TaskDefinition {
@@ -25,6 +43,8 @@ export interface TaskDefinition {
   retryCount: number;
   inputKeys: KeyDescription[];
   outputKeys: KeyDescription[];
+  /** Sent unchanged beside the members above (a PUT replaces the task: what it lacks, the service resets). */
+  extraFields?: JsonObject;
 }
 
 export type TaskExecutionStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED';

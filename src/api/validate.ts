@@ -1,5 +1,5 @@
 // Boundary checks for the service's answers: `unknown` JSON in, typed records out, or a ResponseValidationError
-// naming the field. Only what the rest of the daemon relies on is enforced; unknown extra fields are ignored.
+// naming the field. Only what the rest of the daemon relies on is enforced; a task's other fields are kept.
 import * as v from 'valibot';
 import { isPlainObject, plainObject } from '../schema/plain-object.ts';
 import { issuePath, record } from '../schema/record.ts';
@@ -16,6 +16,7 @@ import type {
   TaskExecutionStatus,
   Variable,
 } from './types.ts';
+import { TASK_FIELDS } from './types.ts';
 
 // Messages are the problem without the field: one starting with "lacks" gets the field appended, any other
 // but a record's own (NOT_A_RECORD) gets it prepended (see `problemOf`).
@@ -146,7 +147,16 @@ export function parseTask(operation: Operation, value: unknown, path = ''): Task
     outputKeys: keyDescriptions(checked.outputKeys),
   };
   if (typeof checked.updatedAt === 'string') task.updatedAt = checked.updatedAt;
+  const extraFields = extraFieldsOf(value as JsonObject);
+  if (extraFields !== undefined) task.extraFields = extraFields;
   return task;
+}
+
+/** The fields of a task record beyond TASK_FIELDS, as sent; undefined when there are none. */
+export function extraFieldsOf(record: JsonObject): JsonObject | undefined {
+  const known = new Set(TASK_FIELDS);
+  const extra = Object.entries(record).filter(([field]) => !known.has(field));
+  return extra.length === 0 ? undefined : Object.fromEntries(extra);
 }
 
 /**

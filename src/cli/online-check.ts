@@ -4,6 +4,7 @@
 // whether Redis answers and is set up as clustered mode needs.
 import type { ServiceClient } from '../api/client.ts';
 import type { Task } from '../api/types.ts';
+import { taskFitWarnings, type HandlerLimits } from '../daemon/task-fit.ts';
 import { ServiceClientError, ServiceError } from '../api/errors.ts';
 import type { Budget } from '../budget/budget.ts';
 import { BudgetExhaustedError } from '../budget/budget.ts';
@@ -27,7 +28,7 @@ export interface OnlineCheck {
 }
 
 /** A loaded handler, as the task check names it: its task key and its file. */
-export interface HandlerToCheck {
+export interface HandlerToCheck extends HandlerLimits {
   key: string;
   file: string;
 }
@@ -100,7 +101,7 @@ async function askService(
         problems: 1,
       };
     }
-    const answer = await askForTasks(client, url, handlers);
+    const answer = await askForTasks(client, url, handlers, config.handlers.timeoutMs);
     return { lines: [...answer.lines, budgetLine(budget)], problems: answer.problems };
   } finally {
     await client.close();
@@ -112,6 +113,7 @@ async function askForTasks(
   client: ServiceClient,
   url: string,
   handlers: readonly HandlerToCheck[],
+  defaultTimeoutMs: number,
 ): Promise<OnlineCheck> {
   try {
     const tasks = await client.listTasks();
@@ -121,6 +123,8 @@ async function askForTasks(
         `url: ${url} (the service answered; ${tasks.length} ${tasks.length === 1 ? 'task' : 'tasks'} there)`,
         'key: valid',
         ...matched.lines,
+        ...fitLines(tasks, handlers, defaultTimeoutMs),
+        pathsLine(client),
       ],
       problems: matched.problems,
     };
@@ -137,7 +141,7 @@ async function askForTasks(
     if (error instanceof ServiceError) {
       const hint =
         error.status === 404
-          ? '; the service is not at this URL: check its path in DF_API_URL (df-worker adds /v1/data-factory itself)'
+          ? '; the service is not at this URL: check its path in DF_API_URL (df-worker adds /v1/data_factory itself)'
           : '';
       return { lines: [`url: ${url}: ${error.message}${hint}`, 'key: unknown'], problems: 1 };
     }
@@ -146,6 +150,32 @@ async function askForTasks(
     }
     throw error;
   }
+}
+
+/** A warning line per way a handler's declarations do not fit its task's limits on the service. */
+function fitLines(
+  tasks: readonly Task[],
+  handlers: readonly HandlerToCheck[],
+  defaultTimeoutMs: number,
+): string[] {
+  const byKey = new Map(tasks.map((task) => [task.key, task]));
+  return handlers.flatMap((handler) => {
+    const task = byKey.get(handler.key);
+    if (!task) return [];
+    return taskFitWarnings(task, handler, defaultTimeoutMs).map(
+      (warning) => `  warning: ${handler.file}: ${warning.message}`,
+    );
+  });
+}
+
+function pathsLine(client: ServiceClient): string {
+  const found = client.pathStyleFound;
+  const style = found?.style ?? client.toJSON().pathStyle;
+  const example = style === 'underscore' ? '/v1/data_factory/tasks' : '/v1/data-factory/tasks';
+  const how = found
+    ? `found by DF_API_PATH_STYLE=auto, tried ${found.tried.join(' then ')}`
+    : `DF_API_PATH_STYLE=${style}`;
+  return `paths: ${style} (${example}; ${how})`;
 }
 
 /**

@@ -38,9 +38,9 @@ export const schema = {
     }),
     pathStyle: oneOf({
       env: 'DF_API_PATH_STYLE',
-      default: 'hyphen',
-      values: ['hyphen', 'underscore'],
-      doc: 'Spelling of data-factory paths: /v1/data-factory/task-executions (hyphen) or /v1/data_factory/task_executions (underscore).',
+      default: 'auto',
+      values: ['auto', 'underscore', 'hyphen'],
+      doc: "Spelling of data-factory paths: /v1/data_factory/task_executions (underscore, the service's own examples), /v1/data-factory/task-executions (hyphen), or auto: found at start by the first task list, tried in the underscore spelling first, then hyphen, and kept for the process (a 404 on both stops the start).",
     }),
     connectTimeoutMs: milliseconds({
       env: 'DF_API_CONNECT_TIMEOUT_MS',

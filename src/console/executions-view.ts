@@ -1,7 +1,8 @@
 // The tasks and their executions: what the service knows (status, input, output, claim, reports) joined with
 // what the worker in this process did (each attempt, its duration, how it ended, its log lines); and the form
 // that enqueues an execution.
-import type { Task } from '../api/types.ts';
+import type { JsonObject, Task } from '../api/types.ts';
+import { extraFieldsOf } from '../api/validate.ts';
 import type { EmulatedExecution } from '../emulator/types.ts';
 import type { AttemptRecord, LogLine, WorkerExecution } from './execution-record.ts';
 import { html, prettyJson, shortTime, type SafeHtml } from './html.ts';
@@ -26,6 +27,7 @@ export function tasksTable(tasks: readonly Task[]): SafeHtml {
         <th>Input keys</th>
         <th>Output keys</th>
         <th>Description</th>
+        <th>Other fields</th>
       </tr>
     </thead>
     <tbody>
@@ -38,10 +40,20 @@ export function tasksTable(tasks: readonly Task[]): SafeHtml {
             <td>${keys(t.inputKeys)}</td>
             <td>${keys(t.outputKeys)}</td>
             <td>${t.description}</td>
+            <td>${otherFields(t)}</td>
           </tr>`,
       )}
     </tbody>
   </table>`;
+}
+
+/** A task's fields beyond the description (`timeoutSeconds=3600, ...`): kept by every update, shown as sent. */
+function otherFields(task: Task): string {
+  const fields = { ...extraFieldsOf(task as unknown as JsonObject), ...task.extraFields };
+  delete fields.extraFields;
+  return Object.entries(fields)
+    .map(([field, value]) => `${field}=${JSON.stringify(value) ?? 'null'}`)
+    .join(', ');
 }
 
 export function enqueueForm(tasks: readonly Task[]): SafeHtml {

@@ -2,6 +2,7 @@
 // outcome, report it, then forget it. Whatever fails, the execution ends reported, dead-lettered, or
 // still in the journal for the next start: never silently dropped.
 import type { Logger } from 'pino';
+import { withFailureMessage } from '../runner/failure-output.ts';
 import type { TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
@@ -411,6 +412,8 @@ export class ExecutionPipeline {
     outcome: { status: ExecutionOutcome['status']; output: ExecutionOutcome['output'] },
     logger: Logger,
   ): Promise<void> {
+    // Outcomes built here (no handler, a restart, a poison execution...) and replayed ones carry `message` too.
+    if (outcome.status === 'FAILED') outcome = { ...outcome, output: withFailureMessage(outcome.output) };
     const { journal, reporter } = this.#o;
     const fence = this.#o.fence;
     const report = (status: ExecutionOutcome['status'], output: ExecutionOutcome['output']) =>
@@ -443,7 +446,7 @@ export class ExecutionPipeline {
             `the service refused the handler's output (${refused.status}): ${refused.message}`,
           );
           logger.error({ refusedStatus: refused.status }, 'output refused; reporting the execution FAILED');
-          const fallback = await report('FAILED', { error: message, refusedStatus: refused.status });
+          const fallback = await report('FAILED', { error: message, message, refusedStatus: refused.status });
           if ('fenced' in fallback) {
             this.#fenced(taskKey, executionId, logger);
             return;

@@ -3,6 +3,7 @@
 // poll planner. Shared by the standalone and the clustered wiring.
 import type { Logger } from 'pino';
 import { ServiceError } from '../api/errors.ts';
+import { PathStyleError } from '../api/path-style.ts';
 import { backoffDelayMs } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
@@ -11,6 +12,7 @@ import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { classifyFailure } from '../scheduler/retry-policy.ts';
 import type { WorkerEvents } from './events.ts';
 import { backoffFromConfig, taskRefreshIntervalMs } from './service-wiring.ts';
+import { taskFitWarnings } from './task-fit.ts';
 import type { TaskMatch, TaskRegistry } from './task-registry.ts';
 
 /** start() refused to run: the message says what to fix. The CLI exits non-zero with it. */
@@ -86,6 +88,7 @@ export class TaskList {
         const match = await this.#read(signal);
         this.#answered = true;
         this.#apply(match);
+        this.#warnOfUnfitHandlers(match);
         if (match.registered.length === 0) {
           this.#o.logger.warn(
             { handlers: [...match.missing] },
@@ -95,6 +98,8 @@ export class TaskList {
         return;
       } catch (error) {
         const action = classifyFailure(error);
+        // Its own code and message name DF_API_URL and DF_API_PATH_STYLE: retrying cannot find a third spelling.
+        if (error instanceof PathStyleError) throw error;
         if (error instanceof ServiceError && (error.status === 401 || error.status === 403)) {
           throw new StartupError(
             error.status === 401
@@ -146,6 +151,18 @@ export class TaskList {
         "DF_TASK_REFRESH_MS makes task list refreshes take more than a tenth of the month's budget while a " +
           'handler has no task; polls get less of it (the default, 1 hour, takes 720 requests a month)',
       );
+    }
+  }
+
+  /** At start: each way a handler's timeouts or concurrency do not fit its task's limits on the service. */
+  #warnOfUnfitHandlers(match: TaskMatch): void {
+    for (const { task, handler } of match.registered) {
+      const { concurrency } = handler as { concurrency?: unknown };
+      const limits = { timeoutMs: handler.timeoutMs, concurrency };
+      for (const warning of taskFitWarnings(task, limits, this.#o.config.handlers.timeoutMs)) {
+        const { field, serviceValue, handlerValue } = warning;
+        this.#o.logger.warn({ taskKey: task.key, field, serviceValue, handlerValue }, warning.message);
+      }
     }
   }
 

@@ -50,6 +50,7 @@ export class TaskRegistry {
   readonly #logger: Logger;
   readonly #sync: boolean;
   readonly #syncCommand: string;
+  #spellingLogged = false;
 
   constructor(options: {
     handlers: ReadonlyMap<string, TaskModule>;
@@ -82,6 +83,7 @@ export class TaskRegistry {
   /** Lists the service's tasks (every page) and matches them; creates missing ones when sync is on. */
   async refresh(signal?: AbortSignal): Promise<TaskMatch> {
     const tasks = await this.#client.listTasks({ signal });
+    this.#logSpelling();
     const match = matchTasks(tasks, this.#handlers);
     if (this.#sync && match.missing.length > 0) {
       for (const key of match.missing) {
@@ -109,6 +111,17 @@ export class TaskRegistry {
       );
     }
     return match;
+  }
+
+  /** Once: the spelling DF_API_PATH_STYLE=auto found with the first task list. */
+  #logSpelling(): void {
+    const found = this.#client.pathStyleFound;
+    if (found === undefined || this.#spellingLogged) return;
+    this.#spellingLogged = true;
+    this.#logger.info(
+      { pathStyle: found.style, tried: found.tried },
+      `the service answers the ${found.style} spelling of its paths (DF_API_PATH_STYLE=auto); kept until restart`,
+    );
   }
 
   /** A handler without its task: likely a misspelt key when a task of a close key has no handler. */

@@ -1,5 +1,6 @@
 // The standalone daemon: the core (core.ts) with the state folder (lock, journal, budget.json) and this process's
 // own scheduler, which claims beside the replay of what a previous run left in the journal.
+import { withFailureMessage } from '../runner/failure-output.ts';
 import type { Budget } from '../budget/budget.ts';
 import type { DeadLetter, Journal } from '../journal/journal.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
@@ -285,7 +286,8 @@ export class Worker extends DaemonCore<Budget> {
     const outcome = letter?.entry.outcome;
     if (!letter || !outcome) return { delivered: false, message: `no dead letter of ${executionId} is kept` };
     try {
-      await client.reportExecution(executionId, { status: outcome.status, output: outcome.output });
+      const output = outcome.status === 'FAILED' ? withFailureMessage(outcome.output) : outcome.output;
+      await client.reportExecution(executionId, { status: outcome.status, output });
     } catch (error) {
       this.logger.warn({ executionId, err: error as Error }, 'a dead letter sent again was refused');
       return { delivered: false, message: error instanceof Error ? error.message : String(error) };

@@ -14,6 +14,9 @@ import { FaultTable } from './faults.ts';
 import { ResponseTimeoutSettings } from './response-timeouts.ts';
 import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { matchRoute } from './routes.ts';
+import { isPlainObject } from '../schema/plain-object.ts';
+import { serves, type ServedSpelling } from './path-spelling.ts';
+import { MAX_UPLOAD_BYTES } from '../api/file-limits.ts';
 import type { RouteMatch } from './routes.ts';
 import { answerService } from './service.ts';
 import { Store, type EmulatedFile } from './store.ts';
@@ -29,7 +32,6 @@ import type {
 import { errorAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
 import type { Answer, RequestBody } from './wire.ts';
 
-const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 const ERROR_CODES: Record<number, string> = {
   400: 'BAD_REQUEST',
   401: 'UNAUTHENTICATED',
@@ -38,10 +40,23 @@ const ERROR_CODES: Record<number, string> = {
   429: 'RATE_LIMIT',
 };
 
+/** A task's definition as the emulator takes it: its documented members, and any other field to keep. */
+export type EmulatedTaskDefinition = Omit<Partial<TaskDefinition>, 'extraFields'> & {
+  key: string;
+  [field: string]: unknown;
+};
+
+/** The definition as the service receives it: a client-side `extraFields` spread beside the members. */
+function flatDefinition(definition: EmulatedTaskDefinition | TaskDefinition): EmulatedTaskDefinition {
+  const { extraFields, ...members } = definition as TaskDefinition;
+  return { ...(isPlainObject(extraFields) ? extraFields : {}), ...members };
+}
+
 export class Emulator {
   readonly #clock: Clock;
   readonly #apiKeys: Set<string>;
   readonly #maxUploadBytes: number;
+  readonly #spelling: ServedSpelling;
   readonly #store: Store;
   readonly #limiter: RateLimiter;
   readonly #faults: FaultTable;
@@ -58,7 +73,8 @@ export class Emulator {
   constructor(options: EmulatorOptions = {}) {
     this.#clock = options.clock ?? systemClock;
     this.#apiKeys = new Set(options.apiKeys ?? ['emulator-key']);
-    this.#maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
+    this.#maxUploadBytes = options.maxUploadBytes ?? MAX_UPLOAD_BYTES;
+    this.#spelling = options.pathStyle ?? 'both';
     this.#limiter = new RateLimiter(options.limits);
     this.#faults = new FaultTable(options.seed ?? 1);
     const settings = new ResponseTimeoutSettings(options.responseTimeouts);
@@ -118,13 +134,14 @@ export class Emulator {
     await closed;
   }
 
-  createTask(definition: Partial<TaskDefinition> & { key: string }): Task {
-    return structuredClone(this.#store.createTask(definition));
+  /** Fields beyond the definition's (`timeoutSeconds`...) are kept and answered as given. */
+  createTask(definition: EmulatedTaskDefinition | TaskDefinition): Task {
+    return structuredClone(this.#store.createTask(flatDefinition(definition)));
   }
 
   /** Replaces a task's definition, as PUT on the task does; throws UnknownTaskError when no task has this id. */
-  updateTask(id: string, definition: Partial<TaskDefinition> & { key: string }): Task {
-    const task = this.#store.updateTask(id, definition);
+  updateTask(id: string, definition: EmulatedTaskDefinition | TaskDefinition): Task {
+    const task = this.#store.updateTask(id, flatDefinition(definition));
     if (!task) throw new UnknownTaskError(id);
     return structuredClone(task);
   }
@@ -344,7 +361,7 @@ export class Emulator {
   async #service(call: ServiceCall, deliver: (answer: Answer | undefined) => boolean): Promise<void> {
     const startedAt = performance.now();
     const { method, url } = call;
-    const route = matchRoute(method, url.pathname);
+    const route = serves(this.#spelling, url.pathname) ? matchRoute(method, url.pathname) : undefined;
     const apiKey = apiKeyOf(call.headers, url);
     const record: RequestRecord = {
       at: this.#clock.now(),

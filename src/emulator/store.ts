@@ -11,6 +11,7 @@ import type {
   TaskExecution,
   Variable,
 } from '../api/types.ts';
+import { extraFieldsOf } from '../api/validate.ts';
 import { parseTaskDefinition } from './bodies.ts';
 import { ClaimDeadlines, type ClaimTimeout, type DueClaim } from './response-timeouts.ts';
 import type { EmulatedExecution, VariableChanges } from './types.ts';
@@ -56,24 +57,36 @@ export class Store {
     this.#timeoutOf = timeoutOf;
   }
 
+  /** Fields beyond the documented ones (Conductor's `timeoutSeconds`...) are stored and answered as sent. */
   createTask(definition: unknown): Task {
     const valid = parseTaskDefinition(definition);
-    const task: Task = {
+    const task = {
+      ...extraTaskFields(definition),
       object: 'task',
       id: `task-${++this.#sequence.task}`,
       createdAt: this.#isoNow(),
       ...valid,
-    };
+    } as Task;
     this.#tasks.set(task.id, task);
     return task;
   }
 
-  /** Replaces the task's definition; undefined when no task has this id. */
+  /**
+   * Replaces the task's definition, as a PUT does: extra fields the body lacks are gone, as a service resets
+   * what an update leaves out; undefined when no task has this id.
+   */
   updateTask(id: string, definition: unknown): Task | undefined {
     const existing = this.#tasks.get(id);
     if (!existing) return undefined;
     const valid = parseTaskDefinition(definition);
-    const task: Task = { ...existing, ...valid, updatedAt: this.#isoNow() };
+    const task = {
+      ...extraTaskFields(definition),
+      object: 'task',
+      id,
+      createdAt: existing.createdAt,
+      ...valid,
+      updatedAt: this.#isoNow(),
+    } as Task;
     this.#tasks.set(id, task);
     return task;
   }
@@ -356,6 +369,11 @@ export function toWireExecution(
     ...wire
   } = execution;
   return wire;
+}
+
+function extraTaskFields(definition: unknown): JsonObject {
+  const { id: _id, ...rest } = definition as JsonObject;
+  return extraFieldsOf(rest) ?? {};
 }
 
 function defaultContext(executionNumber: number): JobContext {

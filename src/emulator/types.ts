@@ -1,6 +1,7 @@
 // Public shapes of the emulator: its options, what it records about executions and requests, and the
 // rules of its fault table. Kept apart from the server so callers can import types without runtime code.
 import type { Clock } from '../clock/clock.ts';
+import type { ServedSpelling } from './path-spelling.ts';
 import type {
   JsonObject,
   Operation,
@@ -33,8 +34,13 @@ export interface EmulatorOptions {
   limits?: Partial<EmulatorLimits>;
   /** Time for rate-limit windows and record timestamps. Default `systemClock`. */
   clock?: Clock;
-  /** Largest request body accepted, in bytes; larger bodies get 413 `{message}`. Default 10 MiB. */
+  /** Largest request body accepted, in bytes; larger bodies get 413 `{message}`. Default 100 MiB, the service's. */
   maxUploadBytes?: number;
+  /**
+   * Which spelling of the data-factory paths it serves: `both` (default), `underscore` or `hyphen`; the other
+   * spelling then gets the 404 of an unknown route.
+   */
+  pathStyle?: ServedSpelling;
   /** Seeds the PRNG that decides probabilistic fault rules, so tests are deterministic. Default 1. */
   seed?: number;
   /**

@@ -59,6 +59,15 @@ export const ERROR_CATALOGUE = {
     meaning: 'A report the service would refuse (bad status or output); nothing was sent',
     errors: ['ReportValidationError'],
   },
+  DFW_API_PATH_STYLE_UNKNOWN: {
+    meaning:
+      'Neither spelling of the data-factory paths (`data_factory`, `data-factory`) answered the task list: check `DF_API_URL` and `DF_API_PATH_STYLE`',
+    errors: ['PathStyleError'],
+  },
+  DFW_API_UPLOAD_TOO_LARGE: {
+    meaning: "A file upload is larger than the service's 100 MB; nothing was sent",
+    errors: ['UploadTooLargeError'],
+  },
   DFW_SERVICE_CALL_REFUSED: {
     meaning: "A handler's `ctx.service` call was not sent: its attempt had ended or was aborted",
     errors: ['ServiceCallRefusedError'],

@@ -1,6 +1,7 @@
 // `ctx.service`: the service client a handler gets. Its calls go through the daemon's one ServiceClient (the
 // budget's 'handler' class, the 429 handling, the key) whether the handler runs in process or in a worker: a
 // call is plain data (operation and arguments) that the daemon's side performs with `performServiceCall`.
+import { checkUploadSize } from '../api/file-limits.ts';
 import { fromErrorRecord, type ErrorRecord } from '../api/error-record.ts';
 import { ServiceClientError } from '../api/errors.ts';
 import type { ServiceClient } from '../api/client.ts';
@@ -31,7 +32,11 @@ export interface HandlerFile {
  */
 export interface TaskServiceClient {
   files: {
-    /** Uploads a file to the v2 files API (multipart); resolves the file record (its `id`). */
+    /**
+     * Uploads a file to the v2 files API (multipart); resolves the file record (its `id`). A file over the
+     * service's 100 MB is refused with UploadTooLargeError (`DFW_API_UPLOAD_TOO_LARGE`) before it is sent. The
+     * service deletes uploaded files after 90 days: a job must consume the file before then.
+     */
     upload(file: HandlerFile): Promise<ServiceFile>;
     get(id: string): Promise<ServiceFile>;
   };
@@ -98,7 +103,12 @@ export function createTaskService(
   };
   return {
     files: {
-      upload: async (file) => call('files.upload', [await toWireFile(file)]),
+      upload: async (file) => {
+        const wire = await toWireFile(file);
+        // Refused here, in the handler's thread, rather than after 100 MB crossed to the daemon's.
+        checkUploadSize(wire.name, wire.data.byteLength);
+        return await call('files.upload', [wire]);
+      },
       get: (id) => call('files.get', [id]),
     },
     executions: { get: (id) => call('executions.get', [id]) },

@@ -1,5 +1,6 @@
 // Runs one claimed task execution to an outcome the daemon can report: checks the input, calls the handler with a
 // per-attempt deadline, retries throws and timeouts with backoff, and checks the output. Never throws for a handler.
+import { withFailureMessage } from './failure-output.ts';
 import type { Logger } from 'pino';
 import type { ResponseEvent, ServiceClient } from '../api/client.ts';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
@@ -88,7 +89,7 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     failure?: ExecutionOutcome['failure'],
   ): ExecutionOutcome => ({
     status,
-    output,
+    output: status === 'FAILED' ? withFailureMessage(output) : output,
     attempts,
     durationMs: clock.now() - startedAt,
     ...(failure === undefined ? {} : { failure }),

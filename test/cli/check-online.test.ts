@@ -39,7 +39,8 @@ describe('df-worker check --online', () => {
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).toContain(
       `url: ${emulator.url} (the service answered; 1 task there)\nkey: valid\n` +
-        'tasks: 1 of 1 handler has its task on the service\n',
+        'tasks: 1 of 1 handler has its task on the service\n' +
+        'paths: underscore (/v1/data_factory/tasks; found by DF_API_PATH_STYLE=auto, tried underscore)\n',
     );
     expect(result.stdout).toMatch(
       /^budget: 1 of 40000 requests used in \d{4}-\d{2}, 39999 left until \S+ \(DF_BUDGET_PER_MONTH\); at most 5\/s and 50\/min$/m,

@@ -52,7 +52,7 @@ describe('loadConfig sources', () => {
   it('loads the schema defaults with no environment when nothing is required', () => {
     const config = loadConfig({ env: {}, cwd: dir });
     expect(config.concurrency).toBe(4);
-    expect(config.api).toMatchObject({ url: '', key: '', authMode: 'header', pathStyle: 'hyphen' });
+    expect(config.api).toMatchObject({ url: '', key: '', authMode: 'header', pathStyle: 'auto' });
     expect(config.budget).toEqual({
       perSecond: 5,
       perMinute: 50,

@@ -42,6 +42,13 @@ describe('the console pages', () => {
     expect(page.body).toContain(NO_WORKER_NOTE);
   });
 
+  it("shows a task's fields beyond the description, as the service holds them", async () => {
+    emulator.createTask({ key: 'greet', timeoutSeconds: 3600, concurrentExecLimit: 2 });
+    const { body } = await get('/console');
+    expect(body).toContain('<th>Other fields</th>');
+    expect(body).toContain('timeoutSeconds=3600, concurrentExecLimit=2');
+  });
+
   it('escapes user data: a <script> in an input is text', async () => {
     emulator.createTask({ key: 'greet' });
     emulator.enqueueExecution('greet', { name: '</pre><script>alert(1)</script>', "a'b": '"q"' });

@@ -79,7 +79,10 @@ describe('a poll answer whose input is not an object', () => {
       {
         at: expect.any(String) as unknown,
         status: 'FAILED',
-        output: { error: expect.stringContaining("field 'input' is not an object") as unknown },
+        output: {
+          error: expect.stringContaining("field 'input' is not an object") as unknown,
+          message: expect.stringContaining("field 'input' is not an object") as unknown,
+        },
       },
     ]);
     expect(calls()).toBe(0);

@@ -80,8 +80,9 @@ describe('reports', () => {
   });
 
   it('reports FAILED, naming the refusal, an execution whose output the service refuses (413), and keeps the output in a dead letter', async () => {
-    const blob = 'x'.repeat(11 * 1024 * 1024); // over the emulator's 10 MiB body limit, as a service has one
+    const blob = 'x'.repeat(11 * 1024 * 1024); // over a 10 MiB body limit, as a proxy in front may have
     harness = await startHarness({
+      emulator: { maxUploadBytes: 10 * 1024 * 1024 },
       handlers: [{ key: 'big', outputKeys: ['blob'], handle: () => ({ blob }) }],
       // Past the daemon's own output limit too, so that the service is what refuses it.
       settings: { 'handlers.maxOutputBytes': 16 * 2 ** 20 },

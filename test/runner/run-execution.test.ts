@@ -57,6 +57,7 @@ describe('runExecution: input', () => {
       output: {
         error: 'missing input keys "sku", "price" (declared in the task inputKeys)',
         missingInputKeys: ['sku', 'price'],
+        message: 'missing input keys "sku", "price" (declared in the task inputKeys)',
       },
       attempts: 0,
       durationMs: 0,
@@ -74,6 +75,7 @@ describe('runExecution: input', () => {
     expect(outcome.output).toEqual({
       error: 'missing input key "sku" (declared in the task inputKeys)',
       missingInputKeys: ['sku'],
+      message: 'missing input key "sku" (declared in the task inputKeys)',
     });
   });
 
@@ -583,7 +585,11 @@ describe('runExecution: shutdown', () => {
     expect(signal?.aborted).toBe(true);
     expect(outcome).toEqual({
       status: 'FAILED',
-      output: { error: 'worker shut down before the handler finished', attempts: 1 },
+      output: {
+        error: 'worker shut down before the handler finished',
+        attempts: 1,
+        message: 'worker shut down before the handler finished',
+      },
       attempts: 1,
       durationMs: 0,
       failure: { kind: 'aborted', message: 'worker shut down before the handler finished' },

@@ -70,7 +70,12 @@ export async function checkHandlers(
     const keys = [...handlers.keys()].sort();
     const failed = errors.length === 0 ? '' : `; ${errors.length} failed`;
     return {
-      loaded: keys.map((key) => ({ key, file: handlers.get(key)!.file })),
+      loaded: keys.map((key) => {
+        const handler = handlers.get(key)!;
+        // `concurrency` is read as whatever the definition holds: older definitions have none.
+        const { concurrency } = handler as { concurrency?: unknown };
+        return { key, file: handler.file, timeoutMs: handler.timeoutMs, concurrency };
+      }),
       lines: [
         `handlers: ${keys.length} loaded from ${dir}${keys.length === 0 ? '' : ` (${keys.join(', ')})`}${failed}`,
         ...errors.map((error) => `  ${error.message}`),

@@ -1,5 +1,6 @@
 // `df-worker emulator`: the local stand-in for the service, for trying handlers without an account.
 import { Emulator } from '../../emulator/index.ts';
+import { SERVED_SPELLINGS } from '../../emulator/path-spelling.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { parseVariableOptions } from '../variable-option.ts';
 
@@ -8,7 +9,7 @@ export const emulatorCommand: Command = {
   summary: 'run the local service emulator (custom-task API, limits, admin surface)',
   help: `
 Usage: df-worker emulator [--port N] [--host H] [--key KEY]... [--per-second N] [--per-minute N] [--per-month N]
-                          [--variable ID=VALUE]...
+                          [--variable ID=VALUE]... [--path-style both|underscore|hyphen]
 
 Serves the service's custom-task API on http://HOST:PORT with the documented limits (variables included),
 plus an admin surface under /__admin/ (create tasks and variables, enqueue executions, read reports and the
@@ -24,6 +25,8 @@ Options:
   --per-month N    limit per key per month (default 40000; 0 = no limit)
   --variable ID=VALUE
                    a variable it holds from the start, for ctx.service.variables.get(ID); repeatable
+  --path-style S   which spelling of /v1/data_factory/... (underscore) and /v1/data-factory/... (hyphen) it
+                   serves: both (default), underscore or hyphen; the other answers 404 as an unknown route
   -h, --help       this help
 `,
   async run(argv) {
@@ -38,6 +41,7 @@ Options:
         'per-minute': { type: 'string' },
         'per-month': { type: 'string' },
         variable: { type: 'string', multiple: true },
+        'path-style': { type: 'string', default: 'both' },
       },
     });
     if (typeof parsed === 'number') return parsed;
@@ -59,9 +63,16 @@ Options:
       }
       limits[field] = Number(raw);
     }
+    const pathStyle = SERVED_SPELLINGS.find((spelling) => spelling === values['path-style']);
+    if (pathStyle === undefined) {
+      return usageError(
+        'emulator',
+        `--path-style must be one of ${SERVED_SPELLINGS.join(', ')}, got "${values['path-style']}"`,
+      );
+    }
     const variables = parseVariableOptions(values.variable);
     if (typeof variables === 'string') return usageError('emulator', variables);
-    const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits });
+    const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits, pathStyle });
     for (const variable of variables) emulator.createVariable(variable);
     const { mountConsole } = await import('../../console/index.ts');
     const local = mountConsole(emulator, { mode: 'emulator' });

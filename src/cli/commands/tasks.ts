@@ -31,8 +31,16 @@ const MAX_RATE_LIMIT_WAIT_MS = 5 * 60_000;
 /** What sync does for one handler's task. */
 export type SyncEntry =
   | { action: 'create'; key: string; definition: TaskDefinition }
-  | { action: 'update'; key: string; taskId: string; definition: TaskDefinition; changes: string[] }
-  | { action: 'unchanged'; key: string; taskId: string };
+  | {
+      action: 'update';
+      key: string;
+      taskId: string;
+      definition: TaskDefinition;
+      changes: string[];
+      /** The task's fields beyond the definition, `name=value`: sent back unchanged, never compared. */
+      kept: string[];
+    }
+  | { action: 'unchanged'; key: string; taskId: string; kept: string[] };
 
 export interface SyncPlan {
   /** One entry per handler, by task key. */
@@ -49,12 +57,17 @@ export function planTaskSync(tasks: Task[], handlers: ReadonlyMap<string, TaskMo
     entries.push({ action: 'create', key, definition: definitionOf(handlers.get(key)!) });
   }
   for (const { task, handler } of match.registered) {
-    const definition = definitionOf(handler);
+    // Only what the handler declares changes: the PUT carries the task's other fields back as they are.
+    const definition: TaskDefinition = {
+      ...definitionOf(handler),
+      ...(task.extraFields ? { extraFields: task.extraFields } : {}),
+    };
     const changes = taskDifferences(task, definition);
+    const kept = describeExtraFields(task.extraFields);
     entries.push(
       changes.length === 0
-        ? { action: 'unchanged', key: task.key, taskId: task.id }
-        : { action: 'update', key: task.key, taskId: task.id, definition, changes },
+        ? { action: 'unchanged', key: task.key, taskId: task.id, kept }
+        : { action: 'update', key: task.key, taskId: task.id, definition, changes, kept },
     );
   }
   entries.sort((a, b) => a.key.localeCompare(b.key));
@@ -98,11 +111,26 @@ function shorten(text: string): string {
   return JSON.stringify(shown);
 }
 
-/** One line of the plan: `+ create k`, `~ update k: ...`, `= k unchanged`. */
+/** `name=value` for each field of a task beyond its definition, values shortened as descriptions are. */
+export function describeExtraFields(extraFields: Task['extraFields']): string[] {
+  return Object.entries(extraFields ?? {}).map(([field, value]) => {
+    const text = JSON.stringify(value) ?? 'null';
+    const shown = text.length > MAX_SHOWN_DESCRIPTION ? `${text.slice(0, MAX_SHOWN_DESCRIPTION - 1)}…` : text;
+    return `${field}=${shown}`;
+  });
+}
+
+/**
+ * The plan's lines for one entry: `+ create k`, `~ update k: ...`, `= k unchanged`, then the task's fields
+ * the sync leaves as they are: `    kept: timeoutSeconds=300, concurrentExecLimit=2`.
+ */
 export function describeEntry(entry: SyncEntry): string {
   if (entry.action === 'create') return `+ create ${entry.key}`;
-  if (entry.action === 'update') return `~ update ${entry.key}: ${entry.changes.join(', ')}`;
-  return `= ${entry.key} unchanged`;
+  const head =
+    entry.action === 'update'
+      ? `~ update ${entry.key}: ${entry.changes.join(', ')}`
+      : `= ${entry.key} unchanged`;
+  return entry.kept.length === 0 ? head : `${head}\n    kept as on the service: ${entry.kept.join(', ')}`;
 }
 
 export const tasksCommand: Command = {
@@ -116,6 +144,8 @@ inputKeys, outputKeys):
   + create KEY            no task on the service has the handler's key
   ~ update KEY: CHANGES   the task differs, e.g. "retryCount 0 -> 2, outputKeys +columns -old ~renamed"
   = KEY unchanged
+      kept as on the service: FIELD=VALUE, ...   the task's other fields (timeoutSeconds...): sent back
+                                                 unchanged, never compared
     (not managed here) KEY   a task with no handler here: never changed or deleted
 Then creates and updates the tasks (unless --dry-run). Needs DF_API_URL and DF_API_KEY (or DF_API_KEY_FILE).
 Requests count against the same budget as the daemon (DF_BUDGET_*, state in DF_STATE_DIR) and are paced by it.

@@ -6,6 +6,7 @@ import type { WorkerConfig } from '../../config/schema.ts';
 import type { Emulator } from '../../emulator/index.ts';
 import type { LoadedHandler } from '../../handlers/loader.ts';
 import { handlerEnvironmentFromConfig, loadHandlersIsolatedPartly } from '../../sandbox/index.ts';
+import { parseTask } from '../../api/validate.ts';
 import { describeEntry, planTaskSync } from '../commands/tasks.ts';
 
 export class HandlerSet {
@@ -66,7 +67,9 @@ export class HandlerSet {
 
   /** Creates the tasks the emulator lacks and updates those that differ; lines of what was done. */
   #sync(handlers: ReadonlyMap<string, LoadedHandler>): string[] {
-    const plan = planTaskSync(this.#emulator.tasks(), handlers);
+    // Read as the client reads them, so a task's extra fields are kept by an update as `tasks sync` keeps them.
+    const tasks = this.#emulator.tasks().map((task) => parseTask('tasks.list', task));
+    const plan = planTaskSync(tasks, handlers);
     const lines: string[] = [];
     for (const entry of plan.entries) {
       if (entry.action === 'create') this.#emulator.createTask(entry.definition);
