@@ -295,6 +295,16 @@ export const schema = {
       default: false,
       doc: "A read-only HTML status page at GET /status on the health and metrics port: readiness, the tasks served, the key's budget with the month's pace, recent executions with their attempts (task, durations, results; no input, output or log line, since the port may be reachable from the network) and the dead letters. Off: /status answers 404 and the page's code is never loaded, so it costs the idle daemon nothing.",
     }),
+    statusPageDetails: flag({
+      env: 'DF_HTTP_STATUS_PAGE_DETAILS',
+      default: false,
+      doc: "Whether the status page (DF_HTTP_STATUS_PAGE) shows what handlers said: failure messages, and the inputs and outputs of dead letters. Off, it shows states, counts and timings only, since a handler's message may quote its input (a secret included) and the port may be reachable from the network.",
+    }),
+    statusPageHosts: string({
+      env: 'DF_HTTP_STATUS_PAGE_HOSTS',
+      default: '',
+      doc: 'Comma-separated host names (no port) GET /status and POST /wake answer for, besides localhost, 127.0.0.1, ::1 and IP addresses, e.g. df-worker.ops.example.com behind a proxy. Any other Host is answered 421 (a page of another site that resolves its own name to this address); /healthz, /readyz and /metrics answer whatever Host they are sent.',
+    }),
     maxConnections: integer({
       env: 'DF_HTTP_MAX_CONNECTIONS',
       default: 64,
