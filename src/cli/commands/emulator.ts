@@ -1,4 +1,5 @@
 // `df-worker emulator`: the local stand-in for the service, for trying handlers without an account.
+import { randomBytes } from 'node:crypto';
 import { Emulator } from '../../emulator/index.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { parseVariableOptions } from '../variable-option.ts';
@@ -18,7 +19,7 @@ request log, inject faults: handlers/README.md#fault-rules gives the rules' form
 Options:
   --port N         port to listen on (default 8080; 0 = any free port)
   --host H         address to bind (default 127.0.0.1)
-  --key KEY        accepted API key, repeatable (default emulator-key)
+  --key KEY        accepted API key, repeatable (default: a random key of this run, printed at start)
   --per-second N   burst limit per key (default 5; 0 = no limit)
   --per-minute N   limit per key per minute (default 50; 0 = no limit)
   --per-month N    limit per key per month (default 40000; 0 = no limit)
@@ -61,12 +62,15 @@ Options:
     }
     const variables = parseVariableOptions(values.variable);
     if (typeof variables === 'string') return usageError('emulator', variables);
-    const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits });
+    // A fixed default key would be known to every web page: a random one, printed beside the console's URL.
+    const apiKeys = values.key ?? [randomBytes(16).toString('hex')];
+    const emulator = new Emulator({ apiKeys, limits });
     for (const variable of variables) emulator.createVariable(variable);
     const { mountConsole } = await import('../../console/index.ts');
     const local = mountConsole(emulator, { mode: 'emulator' });
     const url = await emulator.listen(Number(values.port), values.host);
     process.stdout.write(`emulator listening on ${url} (admin: ${url}/__admin/)\n`);
+    process.stdout.write(`API key: ${apiKeys.join(', ')}\n`);
     process.stdout.write(`console: ${local.url(url, undefined)}\n`);
     if (variables.length > 0) {
       process.stdout.write(`variables: ${variables.map((variable) => variable.id).join(', ')}\n`);
