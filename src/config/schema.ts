@@ -28,7 +28,14 @@ export const schema = {
     keyFile: string({
       env: 'DF_API_KEY_FILE',
       default: '',
-      doc: 'Path of a file holding the API key (read once at start, surrounding whitespace trimmed), relative to the working directory. Preferred over DF_API_KEY with container secrets.',
+      doc: 'Path of a file holding the API key (surrounding whitespace trimmed), relative to the working directory. Preferred over DF_API_KEY with container secrets: the daemon reads it again when it changes (a mounted Secret replaced in place, a file renamed over it or written anew; watched, and checked every DF_API_KEY_FILE_CHECK_MS) and after the service refuses the key (401), and uses the new key from the next request, without a restart. A file that cannot be read, or holds no valid key, leaves the key in use as it is.',
+    }),
+    keyFileCheckMs: integer({
+      env: 'DF_API_KEY_FILE_CHECK_MS',
+      default: 10_000,
+      min: 100,
+      max: 3_600_000,
+      doc: "How often DF_API_KEY_FILE is stat'ed for a change besides the file system's own notifications (which some mounts never send), in milliseconds.",
     }),
     authMode: oneOf({
       env: 'DF_API_AUTH_MODE',

@@ -216,6 +216,12 @@ export class Emulator {
     return this.#limiter.usage(this.#clock.now());
   }
 
+  /** Replaces the accepted API keys (a key revoked, another issued): requests with any other key get 401. */
+  setApiKeys(keys: readonly string[]): void {
+    this.#apiKeys.clear();
+    for (const key of keys) this.#apiKeys.add(key);
+  }
+
   /** Whether `authorization` (a request's header) carries the admin token, or none is needed. */
   adminAuthorized(authorization: string | undefined): boolean {
     return this.#adminAuthorized(authorization);
