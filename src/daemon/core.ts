@@ -216,6 +216,7 @@ export class DaemonCore<G extends BudgetGate> {
     const { config, logger, clock, events } = this;
     const parts = this.#parts;
     const sandbox = sandboxFromConfig(config, logger, {
+      laterSecrets: () => this.#keys.source?.held?.() ?? NO_SECRETS,
       observer: {
         workerStarted: () => events.emit('handlerWorker', { started: true }),
         workerGone: (reason) => events.emit('handlerWorker', { started: false, reason }),
@@ -394,6 +395,8 @@ export class DaemonCore<G extends BudgetGate> {
     logger.info({ ...this.#mode.stoppedFields?.() }, 'df-worker stopped');
   }
 }
+
+const NO_SECRETS: readonly string[] = [];
 
 /** The pipeline's steps as core events; the journal's counts follow each report. */
 function pipelineEvents(

@@ -43,9 +43,9 @@ export class ApiKeyFile implements ApiKeySource {
   #signature: string | undefined;
   #watcher: FSWatcher | undefined;
   #timer: NodeJS.Timeout | undefined;
-  /** One read at a time; a trigger meanwhile reads once more after it. */
+  /** One read at a time: the one under way, and the one after it (every trigger meanwhile shares it). */
   #reading: Promise<KeyFileReadResult> | undefined;
-  #again: 'watch' | 'stat' | 'refused' | undefined;
+  #queued: Promise<KeyFileReadResult> | undefined;
   /** When the file was last read, by Date.now(): /readyz says it. */
   #readAt: number | undefined;
   #closed = false;
@@ -103,9 +103,15 @@ export class ApiKeyFile implements ApiKeySource {
     this.#timer = undefined;
   }
 
-  /** Reads the file now (the service refused the key); resolves whether that gave another key. */
-  reload(): Promise<KeyFileReadResult> {
-    return this.#read('refused');
+  /**
+   * Reads the file now (the service refused the key); resolves 'changed' when the key then in use differs
+   * from the one at the call (whichever read took it), 'unreadable' when this read found no key.
+   */
+  async reload(): Promise<KeyFileReadResult> {
+    const before = this.#key;
+    const read = await this.#read('refused');
+    if (read === 'unreadable') return read;
+    return this.#key === before ? 'unchanged' : 'changed';
   }
 
   async #check(trigger: 'watch' | 'stat'): Promise<void> {
@@ -115,19 +121,21 @@ export class ApiKeyFile implements ApiKeySource {
     await this.#read(trigger);
   }
 
+  /**
+   * Reads after any read under way, so what it returns was read after the call (a read begun before a write
+   * may have seen the file half written); triggers that come while one waits share it.
+   */
   #read(trigger: 'watch' | 'stat' | 'refused'): Promise<KeyFileReadResult> {
-    if (this.#reading) {
-      this.#again = trigger;
-      return this.#reading;
-    }
-    const reading = this.#readOnce(trigger).finally(() => {
-      this.#reading = undefined;
-      const again = this.#again;
-      this.#again = undefined;
-      if (again && !this.#closed) void this.#read(again);
+    if (this.#queued) return this.#queued;
+    const before = this.#reading ?? Promise.resolve<KeyFileReadResult>('unchanged');
+    const next = before.then(() => {
+      this.#queued = undefined;
+      const reading = this.#readOnce(trigger);
+      this.#reading = reading;
+      return reading;
     });
-    this.#reading = reading;
-    return reading;
+    this.#queued = next;
+    return next;
   }
 
   async #readOnce(trigger: 'watch' | 'stat' | 'refused'): Promise<KeyFileReadResult> {

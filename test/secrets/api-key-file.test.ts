@@ -5,6 +5,9 @@ import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { loadConfig } from '../../src/config/load.ts';
+import { sandboxFromConfig } from '../../src/sandbox/index.ts';
 import { ApiKeyFile, type KeyFileReadResult } from '../../src/secrets/api-key-file.ts';
 import { waitFor } from '../daemon/harness.ts';
 
@@ -84,5 +87,24 @@ describe('ApiKeyFile', () => {
     await writeFile(keyPath, 'key-two');
     expect(await keys.reload()).toBe('changed');
     expect(keys.current()).toBe('key-two');
+  });
+});
+
+describe('a key taken while the daemon runs', () => {
+  it('is redacted from what handlers return, throw or log, as the key of start is', async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'df-key-'));
+    const keyPath = path.join(dir, 'api-key');
+    await writeFile(keyPath, 'key-of-start');
+    const config = loadConfig({
+      env: {},
+      overrides: { 'api.url': 'http://127.0.0.1:1', 'api.key': 'key-of-start', 'handlers.isolation': 'none' },
+    });
+    const { file: keys } = await watched(keyPath, 'key-of-start');
+    const sandbox = sandboxFromConfig(config, pino({ level: 'silent' }), { laterSecrets: () => keys.held() });
+    await writeFile(keyPath, 'key-rotated-in');
+    expect(await keys.reload()).toBe('changed');
+    const said = sandbox.redact('old key-of-start, new key-rotated-in');
+    expect(said).not.toContain('key-of-start');
+    expect(said).not.toContain('key-rotated-in');
   });
 });
