@@ -47,6 +47,7 @@ export class Emulator {
   readonly #faults: FaultTable;
   readonly #adminToken: string | undefined;
   readonly #onEnqueue: ((execution: EmulatedExecution) => void) | undefined;
+  readonly #allowedHosts: readonly string[];
   #pages: EmulatorPages | undefined;
   #requests: RequestRecord[] = [];
   #server: Server | undefined;
@@ -63,6 +64,7 @@ export class Emulator {
     this.#faults = new FaultTable(options.seed ?? 1);
     this.#adminToken = options.adminToken === '' ? undefined : options.adminToken;
     this.#onEnqueue = options.onEnqueue;
+    this.#allowedHosts = (options.allowedHosts ?? []).map((name) => name.toLowerCase());
   }
 
   /**
@@ -262,7 +264,7 @@ export class Emulator {
       // No web page may drive the emulator: not by its own name resolved here, nor from another site (a poll
       // is a GET that claims, so reads are refused too).
       const refused =
-        checkHost(request.headers.host, { ipLiterals: true }) ??
+        checkHost(request.headers.host, { ipLiterals: true, names: this.#allowedHosts }) ??
         checkCrossSite(request.method ?? 'GET', request.headers, { allMethods: true });
       if (refused) {
         request.resume();

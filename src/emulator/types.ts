@@ -35,6 +35,11 @@ export interface EmulatorOptions {
    * or another user of the machine cannot drive a loopback emulator. Default: none (the admin surface is open).
    */
   adminToken?: string;
+  /**
+   * Host names (lower case, no port) answered besides loopback names and IP addresses, e.g. a container's
+   * service name. Any other `Host` is answered 421 (a page that resolves its own name to the emulator). Default none.
+   */
+  allowedHosts?: string[];
   /** Called after each execution is enqueued (in process or by the admin route), e.g. to wake a worker. */
   onEnqueue?: (execution: EmulatedExecution) => void;
 }

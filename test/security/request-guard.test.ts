@@ -136,6 +136,15 @@ describe('the emulator behind the guard', () => {
     }
   });
 
+  it('answers a host name it was told to (a container service name), and no other', async () => {
+    const e = new Emulator({ apiKeys: [KEY], allowedHosts: ['Emulator'] });
+    const url = await e.listen();
+    closers.push(() => e.close());
+    const path = '/v1/data-factory/tasks';
+    expect((await send(url, 'GET', path, { host: 'emulator:8080', 'x-api-key': KEY })).status).toBe(200);
+    expect((await send(url, 'GET', path, { host: 'other:8080', 'x-api-key': KEY })).status).toBe(421);
+  });
+
   it('refuses cross-site requests of every method, a poll included, and changes nothing', async () => {
     const { emulator: e, url } = await emulator();
     e.enqueueExecution('echo', { n: 1 });

@@ -9,7 +9,7 @@ export const emulatorCommand: Command = {
   summary: 'run the local service emulator (custom-task API, limits, admin surface)',
   help: `
 Usage: df-worker emulator [--port N] [--host H] [--key KEY]... [--per-second N] [--per-minute N] [--per-month N]
-                          [--variable ID=VALUE]...
+                          [--variable ID=VALUE]... [--allowed-host NAME]...
 
 Serves the service's custom-task API on http://HOST:PORT with the documented limits (variables included),
 plus an admin surface under /__admin/ (create tasks and variables, enqueue executions, read reports and the
@@ -25,6 +25,10 @@ Options:
   --per-month N    limit per key per month (default 40000; 0 = no limit)
   --variable ID=VALUE
                    a variable it holds from the start, for ctx.service.variables.get(ID); repeatable
+  --allowed-host NAME
+                   a host name it answers for besides localhost and IP addresses (e.g. a container's
+                   service name), repeatable; any other Host is refused (421), as a page of another
+                   site that resolves its own name to this address would send
   -h, --help       this help
 `,
   async run(argv) {
@@ -39,6 +43,7 @@ Options:
         'per-minute': { type: 'string' },
         'per-month': { type: 'string' },
         variable: { type: 'string', multiple: true },
+        'allowed-host': { type: 'string', multiple: true },
       },
     });
     if (typeof parsed === 'number') return parsed;
@@ -64,7 +69,7 @@ Options:
     if (typeof variables === 'string') return usageError('emulator', variables);
     // A fixed default key would be known to every web page: a random one, printed beside the console's URL.
     const apiKeys = values.key ?? [randomBytes(16).toString('hex')];
-    const emulator = new Emulator({ apiKeys, limits });
+    const emulator = new Emulator({ apiKeys, limits, allowedHosts: values['allowed-host'] ?? [] });
     for (const variable of variables) emulator.createVariable(variable);
     const { mountConsole } = await import('../../console/index.ts');
     const local = mountConsole(emulator, { mode: 'emulator' });
