@@ -310,7 +310,7 @@ export const schema = {
     statusPageHosts: string({
       env: 'DF_HTTP_STATUS_PAGE_HOSTS',
       default: '',
-      doc: 'Comma-separated host names (no port) GET /status and POST /wake answer for, besides localhost, 127.0.0.1, ::1 and IP addresses, e.g. df-worker.ops.example.com behind a proxy. Any other Host is answered 421 (a page of another site that resolves its own name to this address); /healthz, /readyz and /metrics answer whatever Host they are sent.',
+      doc: 'Comma-separated host names (no port) GET /status and an open POST /wake (DF_HTTP_WAKE=open) answer for, besides localhost, 127.0.0.1, ::1 and IP addresses, e.g. df-worker.ops.example.com behind a proxy. Any other Host is answered 421 (a page of another site that resolves its own name to this address); /healthz, /readyz and /metrics answer whatever Host they are sent.',
     }),
     maxConnections: integer({
       env: 'DF_HTTP_MAX_CONNECTIONS',

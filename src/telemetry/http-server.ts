@@ -38,8 +38,8 @@ export interface HttpServerOptions {
   wakeToken?: string;
   /**
    * Which Host names the server answers for. 'probes-any' (the daemon): /healthz, /readyz and /metrics answer
-   * whatever Host a kubelet or Prometheus sends; /status and /wake only loopback names, IP literals and
-   * `statusHosts`. 'loopback' (df-worker dev): every route answers loopback names only. Default 'probes-any'.
+   * whatever Host a kubelet or Prometheus sends, and so does a /wake that needs its token; /status and an
+   * open /wake only loopback names, IP literals and `statusHosts`. 'loopback' (df-worker dev): every route answers loopback names only. Default 'probes-any'.
    */
   hosts?: 'probes-any' | 'loopback';
   /** Names (lower case, no port) /status and /wake answer for besides loopback names and IP literals. */
@@ -215,7 +215,10 @@ export class WorkerHttpServer {
   /** A web page's request this port must not serve (see request-guard.ts); probes pass whatever their Host. */
   #refusal(req: IncomingMessage, pathname: string): RequestRefusedError | undefined {
     const probe = pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics';
-    const hostChecked = this.#o.hosts === 'loopback' || !probe;
+    // A wake that needs its token cannot come from a rebinding page (it has no token): a CronJob may call it
+    // by the Service's name. The status page and an open wake have nothing else standing in the way.
+    const tokenWake = pathname === '/wake' && this.#o.wake === 'token';
+    const hostChecked = this.#o.hosts === 'loopback' || !(probe || tokenWake);
     const host = hostChecked
       ? checkHost(req.headers.host, {
           ipLiterals: this.#o.hosts !== 'loopback',

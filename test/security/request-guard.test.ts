@@ -203,6 +203,17 @@ describe("the daemon's port behind the guard", () => {
     expect(woken).toHaveLength(0);
   });
 
+  it('takes a token-holding /wake under any Host (a CronJob calling the Service by name)', async () => {
+    const { url, woken } = await daemonPort({ wake: 'token', wakeToken: 'wake-secret' });
+    const byName = { host: 'df-worker.default.svc:9464' };
+    expect(
+      (await send(url, 'POST', '/wake', { ...byName, authorization: 'Bearer wake-secret' })).status,
+    ).toBe(202);
+    expect((await send(url, 'POST', '/wake', { ...byName, authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await send(url, 'GET', '/status', byName)).status).toBe(421);
+    expect(woken).toHaveLength(1);
+  });
+
   it('refuses a cross-site POST /wake, and takes the same request from a client that is not a browser', async () => {
     const { url, woken } = await daemonPort();
     expect((await send(url, 'POST', '/wake', CROSS)).status).toBe(403);
