@@ -1,5 +1,6 @@
 // What a ServiceClient is built from: its options (every limit with its default and unit), the hooks the daemon
 // plugs in (the budget gate, the metrics hook, another transport) and the shapes of what its methods take.
+import type { ApiKeySource } from '../secrets/api-key-file.ts';
 import { readFileSync } from 'node:fs';
 import type { Clock } from '../clock/clock.ts';
 import type { ServiceClientError, TimeoutPhase } from './errors.ts';
@@ -59,6 +60,11 @@ export interface ServiceClientOptions {
   urlSetting?: string;
   /** The API key. Never logged, never in an error message or event. */
   apiKey: string;
+  /**
+   * Where the key is read for each request when it may change while the client lives (DF_API_KEY_FILE
+   * re-read); `apiKey` is then the key at start. Every key it held is redacted like `apiKey`.
+   */
+  apiKeySource?: ApiKeySource;
   /** What "now" is when a Retry-After names an HTTP date: the clock the budget runs on. Default the system's. */
   clock?: Pick<Clock, 'now'>;
   /** How the key travels: `X-Api-Key` header, `Authorization: Bearer`, or `api_key` in the URL (opt-in only: URLs end up in logs). Default `'header'`. */

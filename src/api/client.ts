@@ -57,7 +57,7 @@ export type {
 type AuthMode = NonNullable<ServiceClientOptions['authMode']>;
 
 export class ServiceClient {
-  readonly #apiKey: string;
+  readonly #apiKey: () => string;
   /** Removes the API key (raw or URL-encoded) from text that came from outside, e.g. an echoed URL. */
   readonly #redact: (text: string) => string;
   readonly #authMode: AuthMode;
@@ -87,8 +87,12 @@ export class ServiceClient {
     this.#urlSetting = options.urlSetting ?? URL_SETTING;
     this.#clock = options.clock ?? systemClock;
     const url = parseBaseUrl(options.baseUrl, this.#urlSetting);
-    this.#apiKey = options.apiKey;
-    this.#redact = redactor([options.apiKey]);
+    const source = options.apiKeySource;
+    const initial = options.apiKey;
+    this.#apiKey = source ? () => source.current() : () => initial;
+    this.#redact = source
+      ? (text) => redactor([initial, ...(source.held?.() ?? [source.current()])])(text)
+      : redactor([initial]);
     this.#authMode = options.authMode ?? 'header';
     this.#pathStyle = shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'hyphen', url.pathname);
     this.#origin = url.origin;
@@ -515,10 +519,10 @@ export class ServiceClient {
     body?: string | FormData,
   ): OutgoingRequest {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
-    if (this.#authMode === 'header') headers['x-api-key'] = this.#apiKey;
-    else if (this.#authMode === 'bearer') headers.authorization = `Bearer ${this.#apiKey}`;
+    if (this.#authMode === 'header') headers['x-api-key'] = this.#apiKey();
+    else if (this.#authMode === 'bearer') headers.authorization = `Bearer ${this.#apiKey()}`;
     const params = new URLSearchParams(query);
-    if (this.#authMode === 'query') params.set('api_key', this.#apiKey);
+    if (this.#authMode === 'query') params.set('api_key', this.#apiKey());
     if (typeof body === 'string') headers['content-type'] = 'application/json';
     const search = params.toString();
     const request: OutgoingRequest = { method, path: search === '' ? path : `${path}?${search}`, headers };

@@ -34,7 +34,12 @@ export function describeStartupFailure(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-type DaemonOptions = Partial<WorkerOptions> & { http?: boolean; signals?: boolean };
+type DaemonOptions = Partial<WorkerOptions> & {
+  http?: boolean;
+  signals?: boolean;
+  /** Every route of the HTTP port answers loopback Host names only (df-worker dev); else probes answer any. */
+  loopbackHostsOnly?: boolean;
+};
 
 export function runDaemon(
   config: WorkerConfig,
@@ -70,7 +75,9 @@ async function serve<W extends DaemonWorker>(
     // Loaded only when the setting is on, before the worker starts so that its first claim is recorded: with
     // the page off, the daemon never loads its code.
     const statusPage = config.http.statusPage
-      ? (await import('../console/status-page.ts')).createStatusPage(worker)
+      ? (await import('../console/status-page.ts')).createStatusPage(worker, {
+          showData: config.http.statusPageDetails,
+        })
       : undefined;
     http = new WorkerHttpServer(
       {
@@ -87,6 +94,11 @@ async function serve<W extends DaemonWorker>(
         wakeToken: config.http.wakeToken,
         metricsRenderIntervalMs: config.http.metricsRenderIntervalMs,
         maxConnections: config.http.maxConnections,
+        hosts: options.loopbackHostsOnly ? 'loopback' : 'probes-any',
+        statusHosts: config.http.statusPageHosts
+          .split(',')
+          .map((name) => name.trim().toLowerCase())
+          .filter((name) => name !== ''),
         logger,
       },
     );

@@ -254,6 +254,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     return {
       loops: [this.#heartbeatLoop()],
       wake: (taskKey) => coordinator.wake(taskKey),
+      keyChanged: () => coordinator.keyChanged(),
       get authorized() {
         return coordinator.authorized;
       },

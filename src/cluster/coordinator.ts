@@ -107,6 +107,11 @@ export class Coordinator {
     return this.#term?.scheduler.wake(taskKey) ?? 0;
   }
 
+  /** Another key is in use: while the last was refused, one poll tries it now. */
+  keyChanged(): void {
+    this.#term?.scheduler.keyChanged();
+  }
+
   /** Tries for the lease, renews it while held, until `signal`; then ends the term and gives the lease back. */
   async run(signal: AbortSignal): Promise<void> {
     const lease = this.#o.lease;

@@ -28,7 +28,14 @@ export const schema = {
     keyFile: string({
       env: 'DF_API_KEY_FILE',
       default: '',
-      doc: 'Path of a file holding the API key (read once at start, surrounding whitespace trimmed), relative to the working directory. Preferred over DF_API_KEY with container secrets.',
+      doc: 'Path of a file holding the API key (surrounding whitespace trimmed), relative to the working directory. Preferred over DF_API_KEY with container secrets: the daemon reads it again when it changes (a mounted Secret replaced in place, a file renamed over it or written anew; watched, and checked every DF_API_KEY_FILE_CHECK_MS) and after the service refuses the key (401), and uses the new key from the next request, without a restart. A file that cannot be read, or holds no valid key, leaves the key in use as it is.',
+    }),
+    keyFileCheckMs: integer({
+      env: 'DF_API_KEY_FILE_CHECK_MS',
+      default: 10_000,
+      min: 100,
+      max: 3_600_000,
+      doc: "How often DF_API_KEY_FILE is stat'ed for a change besides the file system's own notifications (which some mounts never send), in milliseconds.",
     }),
     authMode: oneOf({
       env: 'DF_API_AUTH_MODE',
@@ -294,6 +301,16 @@ export const schema = {
       env: 'DF_HTTP_STATUS_PAGE',
       default: false,
       doc: "A read-only HTML status page at GET /status on the health and metrics port: readiness, the tasks served, the key's budget with the month's pace, recent executions with their attempts (task, durations, results; no input, output or log line, since the port may be reachable from the network) and the dead letters. Off: /status answers 404 and the page's code is never loaded, so it costs the idle daemon nothing.",
+    }),
+    statusPageDetails: flag({
+      env: 'DF_HTTP_STATUS_PAGE_DETAILS',
+      default: false,
+      doc: "Whether the status page (DF_HTTP_STATUS_PAGE) shows what handlers said: failure messages, and the inputs and outputs of dead letters. Off, it shows states, counts and timings only, since a handler's message may quote its input (a secret included) and the port may be reachable from the network.",
+    }),
+    statusPageHosts: string({
+      env: 'DF_HTTP_STATUS_PAGE_HOSTS',
+      default: '',
+      doc: 'Comma-separated host names (no port) GET /status and an open POST /wake (DF_HTTP_WAKE=open) answer for, besides localhost, 127.0.0.1, ::1 and IP addresses, e.g. df-worker.ops.example.com behind a proxy. Any other Host is answered 421 (a page of another site that resolves its own name to this address); /healthz, /readyz and /metrics answer whatever Host they are sent.',
     }),
     maxConnections: integer({
       env: 'DF_HTTP_MAX_CONNECTIONS',

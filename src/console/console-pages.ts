@@ -42,12 +42,7 @@ async function serve(
   response: ServerResponse,
   url: URL,
 ): Promise<void> {
-  // DNS rebinding: a page of another site that resolves its name to 127.0.0.1 would send its own Host.
-  if (!isLoopbackHost(request.headers.host)) {
-    return sendJson(response, 421, {
-      message: 'The console answers only on a loopback address (127.0.0.1, localhost).',
-    });
-  }
+  // Host and cross-site requests are checked by the emulator before it hands a request to its pages.
   const rest = url.pathname.slice(CONSOLE_PATH.length).replace(/^\/+|\/+$/g, '');
   const method = request.method ?? 'GET';
   const action = /^dead-letters\/([^/]+)\/(retry|discard)$/.exec(rest);
@@ -132,13 +127,6 @@ async function deadLetterAction(
   return result.delivered
     ? sendJson(response, 200, { delivered: executionId })
     : sendJson(response, 409, { message: `The report was not accepted: ${result.message}` });
-}
-
-/** True for `127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT` (or no Host, as HTTP/1.0 clients send). */
-export function isLoopbackHost(host: string | undefined): boolean {
-  if (host === undefined) return true;
-  const name = host.replace(/:\d+$/, '').toLowerCase();
-  return name === 'localhost' || name === '[::1]' || /^127(\.\d{1,3}){3}$/.test(name);
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown): void {

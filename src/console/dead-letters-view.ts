@@ -22,7 +22,7 @@ export function deadLettersSection(
       <td>${id}</td>
       <td>${letter.entry.taskKey}</td>
       <td>${shortTime(letter.deadAt)}</td>
-      <td>${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}</td>
+      <td>${status}${code ? ` ${code}` : ''}${options.showData && message ? `: ${message}` : ''}</td>
       <td>
         ${letter.entry.outcome?.status ?? ''}${options.showData && letter.entry.outcome && html`<pre>${prettyJson(letter.entry.outcome.output)}</pre>`}
       </td>

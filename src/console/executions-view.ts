@@ -150,7 +150,8 @@ function executionItem(
             <th>Outcome</th>
             <td>
               ${worker.outcome.status} after ${worker.outcome.attempts} attempt(s),
-              ${worker.outcome.durationMs} ms${worker.outcome.failure ? ` (${worker.outcome.failure})` : ''}
+              ${worker.outcome.durationMs}
+              ms${worker.outcome.failure ? ` (${failureText(worker.outcome.failure, options.showData)})` : ''}
             </td>
           </tr>`
         }
@@ -194,6 +195,11 @@ function attemptItem(attempt: AttemptRecord, showLogs: boolean): SafeHtml {
     <div><strong>Attempt ${attempt.attempt}</strong> · started ${shortTime(attempt.startedAt)} · ${how}</div>
     ${showLogs && logList(attempt.lines)}
   </div>`;
+}
+
+/** The outcome's failure, `kind: message`: its kind alone where no user data may show (/status). */
+function failureText(failure: string, withMessage: boolean): string {
+  return withMessage ? failure : failure.replace(/:.*$/s, '');
 }
 
 /** The attempt's error: its name, and its message where user data may show (the console, not /status). */

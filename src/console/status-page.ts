@@ -23,9 +23,13 @@ type StatusSource = DaemonWorker & {
 
 const STATUS_PATH = '/status';
 
-/** Subscribes to the worker's events now (call before it starts) and returns the page's renderer. */
+/**
+ * Subscribes to the worker's events now (call before it starts) and returns the page's renderer.
+ * `showData` (DF_HTTP_STATUS_PAGE_DETAILS): handlers' messages, inputs and outputs too; else states and figures.
+ */
 export function createStatusPage(
   worker: StatusSource,
+  options: { showData: boolean } = { showData: false },
 ): () => Promise<{ body: string; headers: Record<string, string> }> {
   const recorder = new ExecutionRecorder({ maxExecutions: 100 });
   recorder.listen(worker.events);
@@ -72,14 +76,15 @@ export function createStatusPage(
       <section>
         <h2>Recent executions</h2>
         <p class="note">
-          Read-only. Inputs, outputs and log lines are not shown here (this port may be reachable from the
-          network): see the daemon's logs.
+          Read-only.
+          ${options.showData ? 'Log lines are' : "Handlers' messages, inputs, outputs and log lines are"} not
+          shown here (this port may be reachable from the network): see the daemon's logs.
         </p>
-        ${executionsList(sources, { showData: false })}
+        ${executionsList(sources, { showData: options.showData })}
       </section>
       <section>
         <h2>Dead letters</h2>
-        ${deadLettersSection(letters, { base: STATUS_PATH, actions: false, showData: false })}
+        ${deadLettersSection(letters, { base: STATUS_PATH, actions: false, showData: options.showData })}
       </section>`;
     const nonce = randomBytes(16).toString('base64');
     const tabs = [{ path: '', label: 'Status' }];

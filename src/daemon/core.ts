@@ -20,6 +20,7 @@ import type { TraceSlot } from '../tracing/trace-slot.ts';
 import { WorkerEvents, type WorkerEventMap } from './events.ts';
 import { ExecutionPipeline, type ExecutionJournal, type PipelineObserver } from './execution-pipeline.ts';
 import { backoffFromConfig, clientFromConfig, plannerFromConfig } from './service-wiring.ts';
+import { KeyRotation } from './key-rotation.ts';
 import { TaskList, type TaskListOptions } from './task-list.ts';
 import { TaskRegistry } from './task-registry.ts';
 import { listenForTelemetry } from './telemetry-listener.ts';
@@ -77,6 +78,8 @@ export interface Claimer {
   /** Loops that end once polling stops (the core adds the task list's). */
   loops: Promise<unknown>[];
   wake(taskKey?: string): number;
+  /** Another key is in use (DF_API_KEY_FILE changed): while the last was refused, try it now. */
+  keyChanged?(): void;
   /** False while the service refuses the key; undefined before a poll was answered. */
   readonly authorized: boolean | undefined;
   /** Executions this process runs now (logged as stop() begins). */
@@ -139,6 +142,7 @@ export class DaemonCore<G extends BudgetGate> {
   #starting: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
   readonly #handle: CoreHandle;
+  readonly #keys: KeyRotation;
 
   constructor(options: WorkerOptions, mode: DaemonMode<G>, logger: Logger = options.logger) {
     this.#options = options;
@@ -154,9 +158,11 @@ export class DaemonCore<G extends BudgetGate> {
       new WorkerMetrics({
         budget: () => this.#parts.gate?.snapshot(),
         ready: () => this.readiness().ready,
+        keyRefused: () => this.#claimer?.authorized === false,
         pacing: () => this.#pacing(),
       });
     listenForTelemetry(this.events, this.metrics, this.logger, this.clock);
+    this.#keys = new KeyRotation(this.config, this.logger, this.events);
     options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
     const state = () => this.#state;
     this.#handle = {
@@ -210,6 +216,7 @@ export class DaemonCore<G extends BudgetGate> {
     const { config, logger, clock, events } = this;
     const parts = this.#parts;
     const sandbox = sandboxFromConfig(config, logger, {
+      laterSecrets: () => this.#keys.source?.held?.() ?? NO_SECRETS,
       observer: {
         workerStarted: () => events.emit('handlerWorker', { started: true }),
         workerGone: (reason) => events.emit('handlerWorker', { started: false, reason }),
@@ -231,8 +238,10 @@ export class DaemonCore<G extends BudgetGate> {
       (e) => events.emit('response', e),
       this.#options.transport,
       clock,
+      this.#keys.source,
     );
     parts.client = client;
+    await this.#keys.start(() => this.#claimer?.keyChanged?.());
     const registry = new TaskRegistry({
       handlers,
       client,
@@ -331,7 +340,7 @@ export class DaemonCore<G extends BudgetGate> {
       service:
         this.#parts.taskList?.answered === true
           ? authorized === false
-            ? { ok: false, reason: 'the service refuses the API key (401)' }
+            ? { ok: false, reason: this.#keys.refusedReason() }
             : { ok: true }
           : { ok: false, reason: 'the service has not answered yet' },
       ...this.#mode.checks(),
@@ -379,12 +388,15 @@ export class DaemonCore<G extends BudgetGate> {
     await this.#parts.sandbox?.close();
     await this.#mode.close();
     await this.#parts.client?.close();
+    this.#keys.close();
     // Every execution's spans have ended by now; the last of them leave within the flush's bound.
     await this.#options.tracing?.flush();
     this.#state = 'stopped';
     logger.info({ ...this.#mode.stoppedFields?.() }, 'df-worker stopped');
   }
 }
+
+const NO_SECRETS: readonly string[] = [];
 
 /** The pipeline's steps as core events; the journal's counts follow each report. */
 function pipelineEvents(

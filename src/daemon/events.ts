@@ -3,6 +3,7 @@
 import { EventEmitter } from 'node:events';
 import type { ResponseEvent } from '../api/client.ts';
 import type { RateLimitPause } from '../budget/budget.ts';
+import type { KeyFileReadResult } from '../secrets/api-key-file.ts';
 import type { AttemptEvent, ExecutionOutcome } from '../runner/run-execution.ts';
 import type { PollAnswerLoss, PollResult, SchedulerOptions } from '../scheduler/scheduler.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
@@ -24,6 +25,11 @@ export interface WorkerEventMap {
   pollAnswerLost: [{ task: string; reason: PollAnswerLoss }];
   /** A request to the service ended (any operation). */
   response: [ResponseEvent];
+  /**
+   * DF_API_KEY_FILE was read again (it changed, or the service refused the key): a new key taken, the
+   * refused one still there, or a file that holds no key (the key in use is kept).
+   */
+  apiKeyFile: [{ result: KeyFileReadResult }];
   /** A 429 paused every request of the key. */
   rateLimited: [RateLimitPause];
   /** The task list was read and matched to the handlers: tasks polled, handlers without a task. */

@@ -1,5 +1,6 @@
 // Builds the budget and the service client from the configuration: one place, shared by the daemon and by
 // CLI commands that talk to the service, so every request of a key counts against the same budget.
+import type { ApiKeySource } from '../secrets/api-key-file.ts';
 import { ServiceClient, type RequestGate, type ResponseEvent, type ServiceTransport } from '../api/client.ts';
 import { Budget, type RateLimitPause } from '../budget/budget.ts';
 import { fileBudgetStore, type BudgetStore } from '../budget/store.ts';
@@ -55,10 +56,12 @@ export function clientFromConfig(
   onResponse?: (event: ResponseEvent) => void,
   transport?: ServiceTransport,
   clock?: Clock,
+  apiKeySource?: ApiKeySource,
 ): ServiceClient {
   return new ServiceClient({
     baseUrl: config.api.url,
     apiKey: config.api.key,
+    ...(apiKeySource ? { apiKeySource } : {}),
     authMode: config.api.authMode,
     pathStyle: config.api.pathStyle,
     connectTimeoutMs: config.api.connectTimeoutMs,

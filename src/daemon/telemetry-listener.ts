@@ -21,6 +21,7 @@ export function listenForTelemetry(
   events.on('pollAnswerLost', ({ task, reason }) => m.pollAnswersLost.inc({ task, reason }));
   events.on('response', (e) => m.observeResponse(e.operation, e.status, e.durationMs));
   events.on('rateLimited', rateLimitPause);
+  events.on('apiKeyFile', ({ result }) => m.apiKeyFileReads.inc({ result }));
   events.on('tasks', ({ served, withoutTask }) => {
     m.observeTaskMatch(served.length, withoutTask);
     // Present at 0 for each task served, so increase() in an alert sees the first lost answer too.

@@ -136,6 +136,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
     return Promise.resolve({
       loops,
       wake: (taskKey) => scheduler.wake(taskKey),
+      keyChanged: () => scheduler.keyChanged(),
       get authorized() {
         return scheduler.authorized;
       },

@@ -29,7 +29,9 @@ import type {
   ResponseTimeout,
   VariableChanges,
 } from './types.ts';
-import { errorAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
+import { checkCrossSite, checkHost, checkJsonBody } from '../security/request-guard.ts';
+import type { RequestRefusedError } from '../security/request-guard.ts';
+import { errorAnswer, jsonAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
 import type { Answer, RequestBody } from './wire.ts';
 
 const ERROR_CODES: Record<number, string> = {
@@ -63,6 +65,7 @@ export class Emulator {
   readonly #responseTimeouts: ResponseTimeoutSettings;
   readonly #adminToken: string | undefined;
   readonly #onEnqueue: ((execution: EmulatedExecution) => void) | undefined;
+  readonly #allowedHosts: readonly string[];
   #pages: EmulatorPages | undefined;
   #requests: RequestRecord[] = [];
   #server: Server | undefined;
@@ -82,6 +85,7 @@ export class Emulator {
     this.#store = new Store(this.#clock, (task) => this.#faults.claimTimeout(task.id) ?? settings.of(task));
     this.#adminToken = options.adminToken === '' ? undefined : options.adminToken;
     this.#onEnqueue = options.onEnqueue;
+    this.#allowedHosts = (options.allowedHosts ?? []).map((name) => name.toLowerCase());
   }
 
   /**
@@ -236,6 +240,12 @@ export class Emulator {
     return this.#limiter.usage(this.#clock.now());
   }
 
+  /** Replaces the accepted API keys (a key revoked, another issued): requests with any other key get 401. */
+  setApiKeys(keys: readonly string[]): void {
+    this.#apiKeys.clear();
+    for (const key of keys) this.#apiKeys.add(key);
+  }
+
   /** Whether `authorization` (a request's header) carries the admin token, or none is needed. */
   adminAuthorized(authorization: string | undefined): boolean {
     return this.#adminAuthorized(authorization);
@@ -278,24 +288,35 @@ export class Emulator {
       const target = request.url ?? '/';
       const url = new URL(target.startsWith('/') ? `http://emulator.invalid${target}` : target);
       const pages = this.#pages;
-      if (pages && (url.pathname === pages.path || url.pathname.startsWith(`${pages.path}/`))) {
+      // No web page may drive the emulator: not by its own name resolved here, nor from another site (a poll
+      // is a GET that claims, so reads are refused too).
+      const refused =
+        checkHost(request.headers.host, { ipLiterals: true, names: this.#allowedHosts }) ??
+        checkCrossSite(request.method ?? 'GET', request.headers, { allMethods: true });
+      if (refused) {
+        request.resume();
+        writeAnswer(response, refusalAnswer(refused));
+      } else if (pages && (url.pathname === pages.path || url.pathname.startsWith(`${pages.path}/`))) {
         await pages.serve(request, response, url);
       } else if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
         const body = await readBody(request, this.#maxUploadBytes);
         const method = request.method ?? 'GET';
+        const notJson = checkJsonBody(request.headers['content-type'], body.bytes.length);
         const answer = body.tooLarge
           ? messageAnswer(413, `The admin request body exceeds ${this.#maxUploadBytes} bytes.`)
-          : method === 'GET' && /^\/__admin\/*$/.test(url.pathname)
-            ? adminIndex(this.#adminToken !== undefined)
-            : !this.#adminAuthorized(request.headers.authorization)
-              ? errorAnswer(
-                  401,
-                  'UNAUTHENTICATED',
-                  'This emulator requires its admin token: send Authorization: Bearer <admin token> ' +
-                    '(df-worker dev prints it and writes it to its session file).',
-                  this.#clock.now(),
-                )
-              : answerAdmin(this, method, url.pathname, body.bytes, this.#clock.now());
+          : notJson
+            ? refusalAnswer(notJson)
+            : method === 'GET' && /^\/__admin\/*$/.test(url.pathname)
+              ? adminIndex(this.#adminToken !== undefined)
+              : !this.#adminAuthorized(request.headers.authorization)
+                ? errorAnswer(
+                    401,
+                    'UNAUTHENTICATED',
+                    'This emulator requires its admin token: send Authorization: Bearer <admin token> ' +
+                      '(df-worker dev prints it and writes it to its session file).',
+                    this.#clock.now(),
+                  )
+                : answerAdmin(this, method, url.pathname, body.bytes, this.#clock.now());
         writeAnswer(response, answer);
       } else {
         await this.#serveService(request, response, url);
@@ -492,6 +513,10 @@ export class Emulator {
       this.#delays.add(release);
     });
   }
+}
+
+function refusalAnswer(refused: RequestRefusedError): Answer {
+  return jsonAnswer(refused.status, refused.toJSON(), { 'cache-control': 'no-store' });
 }
 
 /** Pages served under `path` by the emulator's own server (e.g. `/console`). */

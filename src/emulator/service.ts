@@ -9,6 +9,7 @@ import { matchesQuery, pageOf, parsePageQuery, parseQuery } from './query.ts';
 import { toWireExecution } from './store.ts';
 import type { EmulatedVariable, Store } from './store.ts';
 import type { EmulatorOperation } from './types.ts';
+import { checkJsonBody } from '../security/request-guard.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
 import type { Answer } from './wire.ts';
 
@@ -179,6 +180,9 @@ async function uploadFile(store: Store, request: ServiceRequest): Promise<Answer
 
 /** Parses the JSON body, answering the service's `{message}`-only 400 when it is malformed. */
 function withJsonBody(request: ServiceRequest, handle: (body: unknown) => Answer): Answer {
+  // A form a page posts (urlencoded, multipart, text/plain) is no JSON body, whatever it holds.
+  const notJson = checkJsonBody(request.contentType, request.body.length);
+  if (notJson) return jsonAnswer(notJson.status, notJson.toJSON());
   const parsed = parseJson(request.body);
   if (!parsed.ok) return messageAnswer(400, 'The request body is not valid JSON; send a JSON object.');
   try {

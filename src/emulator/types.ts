@@ -54,6 +54,11 @@ export interface EmulatorOptions {
    * none (a claimed execution waits for its report forever).
    */
   responseTimeouts?: Record<string, ResponseTimeout>;
+  /**
+   * Host names (lower case, no port) answered besides loopback names and IP addresses, e.g. a container's
+   * service name. Any other `Host` is answered 421 (a page that resolves its own name to the emulator). Default none.
+   */
+  allowedHosts?: string[];
   /** Called after each execution is enqueued (in process or by the admin route), e.g. to wake a worker. */
   onEnqueue?: (execution: EmulatedExecution) => void;
 }

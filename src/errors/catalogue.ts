@@ -180,6 +180,11 @@ export const ERROR_CATALOGUE = {
     meaning: 'The emulator was asked for its URL before `listen()`, or to listen twice',
     errors: ['EmulatorStateError'],
   },
+  DFW_HTTP_REFUSED: {
+    meaning:
+      "A local server (emulator, console, the daemon's port) refused a request a web page could send: a foreign Host, cross-site, or not JSON",
+    errors: ['RequestRefusedError'],
+  },
 } as const satisfies Record<`DFW_${string}`, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -37,10 +37,15 @@ export interface Sandbox {
 export function sandboxFromConfig(
   config: Pick<WorkerConfig, 'api' | 'http' | 'handlers' | 'concurrency'>,
   logger: Logger,
-  options: { env?: NodeJS.ProcessEnv; observer?: PoolObserver } = {},
+  options: {
+    env?: NodeJS.ProcessEnv;
+    observer?: PoolObserver;
+    /** Secrets that appear while the daemon runs (the keys DF_API_KEY_FILE held); the same array until one does. */
+    laterSecrets?: () => readonly string[];
+  } = {},
 ): Sandbox {
   const secrets = secretValues(config);
-  const redact = redactor(secrets);
+  const redact = laterRedactor(secrets, options.laterSecrets);
   if (config.handlers.isolation === 'none') {
     return {
       // Imported here only: with isolation, handler modules load in a child process and the daemon's own
@@ -71,5 +76,21 @@ export function sandboxFromConfig(
     redact,
     retire: () => pool.retire(),
     close: () => pool.close(),
+  };
+}
+
+/** Redacts `secrets` and whatever `later` holds, rebuilt only when `later` gives another array. */
+function laterRedactor(secrets: readonly string[], later?: () => readonly string[]): Redact {
+  const fixed = redactor(secrets);
+  if (!later) return fixed;
+  let seen: readonly string[] | undefined;
+  let current = fixed;
+  return (text) => {
+    const extra = later();
+    if (extra !== seen) {
+      seen = extra;
+      current = redactor([...secrets, ...extra.filter((value) => value.length >= 4)]);
+    }
+    return current(text);
   };
 }

@@ -140,11 +140,24 @@ export class Scheduler {
     this.#nudge.abort();
   }
 
-  /** Polls the given task (or all) as soon as budget and a free slot allow. Returns how many tasks matched. */
+  /**
+   * Polls the given task (or all) as soon as budget and a free slot allow. Returns how many tasks matched.
+   * While the key is refused, the next poll keeps its back-off step: a wake would spend a request on a 401.
+   */
   wake(taskKey?: string): number {
+    if (this.#unauthorized)
+      return this.#o.planner.tasks.filter((t) => taskKey === undefined || t.key === taskKey).length;
     const woken = this.#o.planner.wake(this.#o.clock.now(), taskKey);
     this.#nudge.abort();
     return woken;
+  }
+
+  /** Another key is in use (DF_API_KEY_FILE changed): while the last was refused, one poll tries it now. */
+  keyChanged(): void {
+    if (!this.#unauthorized) return;
+    const first = this.#o.planner.tasks[0];
+    if (first) this.#o.planner.wake(this.#o.clock.now(), first.key);
+    this.#nudge.abort();
   }
 
   /**
@@ -397,11 +410,16 @@ export class Scheduler {
   #setAuthorized(authorized: boolean, error?: unknown): void {
     if (authorized === !this.#unauthorized) return;
     this.#unauthorized = !authorized;
-    if (authorized) this.#o.logger.info('the service accepts the API key again; polling resumes');
-    else
+    if (authorized) {
+      this.#o.logger.info('the service accepts the API key again; polling resumes');
+      // The other tasks wait out the refused key's back-off step otherwise.
+      this.#o.planner.wake(this.#o.clock.now());
+      this.#nudge.abort();
+    } else
       this.#o.logger.error(
         { err: error as Error },
-        'the service refused the API key (401); polling stops and is retried every few minutes',
+        'the service refused the API key (401); polling stops and one poll tries it again per back-off step ' +
+          '(at once when DF_API_KEY_FILE gives another key)',
       );
     this.#o.onAuthorizationChange?.(authorized);
   }

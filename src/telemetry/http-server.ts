@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { ConnectionCap, type ConnectionFigures } from './connection-cap.ts';
 import { EventLoopLagMonitor } from './event-loop-lag.ts';
 import { MetricsRenderCache } from './metrics-cache.ts';
+import { checkCrossSite, checkHost, type RequestRefusedError } from '../security/request-guard.ts';
 
 // process.getBuiltinModule rather than ESM imports: an import's namespace reads every export, and node:http's
 // lazy WebSocket, CloseEvent and MessageEvent load node's own undici (5 MB more resident memory, measured in a
@@ -35,6 +36,14 @@ export interface HttpServerOptions {
   /** 'off': POST /wake answers 404; 'token': needs `Authorization: Bearer <wakeToken>`; 'open': anyone who reaches the port. */
   wake: 'off' | 'token' | 'open';
   wakeToken?: string;
+  /**
+   * Which Host names the server answers for. 'probes-any' (the daemon): /healthz, /readyz and /metrics answer
+   * whatever Host a kubelet or Prometheus sends, and so does a /wake that needs its token; /status and an
+   * open /wake only loopback names, IP literals and `statusHosts`. 'loopback' (df-worker dev): every route answers loopback names only. Default 'probes-any'.
+   */
+  hosts?: 'probes-any' | 'loopback';
+  /** Names (lower case, no port) /status and /wake answer for besides loopback names and IP literals. */
+  statusHosts?: readonly string[];
   /** /healthz fails when the event loop was blocked longer than this, in ms. Default 10 s. */
   maxEventLoopDelayMs?: number;
   /**
@@ -153,6 +162,11 @@ export class WorkerHttpServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    const refused = this.#refusal(req, url.pathname);
+    if (refused) {
+      req.resume();
+      return send(res, refused.status, refused.toJSON());
+    }
     if (req.method === 'GET' && url.pathname === '/healthz') return this.#healthz(res);
     if (req.method === 'GET' && url.pathname === '/readyz') {
       const r = this.#source.readiness();
@@ -196,6 +210,22 @@ export class WorkerHttpServer {
       });
     }
     send(res, 404, { error: 'not found; try /healthz, /readyz or /metrics' });
+  }
+
+  /** A web page's request this port must not serve (see request-guard.ts); probes pass whatever their Host. */
+  #refusal(req: IncomingMessage, pathname: string): RequestRefusedError | undefined {
+    const probe = pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics';
+    // A wake that needs its token cannot come from a rebinding page (it has no token): a CronJob may call it
+    // by the Service's name. The status page and an open wake have nothing else standing in the way.
+    const tokenWake = pathname === '/wake' && this.#o.wake === 'token';
+    const hostChecked = this.#o.hosts === 'loopback' || !(probe || tokenWake);
+    const host = hostChecked
+      ? checkHost(req.headers.host, {
+          ipLiterals: this.#o.hosts !== 'loopback',
+          names: this.#o.statusHosts ?? [],
+        })
+      : undefined;
+    return host ?? checkCrossSite(req.method ?? 'GET', req.headers);
   }
 
   #healthz(res: ServerResponse): void {

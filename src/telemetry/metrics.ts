@@ -43,6 +43,9 @@ export class WorkerMetrics {
   readonly aheadOfPace: Gauge;
   readonly pausedSeconds: Gauge;
   readonly ready: Gauge;
+  readonly unauthorized: Counter<'operation'>;
+  readonly apiKeyRefused: Gauge;
+  readonly apiKeyFileReads: Counter<'result'>;
   readonly idleInterval: Gauge<'task'>;
   readonly overloaded: Gauge;
   readonly tasksServed: Gauge;
@@ -58,6 +61,8 @@ export class WorkerMetrics {
       pacing?: () => PacingSnapshot | undefined;
       /** Read at each scrape, so the gauge always agrees with /readyz. Without it, set by hand. */
       ready?: () => boolean;
+      /** Read at each scrape: true while the service refuses the key (as /readyz says). */
+      keyRefused?: () => boolean;
     } = {},
   ) {
     const registers = [this.registry];
@@ -314,6 +319,33 @@ export class WorkerMetrics {
           }
         : {}),
     });
+    this.unauthorized = new Counter({
+      name: 'dfworker_service_unauthorized_total',
+      help: 'Answers 401 received from the service (the key refused), by operation: while the key is refused, one request tries it per back-off step.',
+      labelNames: ['operation'],
+      registers,
+    });
+    for (const operation of OPERATIONS) this.unauthorized.inc({ operation }, 0);
+    const keyRefused = options.keyRefused;
+    this.apiKeyRefused = new Gauge({
+      name: 'dfworker_api_key_refused',
+      help: '1 while the service refuses the API key (401): nothing is claimed until a valid key is in DF_API_KEY_FILE (read again as it changes) or DF_API_KEY (after a restart).',
+      registers,
+      ...(keyRefused
+        ? {
+            collect() {
+              this.set(keyRefused() ? 1 : 0);
+            },
+          }
+        : {}),
+    });
+    this.apiKeyFileReads = new Counter({
+      name: 'dfworker_api_key_file_reads_total',
+      help: 'DF_API_KEY_FILE read again while the daemon runs, by result: changed (a new key taken), unchanged (read after a 401, still the refused key), unreadable (missing, empty or not a key: the key in use is kept).',
+      labelNames: ['result'],
+      registers,
+    });
+    for (const result of ['changed', 'unchanged', 'unreadable']) this.apiKeyFileReads.inc({ result }, 0);
     this.tasksServed = new Gauge({
       name: 'dfworker_tasks_served',
       help: 'Service tasks matched to a handler and polled.',
@@ -362,6 +394,7 @@ export class WorkerMetrics {
   observeResponse(operation: Operation, status: number, durationMs: number): void {
     this.requests.inc({ operation, status_class: statusClass(status) });
     if (status === 429) this.rateLimited.inc({ operation });
+    if (status === 401) this.unauthorized.inc({ operation });
     this.requestDuration.observe({ operation }, durationMs / 1000);
   }
 

@@ -132,7 +132,9 @@ describe('df-worker dev', () => {
   it('starts the emulator and the daemon, prints URL, key and admin token, and writes the session file', async () => {
     const { dir, url, adminToken, workerUrl } = await startSession();
     const out = session!.stdout();
-    expect(out).toContain(`emulator on ${url} (API key dev-key)`);
+    // A key of this session alone, never the former fixed 'dev-key'.
+    const apiKey = /\(API key ([0-9a-f]{32}), this session's alone\)/.exec(out)?.[1];
+    expect(apiKey).toBeDefined();
     expect(out).toMatch(/^ {2}\+ create greet$/m);
     expect(out).toMatch(/handlers: handlers \(watched\): greet/);
 
@@ -140,7 +142,7 @@ describe('df-worker dev', () => {
       string,
       unknown
     >;
-    expect(file).toMatchObject({ pid: session!.child.pid, url, apiKey: 'dev-key', adminToken, workerUrl });
+    expect(file).toMatchObject({ pid: session!.child.pid, url, apiKey, adminToken, workerUrl });
 
     // The admin root lists the routes to anyone; the routes themselves want the token.
     const index = (await (await fetch(`${url}/__admin/`)).json()) as { routes: string[] };
@@ -152,8 +154,14 @@ describe('df-worker dev', () => {
       headers: { authorization: `Bearer ${adminToken}` },
     });
     expect(((await listed.json()) as { data: { key: string }[] }).data.map((t) => t.key)).toEqual(['greet']);
-    // The worker's wake endpoint is open on loopback in a session.
-    expect((await fetch(`${workerUrl}/wake?task=greet`, { method: 'POST' })).status).toBe(202);
+    // The worker's wake endpoint takes the session's token, printed with the worker's URL.
+    const wakeToken = /POST \/wake with Authorization: Bearer ([0-9a-f]{32})/.exec(out)![1]!;
+    expect((await fetch(`${workerUrl}/wake?task=greet`, { method: 'POST' })).status).toBe(401);
+    const woken = await fetch(`${workerUrl}/wake?task=greet`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${wakeToken}` },
+    });
+    expect(woken.status).toBe(202);
 
     const unknown = await cli(['dev', '--enqueue', 'nope'], {}, dir);
     expect(unknown.code).toBe(1);

@@ -25,8 +25,14 @@ describe('df-worker emulator', () => {
     await waitFor(() => /^variables: /m.test(running.stdout()), 'the listening line', 20_000);
     const url = /emulator listening on (http:\/\/\S+) /.exec(running.stdout())![1]!;
     expect(running.stdout()).toContain('variables: api-token, empty\n');
-    const read = await fetch(`${url}/v1/data-factory/variables/api-token`, {
+    // The key is this run's own, printed at start: the former fixed default is refused.
+    const key = /^API key: ([0-9a-f]{32})$/m.exec(running.stdout())![1]!;
+    const fixed = await fetch(`${url}/v1/data-factory/variables/api-token`, {
       headers: { 'x-api-key': 'emulator-key' },
+    });
+    expect(fixed.status).toBe(401);
+    const read = await fetch(`${url}/v1/data-factory/variables/api-token`, {
+      headers: { 'x-api-key': key },
     });
     expect(read.status).toBe(200);
     expect(read.headers.get('etag')).toBe('"1"');

@@ -127,7 +127,7 @@ describe('the packed package', () => {
 
   it('serves the task with `start` against the emulator, and drains on SIGTERM', async () => {
     const bin = path.join(project, 'node_modules', '.bin', 'df-worker');
-    const emulator = spawn(process.execPath, [bin, 'emulator', '--port', '0'], {
+    const emulator = spawn(process.execPath, [bin, 'emulator', '--port', '0', '--key', 'emulator-key'], {
       cwd: project,
       env: childEnv(),
     });
@@ -137,6 +137,7 @@ describe('the packed package', () => {
       expect(await npx(['tasks', 'sync'], env)).toMatchObject({ code: 0 });
       const enqueued = await fetch(`${url}/__admin/executions`, {
         method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ taskKey: 'my-task', input: { text: 'served' } }),
       });
       expect(enqueued.status).toBe(201);

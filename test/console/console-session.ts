@@ -95,7 +95,7 @@ export async function startConsoleSession(env: Record<string, string> = {}): Pro
  * Debian's headless Chromium (DF_CHROMIUM_PATH overrides /usr/bin/chromium), driven by playwright-core. A missing
  * browser fails, never skips: CI installs it (.ci/run), and a developer is told how.
  */
-export async function launchChromium(): Promise<Browser> {
+export async function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   const executablePath = process.env.DF_CHROMIUM_PATH || '/usr/bin/chromium';
   if (!existsSync(executablePath)) {
     throw new Error(
@@ -103,5 +103,5 @@ export async function launchChromium(): Promise<Browser> {
         '(apt-get install --no-install-recommends chromium) or set DF_CHROMIUM_PATH to a Chromium binary.',
     );
   }
-  return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
+  return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', ...extraArgs] });
 }

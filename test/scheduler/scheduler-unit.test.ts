@@ -185,6 +185,30 @@ describe('Scheduler', () => {
     await loop.stop();
   });
 
+  it('spends no poll on a wake while the key is refused; a new key is tried at once, then every task', async () => {
+    const r = rig({ tasks: ['a', 'b'], unauthorizedRetryMs: 30_000, concurrency: 1 });
+    r.emulator.setApiKeys(['another-key']);
+    const loop = start(r);
+    await r.clock.advance(100);
+    expect(r.scheduler.authorized).toBe(false);
+    const refused = r.sentAt('tasks.poll').length;
+    for (let i = 0; i < 10; i++) {
+      expect(r.scheduler.wake()).toBe(2);
+      await r.clock.advance(1_000);
+    }
+    expect(r.sentAt('tasks.poll')).toHaveLength(refused);
+    // The key the client sends is accepted again (DF_API_KEY_FILE gave it): one poll at once, not in 20 s.
+    r.emulator.setApiKeys([KEY]);
+    r.scheduler.keyChanged();
+    await r.clock.advance(10);
+    expect(r.scheduler.authorized).toBe(true);
+    const after = r.sentAt('tasks.poll').filter((t) => t - START >= 10_100);
+    expect(after.length).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...after) - START).toBeLessThan(10_200);
+    expect(r.authorization).toEqual([false, true]);
+    await loop.stop();
+  });
+
   it('stops promptly when aborted while idle, leaving no sleeper behind', async () => {
     const r = rig({ tasks: ['a'], maxPollIntervalMs: 600_000 });
     const loop = start(r);

@@ -32,7 +32,6 @@ import { describeStartupFailure, runDaemon, type RunningDaemon } from '../run-da
 import { describeJsonError, warnUnknownSettings } from './run.ts';
 import { EXIT_CONFIG } from './start.ts';
 
-const DEV_KEY = 'dev-key';
 /** How often the session looks for new reports to print, in ms. */
 const REPORT_WATCH_MS = 25;
 const DEFAULT_WAIT_MS = 60_000;
@@ -185,9 +184,12 @@ async function session(options: SessionOptions): Promise<number> {
     );
     return 1;
   }
+  // Keys of this session alone: a page that knows a fixed key could drive the emulator through the service routes.
+  const apiKey = randomBytes(16).toString('hex');
+  const wakeToken = randomBytes(16).toString('hex');
   let config: WorkerConfig;
   try {
-    config = devConfig(options);
+    config = devConfig(options, { apiKey, wakeToken });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`df-worker dev: ${describeError(error)}\n`);
@@ -201,7 +203,7 @@ async function session(options: SessionOptions): Promise<number> {
   const tracked = new Map<string, EmulatedExecution>();
   const events = new WorkerEvents();
   const emulator = new Emulator({
-    apiKeys: [DEV_KEY],
+    apiKeys: [apiKey],
     adminToken,
     // The service's limits unless DF_BUDGET_* says otherwise: the daemon's budget and the emulator agree.
     limits: {
@@ -244,7 +246,7 @@ async function session(options: SessionOptions): Promise<number> {
       return 1;
     }
     try {
-      daemon = await runDaemon(config, logger, { handlers: first, events });
+      daemon = await runDaemon(config, logger, { handlers: first, events, loopbackHostsOnly: true });
     } catch (error) {
       const message = describeStartupFailure(error);
       process.stderr.write(`df-worker dev: ${describeError(error, `could not start: ${message}`)}\n`);
@@ -254,7 +256,7 @@ async function session(options: SessionOptions): Promise<number> {
     const file = await writeSessionFile(options.stateDir, {
       pid: process.pid,
       url,
-      apiKey: DEV_KEY,
+      apiKey,
       adminToken,
       workerUrl: daemon.url ?? '',
       handlersDir,
@@ -262,6 +264,8 @@ async function session(options: SessionOptions): Promise<number> {
     });
     printBanner(say, {
       url,
+      apiKey,
+      wakeToken,
       adminToken,
       consoleUrl: local.url(url, adminToken),
       file,
@@ -304,16 +308,17 @@ async function session(options: SessionOptions): Promise<number> {
 }
 
 /** The daemon's settings in a session: DF_* as usual, but the emulator for service and a temp state folder. */
-function devConfig(options: SessionOptions): WorkerConfig {
+function devConfig(options: SessionOptions, keys: { apiKey: string; wakeToken: string }): WorkerConfig {
   const overrides: Record<string, unknown> = {
     'api.url': 'http://127.0.0.1', // the emulator's, once it listens
-    'api.key': DEV_KEY,
+    'api.key': keys.apiKey,
     'api.keyFile': '',
     // The session syncs the tasks itself, updates included (see HandlerSet).
     'tasks.sync': false,
     'http.port': 0,
     'http.host': '127.0.0.1',
-    'http.wake': 'open',
+    'http.wake': 'token',
+    'http.wakeToken': keys.wakeToken,
     ...(options.dir === undefined ? {} : { 'handlers.dir': options.dir }),
   };
   const env = { DF_LOG_LEVEL: 'warn', ...process.env };
@@ -325,6 +330,8 @@ function devConfig(options: SessionOptions): WorkerConfig {
 
 interface Banner {
   url: string;
+  apiKey: string;
+  wakeToken: string;
   adminToken: string;
   consoleUrl: string;
   file: string;
@@ -339,10 +346,10 @@ function printBanner(say: (line: string) => void, b: Banner): void {
   const first = b.handlers[0];
   const example = first?.key ?? 'my-task';
   const input = JSON.stringify(Object.fromEntries((first?.inputKeys ?? []).map((k) => [k.key, '...'])));
-  say(`df-worker dev: emulator on ${b.url} (API key ${DEV_KEY})`);
+  say(`df-worker dev: emulator on ${b.url} (API key ${b.apiKey}, this session's alone)`);
   say(`  console: ${b.consoleUrl}`);
   say(`  admin routes: ${b.url}/__admin (Authorization: Bearer ${b.adminToken})`);
-  say(`  worker: ${b.workerUrl} (/metrics, /readyz, POST /wake)`);
+  say(`  worker: ${b.workerUrl} (/metrics, /readyz, POST /wake with Authorization: Bearer ${b.wakeToken})`);
   say(
     `  budget and emulator limits: ${b.budget.perSecond}/s, ${b.budget.perMinute}/min, ${b.budget.perMonth}/month; ` +
       'every enqueue wakes the worker',

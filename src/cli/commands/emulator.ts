@@ -1,4 +1,5 @@
 // `df-worker emulator`: the local stand-in for the service, for trying handlers without an account.
+import { randomBytes } from 'node:crypto';
 import { Emulator } from '../../emulator/index.ts';
 import { SERVED_SPELLINGS } from '../../emulator/path-spelling.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
@@ -10,6 +11,7 @@ export const emulatorCommand: Command = {
   help: `
 Usage: df-worker emulator [--port N] [--host H] [--key KEY]... [--per-second N] [--per-minute N] [--per-month N]
                           [--variable ID=VALUE]... [--path-style both|underscore|hyphen]
+                          [--allowed-host NAME]...
 
 Serves the service's custom-task API on http://HOST:PORT with the documented limits (variables included),
 plus an admin surface under /__admin/ (create tasks and variables, enqueue executions, read reports and the
@@ -19,7 +21,7 @@ request log, inject faults: handlers/README.md#fault-rules gives the rules' form
 Options:
   --port N         port to listen on (default 8080; 0 = any free port)
   --host H         address to bind (default 127.0.0.1)
-  --key KEY        accepted API key, repeatable (default emulator-key)
+  --key KEY        accepted API key, repeatable (default: a random key of this run, printed at start)
   --per-second N   burst limit per key (default 5; 0 = no limit)
   --per-minute N   limit per key per minute (default 50; 0 = no limit)
   --per-month N    limit per key per month (default 40000; 0 = no limit)
@@ -27,6 +29,10 @@ Options:
                    a variable it holds from the start, for ctx.service.variables.get(ID); repeatable
   --path-style S   which spelling of /v1/data_factory/... (underscore) and /v1/data-factory/... (hyphen) it
                    serves: both (default), underscore or hyphen; the other answers 404 as an unknown route
+  --allowed-host NAME
+                   a host name it answers for besides localhost and IP addresses (e.g. a container's
+                   service name), repeatable; any other Host is refused (421), as a page of another
+                   site that resolves its own name to this address would send
   -h, --help       this help
 `,
   async run(argv) {
@@ -42,6 +48,7 @@ Options:
         'per-month': { type: 'string' },
         variable: { type: 'string', multiple: true },
         'path-style': { type: 'string', default: 'both' },
+        'allowed-host': { type: 'string', multiple: true },
       },
     });
     if (typeof parsed === 'number') return parsed;
@@ -72,12 +79,20 @@ Options:
     }
     const variables = parseVariableOptions(values.variable);
     if (typeof variables === 'string') return usageError('emulator', variables);
-    const emulator = new Emulator({ apiKeys: values.key ?? ['emulator-key'], limits, pathStyle });
+    // A fixed default key would be known to every web page: a random one, printed beside the console's URL.
+    const apiKeys = values.key ?? [randomBytes(16).toString('hex')];
+    const emulator = new Emulator({
+      apiKeys,
+      limits,
+      pathStyle,
+      allowedHosts: values['allowed-host'] ?? [],
+    });
     for (const variable of variables) emulator.createVariable(variable);
     const { mountConsole } = await import('../../console/index.ts');
     const local = mountConsole(emulator, { mode: 'emulator' });
     const url = await emulator.listen(Number(values.port), values.host);
     process.stdout.write(`emulator listening on ${url} (admin: ${url}/__admin/)\n`);
+    process.stdout.write(`API key: ${apiKeys.join(', ')}\n`);
     process.stdout.write(`console: ${local.url(url, undefined)}\n`);
     if (variables.length > 0) {
       process.stdout.write(`variables: ${variables.map((variable) => variable.id).join(', ')}\n`);
