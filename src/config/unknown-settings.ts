@@ -21,6 +21,8 @@ export const NON_SETTING_VARIABLES: Readonly<Record<string, string>> = {
   DF_CI_NODE_DIR: 'where CI installs its Node.js (.ci/run)',
   DF_CI_CACHE: "CI's image cache (.ci/image-smoke)",
   DF_CHROMIUM_PATH: "the browser the console's tests drive (test/console/)",
+  DF_HELM: 'the helm binary the chart tests run (test/deploy/helm-chart.ts; .ci/run sets it)',
+  DF_CI_HELM_DIR: 'where .ci/install-helm puts helm (.ci/install-helm)',
 };
 
 const SETTING_VARIABLES = listSettings().map(({ entry }) => entry.env);
