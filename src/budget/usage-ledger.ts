@@ -1,7 +1,7 @@
 // The budget's account in its store. What a restart must not forget (the month's count, the last minute's
 // sends) is written before a request goes: the count as a lease of several requests, the sends as instants
 // the windows will hold. restoreUsage() says what a start makes of the state it reads back.
-import type { Clock } from '../clock/clock.ts';
+import { wallAt, type Clock } from '../clock/clock.ts';
 import { calendarMonthWindow, parseMonthKey, type MonthWindow } from './month.ts';
 import type { BudgetState, BudgetStore } from './store.ts';
 
@@ -80,7 +80,7 @@ export class UsageLedger {
     let startedAt = 0;
     let count = 0;
     await this.#persist(() => {
-      startedAt = this.#clock.now();
+      startedAt = this.#clock.monotonic();
       const sends = plan(startedAt);
       count = sends.count;
       // Nothing may go any more (aborted, or a 429 paused all): the budget looks again.
@@ -90,7 +90,10 @@ export class UsageLedger {
         sends.used + count > this.persistedUsed
           ? sends.used + Math.max(count, this.#leaseSize)
           : this.persistedUsed;
-      const sentAt = [...sends.recent, ...new Array<number>(count).fill(until)];
+      // Monotonic instants here; the file holds them on the wall clock, which the next process can read.
+      const sentAt = [...sends.recent, ...new Array<number>(count).fill(until)].map((at) =>
+        wallAt(this.#clock, at),
+      );
       const state = { monthKey: sends.monthKey, used, sentAt };
       return {
         state,
@@ -102,7 +105,7 @@ export class UsageLedger {
       };
     });
     // A write that outlasted its slack is redone with a longer one: the next should fit in it.
-    if (count > 0) this.#sendSlackMs = Math.max(MIN_SEND_SLACK_MS, 2 * (this.#clock.now() - startedAt));
+    if (count > 0) this.#sendSlackMs = Math.max(MIN_SEND_SLACK_MS, 2 * (this.#clock.monotonic() - startedAt));
   }
 
   /**
@@ -110,8 +113,13 @@ export class UsageLedger {
    * its own, so the lease's unused part and any send written ahead but not made are given back.
    */
   flush(final: () => BudgetState): Promise<void> {
+    // `final` gives its sends as monotonic instants, like writeAhead's plan; the file holds wall-clock ones.
     return this.#persist(() => {
-      const state = final();
+      const made = final();
+      const state =
+        made.sentAt === undefined
+          ? made
+          : { ...made, sentAt: made.sentAt.map((at) => wallAt(this.#clock, at)) };
       this.persistedUsed = state.used;
       this.#written = { count: 0, until: -Infinity };
       return state;

@@ -286,7 +286,7 @@ export class DaemonCore<G extends BudgetGate> {
         tasks: registry.tasks.map((t) => t.task.key),
         concurrency: config.concurrency,
         budget: config.budget,
-        idlePollIntervalSeconds: Math.round(planner.idleIntervalMs(clock.now()) / 1000),
+        idlePollIntervalSeconds: Math.round(planner.idleIntervalMs(clock.monotonic()) / 1000),
         mode: this.#mode.label,
       },
       this.#mode.label === 'clustered' ? 'df-worker started (clustered)' : 'df-worker started',
@@ -296,7 +296,7 @@ export class DaemonCore<G extends BudgetGate> {
   #pacing(): PacingSnapshot | undefined {
     const planner = this.#parts.planner;
     if (!planner) return undefined;
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     return {
       tasks: planner.tasks.map((t) => ({ key: t.key, idleIntervalMs: planner.idleIntervalMs(now, t.key) })),
       overloaded: planner.overloaded(now),

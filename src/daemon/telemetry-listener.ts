@@ -38,7 +38,7 @@ export function listenForTelemetry(
     m.executions.inc({ task, outcome: outcome.status });
     m.handlerDuration.observe({ task, outcome: outcome.status }, outcome.durationMs / 1000);
     m.attempts.observe({ task }, outcome.attempts);
-    finishedAt.set(executionId, clock.now());
+    finishedAt.set(executionId, clock.monotonic());
   });
   events.on('report', ({ task, executionId, result, attempts }) => {
     m.inFlight.dec();
@@ -47,7 +47,7 @@ export function listenForTelemetry(
     const at = finishedAt.get(executionId);
     finishedAt.delete(executionId);
     if (at !== undefined && result === 'delivered')
-      m.reportLatency.observe({ task }, (clock.now() - at) / 1000);
+      m.reportLatency.observe({ task }, (clock.monotonic() - at) / 1000);
   });
   events.on('fenced', ({ request, task, executionId }) => {
     m.fenced.inc({ request });
@@ -77,13 +77,14 @@ export function listenForTelemetry(
  * the budget took. One line per pause, however many requests met the 429 at once.
  */
 export function logRateLimitPause(logger: Logger): (pause: RateLimitPause) => void {
-  return ({ operation, retryAfterMs, pauseMs, until }) => {
+  return ({ operation, retryAfterMs, pauseMs }) => {
     logger.warn(
       {
         operation,
         retryAfterMs: retryAfterMs ?? null,
         pauseMs,
-        pausedUntil: new Date(until).toISOString(),
+        // The pause runs on the monotonic clock; its end is shown on the wall clock of the line.
+        pausedUntil: new Date(Date.now() + pauseMs).toISOString(),
         ...(retryAfterMs !== undefined && retryAfterMs > pauseMs
           ? { capSetting: 'DF_RETRY_AFTER_MAX_MS' }
           : {}),

@@ -5,7 +5,7 @@ import type { ServiceClient } from '../api/client.ts';
 import { NetworkError, ResponseValidationError, TimeoutError } from '../api/errors.ts';
 import { topLevelString } from '../api/json-prefix.ts';
 import type { TaskExecution } from '../api/types.ts';
-import type { Clock } from '../clock/clock.ts';
+import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
 import { classifyFailure } from './retry-policy.ts';
 
@@ -105,7 +105,7 @@ export class Scheduler {
 
   /** Polls the given task (or all) as soon as budget and a free slot allow. Returns how many tasks matched. */
   wake(taskKey?: string): number {
-    const woken = this.#o.planner.wake(this.#o.clock.now(), taskKey);
+    const woken = this.#o.planner.wake(this.#o.clock.monotonic(), taskKey);
     this.#nudge.abort();
     return woken;
   }
@@ -161,7 +161,7 @@ export class Scheduler {
       }
       // A task whose poll is out is not due again until its answer says when.
       const task = planner.next(this.#polling);
-      const now = clock.now();
+      const now = clock.monotonic();
       if (!task) {
         await this.#waitForNudge(60_000);
         continue;
@@ -190,7 +190,7 @@ export class Scheduler {
 
   async #pollOnce(task: PolledTask, signal: AbortSignal): Promise<void> {
     const { client, planner, clock, logger } = this.#o;
-    const started = clock.now();
+    const started = clock.monotonic();
     planner.sending(task.taskId);
     let execution: TaskExecution | null;
     try {
@@ -199,12 +199,12 @@ export class Scheduler {
       const cut = this.#o.cutPolls;
       if (cut?.aborted === true && error === cut.reason) {
         // Sent before the stop (a poll still waiting for the budget was cancelled by it) and unanswered since.
-        this.#pollAnswerLost(task, started, clock.now(), 'shutdown', error);
+        this.#pollAnswerLost(task, started, clock.monotonic(), 'shutdown', error);
         return;
       }
       if (signal.aborted && !(error instanceof NetworkError || error instanceof ResponseValidationError))
         return;
-      const now = clock.now();
+      const now = clock.monotonic();
       this.#o.onPoll?.(task, 'error', now - started);
       const action = classifyFailure(error);
       if (error instanceof ResponseValidationError) {
@@ -223,7 +223,7 @@ export class Scheduler {
       } else if (error instanceof NetworkError && error.mayHaveBeenApplied) {
         const recovered = await this.#readBackCutClaim(task, error);
         if (recovered) {
-          planner.onHit(task.taskId, clock.now(), Date.parse(recovered.createdAt));
+          planner.onHit(task.taskId, clock.monotonic(), this.#arrivedAt(recovered));
           this.#track(this.#o.dispatch(task, recovered));
           return;
         }
@@ -247,7 +247,7 @@ export class Scheduler {
       }
       return;
     }
-    const now = clock.now();
+    const now = clock.monotonic();
     this.#setAuthorized(true);
     if (!execution) {
       this.#o.onPoll?.(task, 'empty', now - started);
@@ -255,8 +255,22 @@ export class Scheduler {
       return;
     }
     this.#o.onPoll?.(task, 'hit', now - started, execution);
-    planner.onHit(task.taskId, now, Date.parse(execution.createdAt));
+    planner.onHit(task.taskId, now, this.#arrivedAt(execution));
     this.#track(this.#o.dispatch(task, execution));
+  }
+
+  /**
+   * Where the execution's createdAt falls on the local monotonic clock, through the service's clock as its
+   * answers' Date headers tell it: the local wall clock may be minutes off the service's. Only when no answer
+   * carried a Date (an in-process emulator) is it read against the local wall clock.
+   */
+  #arrivedAt(execution: TaskExecution): number | undefined {
+    const createdAt = Date.parse(execution.createdAt);
+    if (!Number.isFinite(createdAt)) return undefined;
+    const { client, clock } = this.#o;
+    return (
+      client.serviceClock.monotonicAt(createdAt) ?? Math.min(clock.monotonic(), monotonicAt(clock, createdAt))
+    );
   }
 
   /**
