@@ -4,27 +4,35 @@
 import type { Clock } from './clock.ts';
 
 /**
- * A `Date` header names the whole second its answer was made in; the answer reached us up to a round trip later.
- * Half a second is the middle of what the header allows.
+ * A `Date` header names the whole second its answer was made in, and the answer reached us after it was made:
+ * the service's clock at receipt is at least the header's instant. The highest such lower bound over the
+ * answers is the estimate (it tightens as answers land at every phase of the second); a sample whose upper
+ * bound (a second later, plus this much for the round trip) falls below it says the service's clock went
+ * back, and the estimate starts again from it.
  */
-const DATE_RESOLUTION_MIDPOINT_MS = 500;
+const ROUND_TRIP_ALLOWANCE_MS = 1_000;
+const DATE_RESOLUTION_MS = 1_000;
 
 export class ServiceClock {
   readonly #clock: Pick<Clock, 'monotonic'>;
-  /** The service's time minus the local monotonic time, from the last answer that carried a Date; undefined before. */
+  /** The service's time minus the local monotonic time (a lower bound); undefined before any answer had a Date. */
   #offsetMs: number | undefined;
 
   constructor(clock: Pick<Clock, 'monotonic'>) {
     this.#clock = clock;
   }
 
-  /** Hears an answer's `Date` header; an absent or unreadable one teaches nothing. */
+  /** Hears an answer's `Date` header as the answer arrives; an absent or unreadable one teaches nothing. */
   observe(dateHeader: string | string[] | undefined): void {
     const raw = Array.isArray(dateHeader) ? dateHeader[0] : dateHeader;
     if (raw === undefined) return;
     const serviceMs = Date.parse(raw);
     if (Number.isNaN(serviceMs)) return;
-    this.#offsetMs = serviceMs + DATE_RESOLUTION_MIDPOINT_MS - this.#clock.monotonic();
+    const lowerMs = serviceMs - this.#clock.monotonic();
+    const upperMs = lowerMs + DATE_RESOLUTION_MS + ROUND_TRIP_ALLOWANCE_MS;
+    if (this.#offsetMs === undefined || lowerMs > this.#offsetMs || upperMs < this.#offsetMs) {
+      this.#offsetMs = lowerMs;
+    }
   }
 
   /** The service's clock now, in ms since the epoch; undefined until an answer carried a Date. */

@@ -332,6 +332,11 @@ export class Emulator {
     return delivered;
   }
 
+  /** The emulator's clock now, as its answers' Date header would name it (ms since the epoch). */
+  now(): number {
+    return this.#clock.now();
+  }
+
   /** Runs one service request; `deliver` sends the answer (undefined: drop the connection), false if it could not. */
   async #service(call: ServiceCall, deliver: (answer: Answer | undefined) => boolean): Promise<void> {
     const startedAt = performance.now();
