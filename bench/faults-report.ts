@@ -5,9 +5,10 @@
 // Rows 10 to 17 run twice, side by side: with DF_HANDLER_ISOLATION=none (handlers on the daemon's own event
 // loop, the naive baseline) and with the daemon's default isolation. Each of their cells reads "none / default".
 // Issue 26's rows (26.x) run twice too: on a worktree of --baseline (default 94977ed, the code the issue
-// measured) and on this checkout, each cell "baseline / now".
+// measured) and on this checkout, each cell "baseline / now". Issue 36's rows (36.x) likewise, on a worktree of
+// --baseline-36 (default 1a0690a).
 //   ./node_modules/.bin/node bench/faults-report.ts [--outage-ms 20000] [--only 6 --only 12 --only 26]
-//     [--isolation both|none|default] [--baseline <commit>|none]
+//     [--isolation both|none|default] [--baseline <commit>|none] [--baseline-36 <commit>|none]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { POLL_INTERVAL_MS, type HandlerFaultResult, type IsolationMode } from '.
 import { HANDLER_SCENARIOS } from '../test/faults/handler-scenarios.ts';
 import { SCENARIOS } from '../test/faults/scenarios.ts';
 import { ISSUE_26_SCENARIOS, type Issue26Result } from '../test/faults/issue-26-scenarios.ts';
+import { ISSUE_36_SCENARIOS } from '../test/faults/issue-36-scenarios.ts';
 
 const { values } = parseArgs({
   options: {
@@ -25,6 +27,7 @@ const { values } = parseArgs({
     only: { type: 'string', multiple: true },
     isolation: { type: 'string', default: 'both' },
     baseline: { type: 'string', default: '94977ed' },
+    'baseline-36': { type: 'string', default: '1a0690a' },
   },
 });
 const outageMs = Number(values['outage-ms']);
@@ -186,6 +189,38 @@ if (issue26.length > 0) {
   }
   delete process.env.DF_WORKER_UNDER_TEST;
   console.log(`Issue 26's rows, each cell ${builds.map((b) => b.label).join(' / ')}:`);
+  printTable(['scenario', ...ISSUE_26_COLUMNS.map((c) => c.title)], rows);
+}
+
+// Issue 36: rows 36.x, once on its baseline and once now ─────────────────────────────────────────────────
+const issue36 = ISSUE_36_SCENARIOS.filter((s) => only.size === 0 || only.has('36') || selected(s.name));
+if (issue36.length > 0) {
+  const baseline36 = values['baseline-36'];
+  const builds: { label: string; root: string | undefined }[] = [];
+  if (baseline36 !== 'none') builds.push({ label: baseline36, root: baselineCheckout(baseline36) });
+  builds.push({ label: 'now', root: undefined });
+  const rows: string[][] = [];
+  for (const scenario of issue36) {
+    const cells: string[][] = ISSUE_26_COLUMNS.map(() => []);
+    for (const build of builds) {
+      if (build.root === undefined) delete process.env.DF_WORKER_UNDER_TEST;
+      else process.env.DF_WORKER_UNDER_TEST = build.root;
+      try {
+        const result = await timed(`${scenario.name} (${build.label})`, () => scenario.run());
+        ISSUE_26_COLUMNS.forEach((column, i) => cells[i]!.push(column.cell(result)));
+        details.push(`${scenario.name} (${build.label}): ${result.detail}`);
+        if (build.root === undefined && !result.completed) remarks.push(`${scenario.name}: goal not met now`);
+      } catch (error) {
+        for (const cell of cells) cell.push('-');
+        const message = (error as Error).message.split('\n')[0]!;
+        details.push(`${scenario.name} (${build.label}): did not complete: ${message}`);
+        if (build.root === undefined) remarks.push(`${scenario.name}: did not complete now: ${message}`);
+      }
+    }
+    rows.push([scenario.name, ...cells.map((c) => c.join(' / '))]);
+  }
+  delete process.env.DF_WORKER_UNDER_TEST;
+  console.log(`Issue 36's rows, each cell ${builds.map((b) => b.label).join(' / ')}:`);
   printTable(['scenario', ...ISSUE_26_COLUMNS.map((c) => c.title)], rows);
 }
 
