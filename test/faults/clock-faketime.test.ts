@@ -51,7 +51,7 @@ describe.runIf(fakeTimeRuns && clusteredTestsRun)(
       await redis?.dispose();
     });
 
-    it('the replicas go on at the limits: resumed within 1 s, lost 0, 0 x 429', async () => {
+    it('during a 429 pause: polls and reports resume within 1 s of its end, lost 0, 0 x 429', async () => {
       expectBoundsHeld(await stepBackClustered(redis, TEST_SIZE), TEST_SIZE.perMinute);
     }, 90_000);
   },

@@ -293,34 +293,56 @@ export async function clockBehindFromStart(size: ClockStepSize): Promise<ClockSt
   });
 }
 
-/** Clustered: replica `a` (the coordinator) under libfaketime steps back 1 h while executions wait. */
+/**
+ * Clustered: the same step during a 429's pause, on replica `a` (the coordinator) under libfaketime, with work
+ * waiting: polls and both replicas' reports resume within a second of the pause's end.
+ */
 export async function stepBackClustered(redis: RedisServer, size: ClockStepSize): Promise<ClockStepResult> {
   const rig = await ClusterRig.create({ redis, perSecond: PER_SECOND, perMinute: size.perMinute });
   try {
     const wall = new FakeWallClock(rig.dir);
+    const idleEnv = {
+      DF_MAX_POLL_INTERVAL_MS: String(size.maxPollIntervalMs),
+      DF_RETRY_AFTER_MAX_MS: '120000',
+    };
     // The replica whose clock steps starts first, and so coordinates: its polls, and both replicas' reports.
-    await rig.start('a', { DF_MAX_POLL_INTERVAL_MS: String(size.maxPollIntervalMs), ...(await wall.env()) });
-    await rig.start('b');
+    await rig.start('a', { ...idleEnv, ...(await wall.env()) });
+    await rig.start('b', idleEnv);
     rig.enqueue(size.executions);
-    await waitForRequests(rig, 10);
-    const stepAt = Date.now();
+    await waitForRequests(rig, 4, 30_000);
+    const coordinator = rig.coordinator();
+    rig.emulator.setFaults([
+      { operation: 'tasks.poll', kind: 'rateLimit', retryAfterSeconds: size.pauseSeconds, count: 1 },
+    ]);
+    if (!(await waitUntil(() => rig.emulator.requests().some((r) => r.status === 429), 30_000)))
+      throw new Error('no poll met the injected 429 within 30 s');
+    const pausedAt = rig.emulator.requests().find((r) => r.status === 429)!.at;
+    const pauseEndsAt = pausedAt + size.pauseSeconds * 1_000;
+    await faultWindow((size.pauseSeconds * 1_000) / 4);
     await wall.set(HOUR_BACK);
-    await faultWindow(size.watchMs);
-    const after = arrivals(rig, stepAt, stepAt + size.watchMs);
+    await faultWindow(Math.max(0, pauseEndsAt - Date.now()) + size.watchMs);
+    const during = arrivals(rig, pausedAt + 1, pauseEndsAt);
+    const after = arrivals(rig, pauseEndsAt, pauseEndsAt + size.watchMs);
+    const reportsAfter = rig.emulator
+      .requests()
+      .filter((r) => r.at >= pauseEndsAt && r.operation === 'executions.report').length;
     // Let what was claimed be reported before the tally.
     await waitUntil(() => rig.figures().lost === 0, 10_000);
     const f = rig.figures();
     const tally: Tally = { ...f, wrong: 0, unclaimed: size.executions - f.claimed };
     const budget: BudgetFigures = {
-      rateLimited: f.rateLimited,
+      rateLimited: f.rateLimited - 1,
       maxPerSecond: f.maxPerSecond,
       maxPerMinute: f.maxPerMinute,
       requests: rig.emulator.requests().length,
     };
-    const resumedMs = (after[0] ?? Infinity) - stepAt;
+    const resumedMs = (after[0] ?? Infinity) - pauseEndsAt;
+    const expected = Math.floor(expectedRequests(size) / 2);
     const completed =
+      during.length === 0 &&
       resumedMs <= 1_000 &&
-      after.length >= expectedRequests(size) &&
+      after.length >= expected &&
+      reportsAfter > 0 &&
       f.lost === 0 &&
       withinLimits(budget, size.perMinute);
     return {
@@ -328,7 +350,10 @@ export async function stepBackClustered(redis: RedisServer, size: ClockStepSize)
       figures: figuresOf(tally),
       tally,
       budget,
-      detail: `${after.length} requests in the ${size.watchMs / 1000} s after the step, the first ${resumedMs} ms after it`,
+      detail:
+        `coordinator ${coordinator}; ${during.length} requests during the ${size.pauseSeconds} s pause, ` +
+        `${after.length} in the ${size.watchMs / 1000} s after it (>= ${expected} expected; reports ` +
+        `${reportsAfter}), the first ${resumedMs} ms after its end (429s beyond the injected one counted)`,
     };
   } finally {
     await rig.dispose();
@@ -344,7 +369,7 @@ async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<b
   return true;
 }
 
-async function waitForRequests(rig: ClusterRig, count: number): Promise<void> {
-  if (!(await waitUntil(() => rig.emulator.requests().length >= count, 30_000)))
-    throw new Error(`fewer than ${count} requests reached the service in 30 s`);
+async function waitForRequests(rig: ClusterRig, count: number, timeoutMs: number): Promise<void> {
+  if (!(await waitUntil(() => rig.emulator.requests().length >= count, timeoutMs)))
+    throw new Error(`fewer than ${count} requests reached the service in ${timeoutMs} ms`);
 }

@@ -41,7 +41,7 @@ export const ISSUE_36_SCENARIOS: Issue36Scenario[] = [
     run: () => clockBehindFromStart(FULL_SIZE),
   },
   {
-    name: '36.5 clustered: the coordinator steps back 1 h while 400 executions wait',
+    name: '36.5 clustered: the coordinator steps back 1 h during a 60 s 429 pause',
     run: async () => {
       const redis = await RedisServer.start();
       try {
