@@ -6,6 +6,7 @@
 import type { GateAnswer, RequestGate } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import { monotonicAt, wallAt, type Clock } from '../clock/clock.ts';
+import type { WriterStamp } from '../clock/writer-stamp.ts';
 import { monthWindow, type MonthWindow } from './month.ts';
 import { paceAt } from './pacing.ts';
 import { RateLimitPauses, type RateLimitPause } from './rate-limit-pause.ts';
@@ -47,6 +48,11 @@ export interface BudgetOptions {
   store?: BudgetStore;
   /** Month usage is persisted ahead of use in leases of this many requests, so a crash never undercounts. */
   leaseSize?: number;
+  /**
+   * Stamps what the store saves with the writing process and boot (systemWriterStamp for a budget on the
+   * system's clock), so a restart on the same boot trusts the saved sends' monotonic age. Default none.
+   */
+  writerStamp?: () => WriterStamp | undefined;
   /** Pause of every request after a 429 that carries no Retry-After, in ms. Default 60_000. */
   rateLimitPauseMs?: number;
   /**
@@ -123,6 +129,7 @@ export class Budget implements RequestGate {
       options.store ?? memoryBudgetStore(),
       this.#clock,
       Math.max(1, options.leaseSize ?? 20),
+      options.writerStamp,
     );
     this.#pauses = new RateLimitPauses({
       clock: this.#clock,

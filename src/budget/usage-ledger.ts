@@ -2,6 +2,7 @@
 // sends) is written before a request goes: the count as a lease of several requests, the sends as instants
 // the windows will hold. restoreUsage() says what a start makes of the state it reads back.
 import { wallAt, type Clock } from '../clock/clock.ts';
+import { onReaderWallClock, type WriterStamp } from '../clock/writer-stamp.ts';
 import { calendarMonthWindow, parseMonthKey, type MonthWindow } from './month.ts';
 import type { BudgetState, BudgetStore } from './store.ts';
 
@@ -45,19 +46,36 @@ export class UsageLedger {
   /** The store's writes, one after the other, so a later state is never overwritten by an earlier one. */
   #writing: Promise<unknown> = Promise.resolve();
 
-  constructor(store: BudgetStore, clock: Clock, leaseSize: number) {
+  /** Stamps each write with its process and boot (see WriterStamp); undefined writes none. */
+  readonly #stamp: () => WriterStamp | undefined;
+
+  constructor(store: BudgetStore, clock: Clock, leaseSize: number, stamp?: () => WriterStamp | undefined) {
     this.#store = store;
     this.#clock = clock;
     this.#leaseSize = leaseSize;
+    this.#stamp = stamp ?? (() => undefined);
   }
 
-  /** The saved state (undefined when nothing was saved), or `unreadable` when the store cannot read it. */
+  /**
+   * The saved state (undefined when nothing was saved), or `unreadable` when the store cannot read it. Its
+   * sends are on this process's wall clock: by their monotonic age when the same boot wrote them.
+   */
   async read(): Promise<{ saved: BudgetState | undefined } | 'unreadable'> {
+    let saved: BudgetState | undefined;
     try {
-      return { saved: await this.#store.load() };
+      saved = await this.#store.load();
     } catch {
       return 'unreadable';
     }
+    if (saved?.sentAt === undefined) return { saved };
+    const { writer, ...rest } = saved;
+    return { saved: { ...rest, sentAt: onReaderWallClock(saved.sentAt, writer, this.#stamp()) } };
+  }
+
+  /** `state` as the file holds it: stamped with this process when it has a stamp. */
+  #stamped(state: BudgetState): BudgetState {
+    const writer = this.#stamp();
+    return writer ? { ...state, writer } : state;
   }
 
   /** True when the store already holds the send after `used` at `nowMs`: in the month's count and in the windows. */
@@ -94,7 +112,7 @@ export class UsageLedger {
       const sentAt = [...sends.recent, ...new Array<number>(count).fill(until)].map((at) =>
         wallAt(this.#clock, at),
       );
-      const state = { monthKey: sends.monthKey, used, sentAt };
+      const state = this.#stamped({ monthKey: sends.monthKey, used, sentAt });
       return {
         state,
         saved: () => {
@@ -116,10 +134,11 @@ export class UsageLedger {
     // `final` gives its sends as monotonic instants, like writeAhead's plan; the file holds wall-clock ones.
     return this.#persist(() => {
       const made = final();
-      const state =
+      const state = this.#stamped(
         made.sentAt === undefined
           ? made
-          : { ...made, sentAt: made.sentAt.map((at) => wallAt(this.#clock, at)) };
+          : { ...made, sentAt: made.sentAt.map((at) => wallAt(this.#clock, at)) },
+      );
       this.persistedUsed = state.used;
       this.#written = { count: 0, until: -Infinity };
       return state;
