@@ -12,13 +12,18 @@ import type { Clock } from './clock.ts';
  */
 const ROUND_TRIP_ALLOWANCE_MS = 1_000;
 const DATE_RESOLUTION_MS = 1_000;
+/**
+ * Within this of the estimate, the local wall clock agrees with the service's as closely as a Date header can
+ * tell, and reads createdAt to the millisecond: it is used then, the estimate only beyond it.
+ */
+const AGREEMENT_MS = DATE_RESOLUTION_MS + ROUND_TRIP_ALLOWANCE_MS;
 
 export class ServiceClock {
-  readonly #clock: Pick<Clock, 'monotonic'>;
+  readonly #clock: Pick<Clock, 'now' | 'monotonic'>;
   /** The service's time minus the local monotonic time (a lower bound); undefined before any answer had a Date. */
   #offsetMs: number | undefined;
 
-  constructor(clock: Pick<Clock, 'monotonic'>) {
+  constructor(clock: Pick<Clock, 'now' | 'monotonic'>) {
     this.#clock = clock;
   }
 
@@ -42,10 +47,15 @@ export class ServiceClock {
 
   /**
    * The local monotonic instant at which the service's clock read `serviceMs` (e.g. an execution's createdAt),
-   * never later than now; undefined until an answer carried a Date.
+   * never later than now; undefined until an answer carried a Date. While the local wall clock agrees with the
+   * service's (see AGREEMENT_MS) it places the instant, to the millisecond; else the learnt offset does.
    */
   monotonicAt(serviceMs: number): number | undefined {
     if (this.#offsetMs === undefined || !Number.isFinite(serviceMs)) return undefined;
-    return Math.min(this.#clock.monotonic(), serviceMs - this.#offsetMs);
+    const monotonicNow = this.#clock.monotonic();
+    const wallNow = this.#clock.now();
+    const agrees = Math.abs(monotonicNow + this.#offsetMs - wallNow) <= AGREEMENT_MS;
+    const at = agrees ? monotonicNow - (wallNow - serviceMs) : serviceMs - this.#offsetMs;
+    return Math.min(monotonicNow, at);
   }
 }

@@ -44,4 +44,16 @@ describe('ServiceClock', () => {
     service.observe(header());
     expect(Math.abs(service.now()! - (clock.monotonic() + offsetMs))).toBeLessThan(1_000);
   });
+
+  it('reads createdAt on the local wall clock, to the millisecond, while it agrees with the Date headers', () => {
+    const clock = new ManualClock(SERVICE_START);
+    const service = new ServiceClock(clock);
+    service.observe(new Date(SERVICE_START).toUTCString());
+    expect(clock.monotonic() - service.monotonicAt(SERVICE_START - 150)!).toBe(150);
+    // Stepped an hour back, the wall clock no longer agrees: the Date headers' offset places it.
+    clock.step(-3_600_000);
+    const waitedMs = clock.monotonic() - service.monotonicAt(SERVICE_START - 150)!;
+    expect(waitedMs).toBeGreaterThan(150 - 1_000);
+    expect(waitedMs).toBeLessThanOrEqual(150);
+  });
 });
