@@ -156,7 +156,13 @@ export class DaemonCore<G extends BudgetGate> {
         ready: () => this.readiness().ready,
         pacing: () => this.#pacing(),
       });
-    listenForTelemetry(this.events, this.metrics, this.logger, this.clock);
+    listenForTelemetry(
+      this.events,
+      this.metrics,
+      this.logger,
+      this.clock,
+      () => this.#parts.client?.serviceClock,
+    );
     options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
     const state = () => this.#state;
     this.#handle = {

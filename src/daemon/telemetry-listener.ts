@@ -3,7 +3,8 @@
 // modes go through it, so a dashboard reads the same in standalone and clustered mode.
 import type { Logger } from 'pino';
 import type { RateLimitPause } from '../budget/budget.ts';
-import type { Clock } from '../clock/clock.ts';
+import { monotonicAt, type Clock } from '../clock/clock.ts';
+import type { ServiceClock } from '../clock/service-clock.ts';
 import { POLL_ANSWER_LOSSES } from '../scheduler/scheduler.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { WorkerEvents } from './events.ts';
@@ -13,6 +14,8 @@ export function listenForTelemetry(
   m: WorkerMetrics,
   logger: Logger,
   clock: Clock,
+  /** The service's clock as the client learnt it, once there is a client: createdAt is on it. */
+  serviceClock: () => ServiceClock | undefined = () => undefined,
 ): void {
   // Outcome instants by execution id, for the report latency; removed once the report ends.
   const finishedAt = new Map<string, number>();
@@ -31,8 +34,9 @@ export function listenForTelemetry(
   events.on('claim', ({ task, createdAt, resumed }) => {
     m.inFlight.inc();
     const created = resumed || createdAt === undefined ? NaN : Date.parse(createdAt);
-    if (Number.isFinite(created))
-      m.pickupLatency.observe({ task }, Math.max(0, clock.now() - created) / 1000);
+    if (!Number.isFinite(created)) return;
+    const arrivedAt = serviceClock()?.monotonicAt(created) ?? monotonicAt(clock, created);
+    m.pickupLatency.observe({ task }, Math.max(0, clock.monotonic() - arrivedAt) / 1000);
   });
   events.on('outcome', ({ task, executionId, outcome }) => {
     m.executions.inc({ task, outcome: outcome.status });
