@@ -44,6 +44,11 @@ export interface ClockStepSize {
   pauseSeconds: number;
   /** DF_MAX_POLL_INTERVAL_MS: how often an idle task is polled at least. */
   maxPollIntervalMs: number;
+  /**
+   * The month's budget and idle pace at their defaults (40,000, an idle poll about every 65 s), as the issue
+   * ran them, instead of a month large enough that idle polls come every `maxPollIntervalMs`.
+   */
+  defaultPace?: boolean;
 }
 
 export const FULL_SIZE: ClockStepSize = {
@@ -53,6 +58,8 @@ export const FULL_SIZE: ClockStepSize = {
   pauseSeconds: 60,
   maxPollIntervalMs: 30_000,
 };
+/** The issue's figures with the default month and idle pace (the rows whose daemon has work from the start). */
+export const FULL_SIZE_DEFAULT_PACE: ClockStepSize = { ...FULL_SIZE, defaultPace: true };
 export const TEST_SIZE: ClockStepSize = {
   perMinute: 300,
   executions: 60,
@@ -60,6 +67,7 @@ export const TEST_SIZE: ClockStepSize = {
   pauseSeconds: 3,
   maxPollIntervalMs: 2_000,
 };
+export const TEST_SIZE_DEFAULT_PACE: ClockStepSize = { ...TEST_SIZE, defaultPace: true };
 const PER_SECOND = 5;
 
 /** A process's wall clock under libfaketime, moved by rewriting its timestamp file. */
@@ -90,14 +98,18 @@ export class FakeWallClock {
 }
 
 function daemonLimits(size: ClockStepSize): Record<string, string> {
-  return {
+  const limits = {
     DF_BUDGET_PER_SECOND: String(PER_SECOND),
     DF_BUDGET_PER_MINUTE: String(size.perMinute),
     DF_BUDGET_SAFETY_MARGIN_MS: '200',
+    DF_RETRY_AFTER_MAX_MS: '120000',
+  };
+  if (size.defaultPace === true) return limits;
+  return {
+    ...limits,
     // A month far larger than the run's, so that the idle pace is the max interval below, not a minute.
     DF_BUDGET_PER_MONTH: '5000000',
     DF_MAX_POLL_INTERVAL_MS: String(size.maxPollIntervalMs),
-    DF_RETRY_AFTER_MAX_MS: '120000',
   };
 }
 

@@ -5,6 +5,7 @@ import type { BudgetFigures, ScenarioFigures, Tally } from './rig.ts';
 import {
   clockBehindFromStart,
   FULL_SIZE,
+  FULL_SIZE_DEFAULT_PACE,
   stepBackClustered,
   stepBackDuringPause,
   stepBackWhileBusy,
@@ -29,7 +30,7 @@ export interface Issue36Scenario {
 export const ISSUE_36_SCENARIOS: Issue36Scenario[] = [
   {
     name: '36.1 wall clock steps back 1 h while 400 executions wait',
-    run: () => stepBackWhileBusy(FULL_SIZE),
+    run: () => stepBackWhileBusy(FULL_SIZE_DEFAULT_PACE),
   },
   { name: '36.2 the same step on an idle daemon', run: () => stepBackWhileIdle(FULL_SIZE) },
   {
@@ -38,7 +39,7 @@ export const ISSUE_36_SCENARIOS: Issue36Scenario[] = [
   },
   {
     name: "36.4 the daemon's clock 10 min behind the service's from the start",
-    run: () => clockBehindFromStart(FULL_SIZE),
+    run: () => clockBehindFromStart(FULL_SIZE_DEFAULT_PACE),
   },
   {
     name: '36.5 clustered: the coordinator steps back 1 h during a 60 s 429 pause',
