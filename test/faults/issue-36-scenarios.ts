@@ -30,7 +30,7 @@ export interface Issue36Scenario {
 export const ISSUE_36_SCENARIOS: Issue36Scenario[] = [
   {
     name: '36.1 wall clock steps back 1 h while 400 executions wait',
-    run: () => stepBackWhileBusy(FULL_SIZE_DEFAULT_PACE),
+    run: () => stepBackWhileBusy(FULL_SIZE),
   },
   { name: '36.2 the same step on an idle daemon', run: () => stepBackWhileIdle(FULL_SIZE) },
   {
