@@ -6,9 +6,11 @@
 // loop, the naive baseline) and with the daemon's default isolation. Each of their cells reads "none / default".
 // Issue 26's rows (26.x) run twice too: on a worktree of --baseline (default 94977ed, the code the issue
 // measured) and on this checkout, each cell "baseline / now". Issue 35's rows (35.x) likewise, on --baseline-35
-// (default 1a0690a, before the emulator timed claims out and the daemon polled after a refusal).
+// (default 1a0690a, before the emulator timed claims out and the daemon polled after a refusal), and issue 36's
+// rows (36.x) on --baseline-36 (default 1a0690a).
 //   ./node_modules/.bin/node bench/faults-report.ts [--outage-ms 20000] [--only 6 --only 12 --only 26 --only 35]
 //     [--isolation both|none|default] [--baseline <commit>|none] [--baseline-35 <commit>|none]
+//     [--baseline-36 <commit>|none]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +23,7 @@ import { SCENARIOS } from '../test/faults/scenarios.ts';
 import { ISSUE_26_SCENARIOS, type Issue26Result } from '../test/faults/issue-26-scenarios.ts';
 import { ISSUE_35_SCENARIOS, type Issue35Result } from '../test/faults/issue-35-scenarios.ts';
 import { IDLE_POLL_MS, PICKUP_GOAL_MS } from '../test/faults/response-timeout-scenarios.ts';
+import { ISSUE_36_SCENARIOS } from '../test/faults/issue-36-scenarios.ts';
 
 const { values } = parseArgs({
   options: {
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     isolation: { type: 'string', default: 'both' },
     baseline: { type: 'string', default: '94977ed' },
     'baseline-35': { type: 'string', default: '1a0690a' },
+    'baseline-36': { type: 'string', default: '1a0690a' },
   },
 });
 const outageMs = Number(values['outage-ms']);
@@ -234,6 +238,38 @@ if (issue35.length > 0) {
       `one dead letter and one PATCH, the copy claimed within ${PICKUP_GOAL_MS} ms of the refusal.`,
   );
   console.log('');
+}
+
+// Issue 36: rows 36.x, once on its baseline and once now ─────────────────────────────────────────────────
+const issue36 = ISSUE_36_SCENARIOS.filter((s) => only.size === 0 || only.has('36') || selected(s.name));
+if (issue36.length > 0) {
+  const baseline36 = values['baseline-36'];
+  const builds: { label: string; root: string | undefined }[] = [];
+  if (baseline36 !== 'none') builds.push({ label: baseline36, root: baselineCheckout(baseline36) });
+  builds.push({ label: 'now', root: undefined });
+  const rows: string[][] = [];
+  for (const scenario of issue36) {
+    const cells: string[][] = ISSUE_26_COLUMNS.map(() => []);
+    for (const build of builds) {
+      if (build.root === undefined) delete process.env.DF_WORKER_UNDER_TEST;
+      else process.env.DF_WORKER_UNDER_TEST = build.root;
+      try {
+        const result = await timed(`${scenario.name} (${build.label})`, () => scenario.run());
+        ISSUE_26_COLUMNS.forEach((column, i) => cells[i]!.push(column.cell(result)));
+        details.push(`${scenario.name} (${build.label}): ${result.detail}`);
+        if (build.root === undefined && !result.completed) remarks.push(`${scenario.name}: goal not met now`);
+      } catch (error) {
+        for (const cell of cells) cell.push('-');
+        const message = (error as Error).message.split('\n')[0]!;
+        details.push(`${scenario.name} (${build.label}): did not complete: ${message}`);
+        if (build.root === undefined) remarks.push(`${scenario.name}: did not complete now: ${message}`);
+      }
+    }
+    rows.push([scenario.name, ...cells.map((c) => c.join(' / '))]);
+  }
+  delete process.env.DF_WORKER_UNDER_TEST;
+  console.log(`Issue 36's rows, each cell ${builds.map((b) => b.label).join(' / ')}:`);
+  printTable(['scenario', ...ISSUE_26_COLUMNS.map((c) => c.title)], rows);
 }
 
 for (const detail of details) console.log(detail);

@@ -65,8 +65,11 @@ export interface ServiceClientOptions {
    * re-read); `apiKey` is then the key at start. Every key it held is redacted like `apiKey`.
    */
   apiKeySource?: ApiKeySource;
-  /** What "now" is when a Retry-After names an HTTP date: the clock the budget runs on. Default the system's. */
-  clock?: Pick<Clock, 'now'>;
+  /**
+   * The clock the budget runs on: its monotonic face places the service's `Date` headers (see ServiceClock);
+   * its wall clock reads a Retry-After date when an answer has no Date. Default the system's.
+   */
+  clock?: Pick<Clock, 'now' | 'monotonic'>;
   /** How the key travels: `X-Api-Key` header, `Authorization: Bearer`, or `api_key` in the URL (opt-in only: URLs end up in logs). Default `'header'`. */
   authMode?: 'header' | 'query' | 'bearer';
   /**

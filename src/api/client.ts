@@ -1,6 +1,7 @@
 // ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
 // page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
 import { systemClock, type Clock } from '../clock/clock.ts';
+import { ServiceClock } from '../clock/service-clock.ts';
 import { redactor } from '../errors/redact.ts';
 import { defaultUserAgent, httpTransport } from './client-options.ts';
 import type {
@@ -72,7 +73,9 @@ export class ServiceClient {
   readonly #userAgent: string;
   readonly #options: ServiceClientOptions;
   readonly #urlSetting: string;
-  readonly #clock: Pick<Clock, 'now'>;
+  readonly #clock: Pick<Clock, 'now' | 'monotonic'>;
+  /** The service's clock, learnt from its answers' Date headers: where its createdAt instants fall locally. */
+  readonly serviceClock: ServiceClock;
   /** A sibling made by withGate() shares the transport of the client that made it, which alone closes it. */
   readonly #ownsTransport: boolean;
   #closed = false;
@@ -86,6 +89,7 @@ export class ServiceClient {
     }
     this.#urlSetting = options.urlSetting ?? URL_SETTING;
     this.#clock = options.clock ?? systemClock;
+    this.serviceClock = new ServiceClock(this.#clock);
     const url = parseBaseUrl(options.baseUrl, this.#urlSetting);
     const source = options.apiKeySource;
     const initial = options.apiKey;
@@ -467,15 +471,24 @@ export class ServiceClient {
   }
 
   #observe(operation: Operation, answer: Answer): void {
+    this.serviceClock.observe(answer.headers.date);
     try {
       this.#gate?.observe?.({
         operation,
         status: answer.status,
-        retryAfterMs: parseRetryAfter(answer.headers['retry-after'], this.#clock.now()),
+        // A Retry-After date is on the service's clock: read it against the answer's own Date when it has one.
+        retryAfterMs: parseRetryAfter(answer.headers['retry-after'], this.#answeredAt(answer)),
       });
     } catch {
       // The answer must reach the caller whatever the gate does with it: a poll's answer claimed an execution.
     }
+  }
+
+  /** The instant the service made `answer`, on its clock (its Date header), else the local wall clock now. */
+  #answeredAt(answer: Answer): number {
+    const date = answer.headers.date;
+    const at = Date.parse((Array.isArray(date) ? date[0] : date) ?? '');
+    return Number.isNaN(at) ? this.#clock.now() : at;
   }
 
   #emit(event: ResponseEvent): void {

@@ -1,10 +1,12 @@
 // The key's request budget, shared by every request the daemon makes: per-second and per-minute sliding
 // windows, a calendar-month quota with pacing (pacing.ts), and a priority queue so reports never wait behind
 // polls (request-queue.ts). What a restart must not forget is stored before a request goes (usage-ledger.ts);
-// a 429 pauses every request (rate-limit-pause.ts).
+// a 429 pauses every request (rate-limit-pause.ts). Every instant it takes or gives is on the clock's monotonic
+// face (`nowMs` included): the wall clock only says which month a request counts in.
 import type { GateAnswer, RequestGate } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
-import type { Clock } from '../clock/clock.ts';
+import { monotonicAt, wallAt, type Clock } from '../clock/clock.ts';
+import type { WriterStamp } from '../clock/writer-stamp.ts';
 import { monthWindow, type MonthWindow } from './month.ts';
 import { paceAt } from './pacing.ts';
 import { RateLimitPauses, type RateLimitPause } from './rate-limit-pause.ts';
@@ -46,6 +48,11 @@ export interface BudgetOptions {
   store?: BudgetStore;
   /** Month usage is persisted ahead of use in leases of this many requests, so a crash never undercounts. */
   leaseSize?: number;
+  /**
+   * Stamps what the store saves with the writing process and boot (systemWriterStamp for a budget on the
+   * system's clock), so a restart on the same boot trusts the saved sends' monotonic age. Default none.
+   */
+  writerStamp?: () => WriterStamp | undefined;
   /** Pause of every request after a 429 that carries no Retry-After, in ms. Default 60_000. */
   rateLimitPauseMs?: number;
   /**
@@ -84,7 +91,10 @@ export interface BudgetSnapshot {
   idlePaceMs: number;
   /** True while work-driven polling has run further ahead of an even spend than the reserve allows. */
   aheadOfPace: boolean;
+  /** Monotonic instant a 429's pause ends (see pausedForMs for display). */
   pausedUntil: number;
+  /** What is left of that pause at the snapshot's instant, in ms; 0 when none runs. */
+  pausedForMs: number;
   waiting: number;
 }
 
@@ -119,6 +129,7 @@ export class Budget implements RequestGate {
       options.store ?? memoryBudgetStore(),
       this.#clock,
       Math.max(1, options.leaseSize ?? 20),
+      options.writerStamp,
     );
     this.#pauses = new RateLimitPauses({
       clock: this.#clock,
@@ -144,15 +155,19 @@ export class Budget implements RequestGate {
    * overwritten with the earlier month's): see restoreUsage and `BudgetLoadResult`.
    */
   async load(): Promise<BudgetLoadResult> {
-    const now = this.#clock.now();
+    const now = this.#clock.monotonic();
     this.#rollMonth(now);
     const read = await this.#ledger.read();
     const counted = { month: this.#month, used: this.#used, persistedUsed: this.#ledger.persistedUsed };
-    const restored = restoreUsage(read, counted, this.limits, now, this.#timeZone);
+    // The saved sends are wall-clock instants (the only time another process shares): read back as of now.
+    const restored = restoreUsage(read, counted, this.limits, wallAt(this.#clock, now), this.#timeZone);
     this.#month = restored.month;
     this.#used = restored.used;
     this.#ledger.persistedUsed = restored.persistedUsed;
-    this.#windows.restore(restored.sentAt, now);
+    this.#windows.restore(
+      restored.sentAt.map((at) => monotonicAt(this.#clock, at)),
+      now,
+    );
     return restored.result;
   }
 
@@ -162,7 +177,7 @@ export class Budget implements RequestGate {
    */
   async flush(): Promise<void> {
     await this.#ledger.flush(() => {
-      const now = this.#clock.now();
+      const now = this.#clock.monotonic();
       this.#rollMonth(now);
       return { monthKey: this.#month.key, used: this.#used, sentAt: this.#windows.recent(now) };
     });
@@ -174,7 +189,7 @@ export class Budget implements RequestGate {
    * another month than the one counted is ignored.
    */
   observeMonthUsed(monthKey: string, used: number): void {
-    this.#rollMonth(this.#clock.now());
+    this.#rollMonth(this.#clock.monotonic());
     if (monthKey === this.#month.key && used > this.#used) this.#used = used;
   }
 
@@ -223,13 +238,18 @@ export class Budget implements RequestGate {
   }
 
   /** Earliest instant a request of this class may be sent (ignoring the queue); Infinity if not this month. */
-  earliestSendAt(cls: RequestClass, nowMs = this.#clock.now()): number {
+  earliestSendAt(cls: RequestClass, nowMs = this.#clock.monotonic()): number {
     this.#rollMonth(nowMs);
     const monthLeft = this.limits.perMonth - this.#used;
     const allowance = cls === 'report' ? monthLeft : monthLeft - this.#reportReserve;
     const windowsAt = Math.max(this.#windows.nextFreeAt(nowMs), this.#pauses.until, nowMs);
-    if (allowance <= 0) return Math.max(windowsAt, this.#month.endMs);
+    if (allowance <= 0) return Math.max(windowsAt, monotonicAt(this.#clock, this.#month.endMs));
     return windowsAt;
+  }
+
+  /** The wall-clock instant at monotonic `monotonicMs`, as of now: it names the month and the hour. */
+  wallAt(monotonicMs: number): number {
+    return wallAt(this.#clock, monotonicMs);
   }
 
   /** Shortest interval between two requests the per-second and per-minute windows allow on average. */
@@ -241,10 +261,10 @@ export class Budget implements RequestGate {
    * Interval between requests that spends what is left of the month (beyond the report reserve and
    * `workAhead`, the requests work is expected to need) evenly until its end.
    */
-  idlePaceMs(nowMs = this.#clock.now(), workAhead = 0): number {
+  idlePaceMs(nowMs = this.#clock.monotonic(), workAhead = 0): number {
     this.#rollMonth(nowMs);
     const spendable = this.limits.perMonth - this.#used - this.#reportReserve - workAhead;
-    const timeLeftMs = this.#month.endMs - nowMs;
+    const timeLeftMs = this.#month.endMs - wallAt(this.#clock, nowMs);
     if (spendable < 1) return Math.max(1, timeLeftMs);
     return Math.max(this.minimumIntervalMs, timeLeftMs / spendable);
   }
@@ -253,9 +273,11 @@ export class Budget implements RequestGate {
    * True when the month's usage has reached its pace: an even spend of the month so far plus the run-ahead
    * allowance (see paceAt). A re-poll after a hit then waits for the idle pace instead.
    */
-  aheadOfPace(nowMs = this.#clock.now()): boolean {
+  aheadOfPace(nowMs = this.#clock.monotonic()): boolean {
     this.#rollMonth(nowMs);
-    return this.#used + 1 > paceAt(this.#month, this.limits, this.#reserveFraction, nowMs);
+    return (
+      this.#used + 1 > paceAt(this.#month, this.limits, this.#reserveFraction, wallAt(this.#clock, nowMs))
+    );
   }
 
   /** The IANA time zone whose calendar months the month budget counts (DF_BUDGET_TIME_ZONE). */
@@ -264,12 +286,12 @@ export class Budget implements RequestGate {
   }
 
   get monthUsed(): number {
-    this.#rollMonth(this.#clock.now());
+    this.#rollMonth(this.#clock.monotonic());
     return this.#used;
   }
 
   /** The month being counted at `nowMs`, without the windows and pacing figures of snapshot(). */
-  month(nowMs = this.#clock.now()): MonthUsage {
+  month(nowMs = this.#clock.monotonic()): MonthUsage {
     this.#rollMonth(nowMs);
     return {
       key: this.#month.key,
@@ -281,7 +303,7 @@ export class Budget implements RequestGate {
     };
   }
 
-  snapshot(nowMs = this.#clock.now()): BudgetSnapshot {
+  snapshot(nowMs = this.#clock.monotonic()): BudgetSnapshot {
     this.#rollMonth(nowMs);
     return {
       second: { used: this.#windows.usedIn(1_000, nowMs), limit: this.limits.perSecond },
@@ -290,6 +312,7 @@ export class Budget implements RequestGate {
       idlePaceMs: this.idlePaceMs(nowMs),
       aheadOfPace: this.aheadOfPace(nowMs),
       pausedUntil: this.#pauses.until,
+      pausedForMs: Math.max(0, this.#pauses.until - nowMs),
       waiting: this.#queue.length,
     };
   }
@@ -303,7 +326,7 @@ export class Budget implements RequestGate {
    * Counts a request sent now without queueing: for the synchronous month simulation and benchmarks that
    * drive the same pacing code. The daemon itself always goes through `acquire`.
    */
-  recordSent(nowMs = this.#clock.now()): void {
+  recordSent(nowMs = this.#clock.monotonic()): void {
     this.#rollMonth(nowMs);
     this.#windows.record(nowMs);
     this.#used++;
@@ -314,7 +337,7 @@ export class Budget implements RequestGate {
     try {
       while (this.#queue.length > 0) {
         const head = this.#queue.head!;
-        const now = this.#clock.now();
+        const now = this.#clock.monotonic();
         const at = this.earliestSendAt(head.cls, now);
         if (at <= now) {
           if (!this.#ledger.holdsNextSend(this.#used, now)) {
@@ -391,7 +414,8 @@ export class Budget implements RequestGate {
    * back, or behind at start) keeps counting into it: usage is never under-counted nor a later month's
    * saved count overwritten with an earlier month's.
    */
-  #rollMonth(nowMs: number): void {
+  #rollMonth(monotonicMs: number): void {
+    const nowMs = wallAt(this.#clock, monotonicMs);
     if (nowMs >= this.#month.startMs && nowMs < this.#month.endMs) return;
     if (nowMs < this.#clockMonth.startMs || nowMs >= this.#clockMonth.endMs) {
       this.#clockMonth = monthWindow(nowMs, this.#timeZone);

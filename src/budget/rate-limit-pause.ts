@@ -12,7 +12,7 @@ export interface RateLimitPause {
   retryAfterMs: number | undefined;
   /** The pause taken, in ms: Retry-After (or the default pause) capped at `retryAfterMaxMs`. */
   pauseMs: number;
-  /** Clock instant the pause ends. */
+  /** Monotonic instant the pause ends (a wall-clock step neither lengthens nor ends it). */
   until: number;
 }
 
@@ -36,7 +36,7 @@ export class RateLimitPauses {
     this.#options = options;
   }
 
-  /** Clock instant the current pause ends; in the past when none runs. */
+  /** Monotonic instant the current pause ends; in the past when none runs. */
   get until(): number {
     return this.#until;
   }
@@ -51,7 +51,7 @@ export class RateLimitPauses {
     const { clock, defaultPauseMs, maxPauseMs, wake, onPause } = this.#options;
     const asked = answer.retryAfterMs;
     const pauseMs = Math.min(Math.max(0, asked ?? defaultPauseMs), maxPauseMs);
-    const untilMs = clock.now() + pauseMs;
+    const untilMs = clock.monotonic() + pauseMs;
     if (untilMs <= this.#until) return;
     this.#until = untilMs;
     wake();

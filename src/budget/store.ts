@@ -5,6 +5,7 @@ import path from 'node:path';
 import { readJsonFile, writeFileDurably } from '../journal/durable-file.ts';
 import { errorCode } from '../journal/durable-file.ts';
 import { calendarMonthWindow, parseMonthKey } from './month.ts';
+import { isWriterStamp, type WriterStamp } from '../clock/writer-stamp.ts';
 import type { ErrorCode } from '../errors/catalogue.ts';
 
 export interface BudgetState {
@@ -18,6 +19,12 @@ export interface BudgetState {
    * an earlier one. Absent from files written by versions that did not keep the windows.
    */
   sentAt?: number[];
+  /**
+   * Which process on which boot wrote `sentAt`, and when on its monotonic and wall clocks: a restart on the same
+   * boot places the sends by their monotonic age, whatever the wall clock did meanwhile. Absent from files of
+   * releases before it (and from budgets on a clock other than the system's): the wall clock is trusted then.
+   */
+  writer?: WriterStamp;
   /**
    * Set by a daemon that lost the state folder's lock while it still reports what it ran: it may send until
    * this instant (ms), so the next owner waits for it and then reads the file again (see checkedBudgetStore).
@@ -245,14 +252,18 @@ export class BudgetStateError extends Error {
 
 function asBudgetState(raw: unknown): BudgetState | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
-  const { monthKey, used, sentAt, handedOverUntil } = raw as Partial<Record<keyof BudgetState, unknown>>;
+  const { monthKey, used, sentAt, handedOverUntil, writer } = raw as Partial<
+    Record<keyof BudgetState, unknown>
+  >;
   if (typeof monthKey !== 'string' || parseMonthKey(monthKey) === undefined) return undefined;
   if (typeof used !== 'number' || !Number.isSafeInteger(used) || used < 0) return undefined;
   if (handedOverUntil !== undefined && !isInstant(handedOverUntil)) return undefined;
   const handOver = handedOverUntil === undefined ? {} : { handedOverUntil: handedOverUntil as number };
   if (sentAt === undefined) return { monthKey, used, ...handOver };
   if (!Array.isArray(sentAt) || !sentAt.every(isInstant)) return undefined;
-  return { monthKey, used, sentAt: sentAt as number[], ...handOver };
+  // A stamp that cannot be read is no reason to refuse the count: the wall clock is trusted instead.
+  const stamp = isWriterStamp(writer) ? { writer } : {};
+  return { monthKey, used, sentAt: sentAt as number[], ...handOver, ...stamp };
 }
 
 function isInstant(value: unknown): boolean {

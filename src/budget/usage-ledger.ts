@@ -1,7 +1,8 @@
 // The budget's account in its store. What a restart must not forget (the month's count, the last minute's
 // sends) is written before a request goes: the count as a lease of several requests, the sends as instants
 // the windows will hold. restoreUsage() says what a start makes of the state it reads back.
-import type { Clock } from '../clock/clock.ts';
+import { wallAt, type Clock } from '../clock/clock.ts';
+import { onReaderWallClock, type WriterStamp } from '../clock/writer-stamp.ts';
 import { calendarMonthWindow, parseMonthKey, type MonthWindow } from './month.ts';
 import type { BudgetState, BudgetStore } from './store.ts';
 
@@ -45,19 +46,36 @@ export class UsageLedger {
   /** The store's writes, one after the other, so a later state is never overwritten by an earlier one. */
   #writing: Promise<unknown> = Promise.resolve();
 
-  constructor(store: BudgetStore, clock: Clock, leaseSize: number) {
+  /** Stamps each write with its process and boot (see WriterStamp); undefined writes none. */
+  readonly #stamp: () => WriterStamp | undefined;
+
+  constructor(store: BudgetStore, clock: Clock, leaseSize: number, stamp?: () => WriterStamp | undefined) {
     this.#store = store;
     this.#clock = clock;
     this.#leaseSize = leaseSize;
+    this.#stamp = stamp ?? (() => undefined);
   }
 
-  /** The saved state (undefined when nothing was saved), or `unreadable` when the store cannot read it. */
+  /**
+   * The saved state (undefined when nothing was saved), or `unreadable` when the store cannot read it. Its
+   * sends are on this process's wall clock: by their monotonic age when the same boot wrote them.
+   */
   async read(): Promise<{ saved: BudgetState | undefined } | 'unreadable'> {
+    let saved: BudgetState | undefined;
     try {
-      return { saved: await this.#store.load() };
+      saved = await this.#store.load();
     } catch {
       return 'unreadable';
     }
+    if (saved?.sentAt === undefined) return { saved };
+    const { writer, ...rest } = saved;
+    return { saved: { ...rest, sentAt: onReaderWallClock(saved.sentAt, writer, this.#stamp()) } };
+  }
+
+  /** `state` as the file holds it: stamped with this process when it has a stamp. */
+  #stamped(state: BudgetState): BudgetState {
+    const writer = this.#stamp();
+    return writer ? { ...state, writer } : state;
   }
 
   /** True when the store already holds the send after `used` at `nowMs`: in the month's count and in the windows. */
@@ -80,7 +98,7 @@ export class UsageLedger {
     let startedAt = 0;
     let count = 0;
     await this.#persist(() => {
-      startedAt = this.#clock.now();
+      startedAt = this.#clock.monotonic();
       const sends = plan(startedAt);
       count = sends.count;
       // Nothing may go any more (aborted, or a 429 paused all): the budget looks again.
@@ -90,8 +108,11 @@ export class UsageLedger {
         sends.used + count > this.persistedUsed
           ? sends.used + Math.max(count, this.#leaseSize)
           : this.persistedUsed;
-      const sentAt = [...sends.recent, ...new Array<number>(count).fill(until)];
-      const state = { monthKey: sends.monthKey, used, sentAt };
+      // Monotonic instants here; the file holds them on the wall clock, which the next process can read.
+      const sentAt = [...sends.recent, ...new Array<number>(count).fill(until)].map((at) =>
+        wallAt(this.#clock, at),
+      );
+      const state = this.#stamped({ monthKey: sends.monthKey, used, sentAt });
       return {
         state,
         saved: () => {
@@ -102,7 +123,7 @@ export class UsageLedger {
       };
     });
     // A write that outlasted its slack is redone with a longer one: the next should fit in it.
-    if (count > 0) this.#sendSlackMs = Math.max(MIN_SEND_SLACK_MS, 2 * (this.#clock.now() - startedAt));
+    if (count > 0) this.#sendSlackMs = Math.max(MIN_SEND_SLACK_MS, 2 * (this.#clock.monotonic() - startedAt));
   }
 
   /**
@@ -110,8 +131,14 @@ export class UsageLedger {
    * its own, so the lease's unused part and any send written ahead but not made are given back.
    */
   flush(final: () => BudgetState): Promise<void> {
+    // `final` gives its sends as monotonic instants, like writeAhead's plan; the file holds wall-clock ones.
     return this.#persist(() => {
-      const state = final();
+      const made = final();
+      const state = this.#stamped(
+        made.sentAt === undefined
+          ? made
+          : { ...made, sentAt: made.sentAt.map((at) => wallAt(this.#clock, at)) },
+      );
       this.persistedUsed = state.used;
       this.#written = { count: 0, until: -Infinity };
       return state;

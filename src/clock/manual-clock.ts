@@ -1,5 +1,6 @@
 // A clock that only moves when told to: `advance()` runs every sleeper whose time has come, in order.
-// Shipped in src/ (not test/) because benchmarks and the month simulation drive the daemon with it.
+// Shipped in src/ (not test/) because benchmarks and the month simulation drive the daemon with it. Both faces
+// move together with `advance()`; `step()` moves the wall clock alone, as NTP or an operator would.
 import type { Clock } from './clock.ts';
 
 interface Sleeper {
@@ -10,15 +11,27 @@ interface Sleeper {
 
 export class ManualClock implements Clock {
   #now: number;
+  /** The monotonic face: starts at the wall reading and moves only forward, with `advance()`. */
+  #monotonic: number;
   #sleepers: Sleeper[] = [];
   #seq = 0;
 
   constructor(startMs = Date.UTC(2026, 0, 1)) {
     this.#now = startMs;
+    this.#monotonic = startMs;
   }
 
   now(): number {
     return this.#now;
+  }
+
+  monotonic(): number {
+    return this.#monotonic;
+  }
+
+  /** Steps the wall clock alone by `ms` (negative: back); no sleeper wakes and the monotonic face stays. */
+  step(ms: number): void {
+    this.#now += ms;
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -29,7 +42,7 @@ export class ManualClock implements Clock {
         reject(signal?.reason as Error);
       };
       const sleeper: Sleeper = {
-        wakeAt: this.#now + Math.max(0, ms),
+        wakeAt: this.#monotonic + Math.max(0, ms),
         seq: this.#seq++,
         resolve: () => {
           signal?.removeEventListener('abort', onAbort);
@@ -46,7 +59,7 @@ export class ManualClock implements Clock {
     return this.#sleepers.length;
   }
 
-  /** The instant the earliest sleeper wakes, or undefined when nobody sleeps. */
+  /** The monotonic instant the earliest sleeper wakes, or undefined when nobody sleeps. */
   get nextWakeAt(): number | undefined {
     let next: number | undefined;
     for (const s of this.#sleepers) if (next === undefined || s.wakeAt < next) next = s.wakeAt;
@@ -57,14 +70,14 @@ export class ManualClock implements Clock {
   async advance(ms: number): Promise<void> {
     // Work already scheduled at the current instant runs there, before time moves.
     await flushMicrotasks();
-    const target = this.#now + ms;
+    const target = this.#monotonic + ms;
     for (;;) {
       const next = this.nextWakeAt;
       if (next === undefined || next > target) break;
       this.wakeNext();
       await flushMicrotasks();
     }
-    this.#now = target;
+    this.#moveTo(target);
     await flushMicrotasks();
   }
 
@@ -76,17 +89,25 @@ export class ManualClock implements Clock {
   wakeNext(): boolean {
     const next = this.nextWakeAt;
     if (next === undefined) return false;
-    this.#now = Math.max(this.#now, next);
+    this.#moveTo(Math.max(this.#monotonic, next));
     const due = this.#sleepers
-      .filter((s) => s.wakeAt <= this.#now)
+      .filter((s) => s.wakeAt <= this.#monotonic)
       .sort((a, b) => a.wakeAt - b.wakeAt || a.seq - b.seq);
-    this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#now);
+    this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#monotonic);
     for (const s of due) s.resolve();
     return true;
   }
 
+  /** Sets the wall clock to `ms`, moving the monotonic face by as much (forward only). */
   set(ms: number): void {
+    this.#monotonic += Math.max(0, ms - this.#now);
     this.#now = ms;
+  }
+
+  /** Moves both faces to monotonic instant `target`, the wall clock by as much. */
+  #moveTo(target: number): void {
+    this.#now += target - this.#monotonic;
+    this.#monotonic = target;
   }
 }
 

@@ -37,7 +37,7 @@ export class ClaimRoom {
    * then, none otherwise). Rejects while Redis refuses writes: then no poll may leave.
    */
   async reserve(): Promise<void> {
-    const now = this.#clock.now();
+    const now = this.#clock.monotonic();
     if (this.#reservedAt !== undefined && now - this.#reservedAt < CLAIM_ROOM_REFRESH_MS) return;
     this.#reservedAt = undefined;
     await this.#redis.set(this.#key, this.#padding, 'PX', CLAIM_ROOM_TTL_MS);

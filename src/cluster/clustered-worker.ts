@@ -276,7 +276,10 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     // What Redis last said (OOM, a refused password...) rather than only that it fails.
     const said = this.#health?.last?.message ?? 'Redis does not answer';
     const problems = this.#setup?.setup === undefined ? [] : setupProblems(this.#setup.setup);
-    if (this.#redis?.status === 'ready' && this.#core!.clock.now() - (this.#setup?.at ?? 0) > REINSPECT_MS)
+    if (
+      this.#redis?.status === 'ready' &&
+      this.#core!.clock.monotonic() - (this.#setup?.at ?? 0) > REINSPECT_MS
+    )
       void this.#inspect(this.#redis);
     return {
       redis: redisOk ? { ok: true } : { ok: false, reason: `${said}: no new claims` },
@@ -321,7 +324,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   async #inspect(redis: Redis): Promise<RedisSetup | undefined> {
     const { logger, clock } = this.#core!;
     const health = this.#health!;
-    this.#setup = { at: clock.now(), setup: this.#setup?.setup };
+    this.#setup = { at: clock.monotonic(), setup: this.#setup?.setup };
     let setup: RedisSetup | undefined;
     try {
       setup = await inspectRedis(redis);
@@ -334,7 +337,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       const message = `Redis refused INFO (${(error as Error).message}): its eviction policy and role are not checked`;
       health.once(message, () => logger.warn(message));
     }
-    this.#setup = { at: clock.now(), setup };
+    this.#setup = { at: clock.monotonic(), setup };
     for (const problem of setup === undefined ? [] : setupProblems(setup))
       health.once(problem, () => logger.error(problem));
     return setup;

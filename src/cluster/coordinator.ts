@@ -117,7 +117,7 @@ export class Coordinator {
     const lease = this.#o.lease;
     let savedAt = 0;
     while (!signal.aborted) {
-      const tried = this.#o.clock.now();
+      const tried = this.#o.clock.monotonic();
       const held = await lease.tryHold();
       if (held) this.#renewedAt = tried;
       if (signal.aborted) break;
@@ -125,13 +125,13 @@ export class Coordinator {
       // A poll fenced its term (the lease may have lapsed before it left): a new term starts if still held.
       else if (this.#term?.stop.signal.aborted)
         await this.#endTerm('the lease may have lapsed before a poll');
-      else if (held && this.#term && this.#o.clock.now() - savedAt >= PROFILE_SAVE_MS) {
-        savedAt = this.#o.clock.now();
+      else if (held && this.#term && this.#o.clock.monotonic() - savedAt >= PROFILE_SAVE_MS) {
+        savedAt = this.#o.clock.monotonic();
         await this.#saveProfile();
       }
       if (held && !this.#term) {
         await this.#adoptProfile();
-        savedAt = this.#o.clock.now();
+        savedAt = this.#o.clock.monotonic();
         this.#startTerm();
       }
       await this.#o.clock.sleep(LEASE_RENEW_MS, signal).catch(() => undefined);
@@ -259,7 +259,7 @@ export class Coordinator {
 
   /** Why no claim may go out although the term has not ended: the lease may have lapsed since its renewal. */
   #leaseLapsing(): string | undefined {
-    const age = this.#o.clock.now() - this.#renewedAt;
+    const age = this.#o.clock.monotonic() - this.#renewedAt;
     if (age < this.#o.lease.ttlMs - LEASE_FENCE_MARGIN_MS) return undefined;
     return `the coordinator lease was last renewed ${Math.round(age)} ms ago and may have lapsed`;
   }

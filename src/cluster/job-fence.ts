@@ -105,8 +105,8 @@ export class JobFence {
     const key = this.#jobKey(job.id!);
     const count = async () => stalled - Number((await this.#redis.hget(key, SURVIVED_FIELD)) ?? 0);
     let crashes = await count();
-    const deadline = this.#o.clock.now() + STALL_GRACE_MS;
-    while (crashes >= limit && this.#o.clock.now() < deadline && !signal?.aborted) {
+    const deadline = this.#o.clock.monotonic() + STALL_GRACE_MS;
+    while (crashes >= limit && this.#o.clock.monotonic() < deadline && !signal?.aborted) {
       await this.#o.clock.sleep(SURVIVED_RECHECK_MS, signal).catch(() => undefined);
       crashes = await count();
     }

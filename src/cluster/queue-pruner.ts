@@ -29,7 +29,7 @@ export class QueuePruner {
 
   /** Prunes when the last prune is `everyMs` old; returns how many jobs it removed. Rejects while Redis is away. */
   async maybePrune(): Promise<number> {
-    const now = this.#o.clock.now();
+    const now = this.#o.clock.monotonic();
     if (now - this.#prunedAt < (this.#o.everyMs ?? PRUNE_EVERY_MS)) return 0;
     this.#prunedAt = now;
     const { queue } = this.#o;

@@ -119,7 +119,7 @@ export interface SharedBudgetOptions {
 interface ClusterUse {
   second: number;
   minute: number;
-  /** On this replica's clock. */
+  /** On this replica's monotonic clock. */
   pausedUntil: number;
 }
 
@@ -174,8 +174,8 @@ export class SharedBudget implements RequestGate {
       this.#secondSpanMs,
       this.#minuteSpanMs,
     );
-    const localNow = this.#sawRedisAt(redisNow);
-    this.#use = { second, minute, pausedUntil: pausedUntil - redisNow + localNow };
+    this.#sawRedisAt(redisNow);
+    this.#use = { second, minute, pausedUntil: pausedUntil - redisNow + this.#clock.monotonic() };
     const month = this.#monthAt(redisNow);
     const used = Number((await this.#redis.hget(this.#keys.month, month.key)) ?? 0);
     this.local.observeMonthUsed(month.key, used);
@@ -199,7 +199,7 @@ export class SharedBudget implements RequestGate {
     this.local.observe(answer);
     if (answer.status !== 429) return;
     // The pause as a length: Redis places it on its own clock.
-    const pauseMs = Math.max(1, Math.ceil(this.local.pausedUntil - this.#clock.now()));
+    const pauseMs = Math.max(1, Math.ceil(this.local.pausedUntil - this.#clock.monotonic()));
     this.#redis.dfBudgetPause(this.#keys.pause, pauseMs).catch((error: unknown) => {
       this.#logger.warn({ err: error as Error }, 'could not share the 429 pause with the other replicas');
     });
@@ -216,7 +216,7 @@ export class SharedBudget implements RequestGate {
   }
 
   /** The local snapshot with the windows' and the month's use of the whole cluster, as last seen. */
-  snapshot(nowMs = this.#clock.now()): BudgetSnapshot {
+  snapshot(nowMs = this.#clock.monotonic()): BudgetSnapshot {
     const local = this.local.snapshot(nowMs);
     const use = this.#use;
     if (!use) return local;
@@ -225,6 +225,7 @@ export class SharedBudget implements RequestGate {
       second: { ...local.second, used: use.second },
       minute: { ...local.minute, used: use.minute },
       pausedUntil: Math.max(local.pausedUntil, use.pausedUntil),
+      pausedForMs: Math.max(0, local.pausedUntil - nowMs, use.pausedUntil - nowMs),
     };
   }
 
@@ -277,11 +278,9 @@ export class SharedBudget implements RequestGate {
     }
   }
 
-  /** Records Redis's time `redisNow` just answered; returns this replica's clock now. */
-  #sawRedisAt(redisNow: number): number {
-    const localNow = this.#clock.now();
-    this.#offsetMs = redisNow - localNow;
-    return localNow;
+  /** Records Redis's time `redisNow` just answered: the offset to this replica's wall clock names the month. */
+  #sawRedisAt(redisNow: number): void {
+    this.#offsetMs = redisNow - this.#clock.now();
   }
 
   /** The month (in DF_BUDGET_TIME_ZONE) holding the instant `redisMs` of Redis's clock. */

@@ -19,7 +19,7 @@ export function budgetSection(sources: ConsoleSources, nowMs: number): SafeHtml 
     return html`<section id="budget" data-live>
       <p>The key's budget as the worker spends it (every poll, report and handler call passes it).</p>
       ${figures(snapshot, sources, nowMs)}
-      ${snapshot.pausedUntil > nowMs && html`<p class="note">Paused by a 429 until ${new Date(snapshot.pausedUntil).toISOString()}.</p>`}
+      ${snapshot.pausedForMs > 0 && html`<p class="note">Paused by a 429 until ${new Date(nowMs + snapshot.pausedForMs).toISOString()}.</p>`}
       <p>
         Requests waiting for the budget: ${snapshot.waiting}; idle poll pace: one every
         ${Number.isFinite(snapshot.idlePaceMs) ? `${Math.round(snapshot.idlePaceMs / 1000)} s` : '(month spent)'}.

@@ -161,7 +161,13 @@ export class DaemonCore<G extends BudgetGate> {
         keyRefused: () => this.#claimer?.authorized === false,
         pacing: () => this.#pacing(),
       });
-    listenForTelemetry(this.events, this.metrics, this.logger, this.clock);
+    listenForTelemetry(
+      this.events,
+      this.metrics,
+      this.logger,
+      this.clock,
+      () => this.#parts.client?.serviceClock,
+    );
     this.#keys = new KeyRotation(this.config, this.logger, this.events);
     options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
     const state = () => this.#state;
@@ -295,7 +301,7 @@ export class DaemonCore<G extends BudgetGate> {
         tasks: registry.tasks.map((t) => t.task.key),
         concurrency: config.concurrency,
         budget: config.budget,
-        idlePollIntervalSeconds: Math.round(planner.idleIntervalMs(clock.now()) / 1000),
+        idlePollIntervalSeconds: Math.round(planner.idleIntervalMs(clock.monotonic()) / 1000),
         mode: this.#mode.label,
       },
       this.#mode.label === 'clustered' ? 'df-worker started (clustered)' : 'df-worker started',
@@ -305,7 +311,7 @@ export class DaemonCore<G extends BudgetGate> {
   #pacing(): PacingSnapshot | undefined {
     const planner = this.#parts.planner;
     if (!planner) return undefined;
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     return {
       tasks: planner.tasks.map((t) => ({ key: t.key, idleIntervalMs: planner.idleIntervalMs(now, t.key) })),
       overloaded: planner.overloaded(now),

@@ -5,7 +5,8 @@ import { ServiceClient, type RequestGate, type ResponseEvent, type ServiceTransp
 import { Budget, type RateLimitPause } from '../budget/budget.ts';
 import { fileBudgetStore, type BudgetStore } from '../budget/store.ts';
 import type { BackoffOptions } from '../clock/backoff.ts';
-import type { Clock } from '../clock/clock.ts';
+import { systemClock, type Clock } from '../clock/clock.ts';
+import { systemWriterStamp } from '../clock/writer-stamp.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { Logger } from 'pino';
 import type { ArrivalProfile } from '../scheduler/arrival-profile.ts';
@@ -31,6 +32,8 @@ export function budgetFromConfig(
     rateLimitPauseMs: config.scheduler.rateLimitPauseMs,
     reportReserve,
     store,
+    // The stamp reads the system's own clocks: only a budget on them may write it.
+    ...(clock === systemClock ? { writerStamp: systemWriterStamp } : {}),
   });
 }
 

@@ -130,7 +130,7 @@ export class TaskList {
     const { config, clock, logger } = this.#o;
     while (!signal.aborted) {
       try {
-        const overloaded = this.#planner?.overloaded(clock.now()) ?? false;
+        const overloaded = this.#planner?.overloaded(clock.monotonic()) ?? false;
         await clock.sleep(taskRefreshIntervalMs(config, this.#everyHandlerServed, overloaded), signal);
         await this.refresh(signal);
       } catch (error) {
@@ -181,12 +181,12 @@ export class TaskList {
     if (!planner) return;
     const { clock, config, logger } = this.#o;
     const tasks = this.#o.registry.tasks.map((r) => ({ id: r.task.id, key: r.task.key }));
-    planner.setTasks(tasks, clock.now());
-    if (tasks.length > 0 && planner.paceExceedsMaxInterval(clock.now())) {
+    planner.setTasks(tasks, clock.monotonic());
+    if (tasks.length > 0 && planner.paceExceedsMaxInterval(clock.monotonic())) {
       logger.warn(
         {
           tasks: tasks.length,
-          idleIntervalSeconds: Math.round(planner.idleIntervalMs(clock.now()) / 1000),
+          idleIntervalSeconds: Math.round(planner.idleIntervalMs(clock.monotonic()) / 1000),
           maxPollIntervalSeconds: Math.round(config.scheduler.maxPollIntervalMs / 1000),
         },
         "the month's budget cannot poll every task within DF_MAX_POLL_INTERVAL_MS; the budget wins " +

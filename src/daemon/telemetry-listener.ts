@@ -3,7 +3,8 @@
 // modes go through it, so a dashboard reads the same in standalone and clustered mode.
 import type { Logger } from 'pino';
 import type { RateLimitPause } from '../budget/budget.ts';
-import type { Clock } from '../clock/clock.ts';
+import { monotonicAt, type Clock } from '../clock/clock.ts';
+import type { ServiceClock } from '../clock/service-clock.ts';
 import { POLL_ANSWER_LOSSES } from '../scheduler/scheduler.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { WorkerEvents } from './events.ts';
@@ -13,6 +14,8 @@ export function listenForTelemetry(
   m: WorkerMetrics,
   logger: Logger,
   clock: Clock,
+  /** The service's clock as the client learnt it, once there is a client: createdAt is on it. */
+  serviceClock: () => ServiceClock | undefined = () => undefined,
 ): void {
   // Outcome instants by execution id, for the report latency; removed once the report ends.
   const finishedAt = new Map<string, number>();
@@ -32,14 +35,15 @@ export function listenForTelemetry(
   events.on('claim', ({ task, createdAt, resumed }) => {
     m.inFlight.inc();
     const created = resumed || createdAt === undefined ? NaN : Date.parse(createdAt);
-    if (Number.isFinite(created))
-      m.pickupLatency.observe({ task }, Math.max(0, clock.now() - created) / 1000);
+    if (!Number.isFinite(created)) return;
+    const arrivedAt = serviceClock()?.monotonicAt(created) ?? monotonicAt(clock, created);
+    m.pickupLatency.observe({ task }, Math.max(0, clock.monotonic() - arrivedAt) / 1000);
   });
   events.on('outcome', ({ task, executionId, outcome }) => {
     m.executions.inc({ task, outcome: outcome.status });
     m.handlerDuration.observe({ task, outcome: outcome.status }, outcome.durationMs / 1000);
     m.attempts.observe({ task }, outcome.attempts);
-    finishedAt.set(executionId, clock.now());
+    finishedAt.set(executionId, clock.monotonic());
   });
   events.on('report', ({ task, executionId, result, attempts }) => {
     m.inFlight.dec();
@@ -48,7 +52,7 @@ export function listenForTelemetry(
     const at = finishedAt.get(executionId);
     finishedAt.delete(executionId);
     if (at !== undefined && result === 'delivered')
-      m.reportLatency.observe({ task }, (clock.now() - at) / 1000);
+      m.reportLatency.observe({ task }, (clock.monotonic() - at) / 1000);
   });
   events.on('reportRefused', ({ status, code }) =>
     m.reportsRefused.inc({ reason: refusalReason(status, code) }),
@@ -90,13 +94,14 @@ export function refusalReason(status: number, code: string | undefined): string 
  * the budget took. One line per pause, however many requests met the 429 at once.
  */
 export function logRateLimitPause(logger: Logger): (pause: RateLimitPause) => void {
-  return ({ operation, retryAfterMs, pauseMs, until }) => {
+  return ({ operation, retryAfterMs, pauseMs }) => {
     logger.warn(
       {
         operation,
         retryAfterMs: retryAfterMs ?? null,
         pauseMs,
-        pausedUntil: new Date(until).toISOString(),
+        // The pause runs on the monotonic clock; its end is shown on the wall clock of the line.
+        pausedUntil: new Date(Date.now() + pauseMs).toISOString(),
         ...(retryAfterMs !== undefined && retryAfterMs > pauseMs
           ? { capSetting: 'DF_RETRY_AFTER_MAX_MS' }
           : {}),

@@ -284,6 +284,8 @@ export class Emulator {
 
   async #serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
+      // The service's clock is this emulator's (its createdAt instants and its windows), not the machine's.
+      response.setHeader('date', new Date(this.#clock.now()).toUTCString());
       // Prefixing (not resolving against a base) keeps a path such as `//x` a path, never a host.
       const target = request.url ?? '/';
       const url = new URL(target.startsWith('/') ? `http://emulator.invalid${target}` : target);
@@ -376,6 +378,11 @@ export class Emulator {
       return answer !== undefined;
     });
     return delivered;
+  }
+
+  /** The emulator's clock now, as its answers' Date header would name it (ms since the epoch). */
+  now(): number {
+    return this.#clock.now();
   }
 
   /** Runs one service request; `deliver` sends the answer (undefined: drop the connection), false if it could not. */

@@ -10,11 +10,14 @@ import type { Emulator } from './emulator.ts';
 /**
  * Carries requests to `emulator.answer()`, the month replay's transport. `beforeSend` runs before each request
  * reaches the emulator (to look at the world as the service sees it then). A dropped connection (the `drop`
- * and `dropAfterApply` faults) is a NetworkError, as from the real transport: the request was sent.
+ * and `dropAfterApply` faults) is a NetworkError, as from the real transport: the request was sent. With
+ * `dateHeader`, answers carry the emulator's clock in a Date header as over HTTP (whole seconds); without
+ * it they carry none, and the client reads createdAt against its own wall clock, exactly (the month replay).
  */
 export function inProcessTransport(
   emulator: Emulator,
   beforeSend?: (operation: Operation, request: OutgoingRequest) => void | Promise<void>,
+  options: { dateHeader?: boolean } = {},
 ): ServiceTransport {
   return {
     async send(operation, request): Promise<Answer> {
@@ -38,7 +41,10 @@ export function inProcessTransport(
           },
         );
       }
-      return { status: answer.status, headers: answer.headers, text: answer.body ?? '' };
+      const headers = options.dateHeader
+        ? { date: new Date(emulator.now()).toUTCString(), ...answer.headers }
+        : answer.headers;
+      return { status: answer.status, headers, text: answer.body ?? '' };
     },
     close: () => Promise.resolve(),
   };

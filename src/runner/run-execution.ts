@@ -81,7 +81,7 @@ type AttemptResult =
 
 export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOutcome> {
   const { task, execution, clock, shutdownSignal } = args;
-  const startedAt = clock.now();
+  const startedAt = clock.monotonic();
   const finish = (
     status: ExecutionOutcome['status'],
     output: JsonObject,
@@ -91,7 +91,7 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     status,
     output: status === 'FAILED' ? withFailureMessage(output) : output,
     attempts,
-    durationMs: clock.now() - startedAt,
+    durationMs: clock.monotonic() - startedAt,
     ...(failure === undefined ? {} : { failure }),
   });
   const aborted = (attempts: number) =>
@@ -116,7 +116,7 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     if (shutdownSignal?.aborted) return aborted(attempt - 1);
     const logger = args.logger.child({ taskKey: task.key, executionId: execution.id, attempt });
     logger.debug('attempt started');
-    const startedAt = args.clock.now();
+    const startedAt = args.clock.monotonic();
     const trace: TraceSlot = {};
     args.onAttempt?.({ attempt, phase: 'start', trace });
     const result = await (trace.run ?? runNow)(() => runAttempt(args, input, job, attempt, logger, trace));
@@ -130,7 +130,7 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
       args.onAttempt({
         attempt,
         phase: 'end',
-        durationMs: args.clock.now() - startedAt,
+        durationMs: args.clock.monotonic() - startedAt,
         result: result.kind,
         ...(failed
           ? { error: { name: failed.errorName, message: truncateMessage(redact(failed.message)) } }

@@ -1,7 +1,9 @@
 // Decides when each task is polled next: earliest-due first (so a busy task cannot starve the others), again
 // at once after a poll that found work when more is likely pending, and otherwise at its idle pace, as last
 // planned (pace-plan.ts) and re-planned as the month and the profile move on. Synchronous and driven by the
-// caller's clock: the daemon's loop and the month replay drive the very same decisions.
+// caller's clock: the daemon's loop and the month replay drive the very same decisions. Every `nowMs` and due
+// instant is on the clock's monotonic face, so a wall-clock step neither stalls nor hurries a poll; the wall
+// clock (read through the budget) only places an instant in its month and hour of the week.
 import type { Budget } from '../budget/budget.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import { ArrivalProfile, hourOfWeek } from './arrival-profile.ts';
@@ -49,6 +51,8 @@ export class PollPlanner {
   /** The served tasks' keys, as of the last setTasks. */
   #keys: string[] = [];
   #plan: PacePlan | undefined;
+  /** Monotonic instant `#plan` was made (its own `at` is on the wall clock, for its month). */
+  #plannedAt = -Infinity;
   /** Arrivals learnt since the pace was planned. */
   #learnt = 0;
   /** Orders sends and wakes (see PlannedTask.sentSeq). */
@@ -138,14 +142,17 @@ export class PollPlanner {
     return this.#planAt(nowMs).longestMs > this.#maxPollIntervalMs;
   }
 
-  /** A poll found work: `arrivedAt` is the execution's createdAt (what the profile learns from). */
+  /**
+   * A poll found work: `arrivedAt` is the monotonic instant of the execution's createdAt (the service's clock
+   * read through a learnt offset, see ServiceClock), or undefined when unknown (what the profile learns from).
+   */
   onHit(taskId: string, nowMs: number, arrivedAt?: number): void {
     const known = arrivedAt !== undefined && Number.isFinite(arrivedAt);
     const t = this.#polled(taskId, nowMs, known ? arrivedAt : nowMs);
     if (!t) return;
     this.#claims++;
     if (known) {
-      this.profile.arrival(t.key, Math.min(arrivedAt, nowMs), nowMs);
+      this.profile.arrival(t.key, this.#wall(Math.min(arrivedAt, nowMs)), this.#wall(nowMs));
       this.profile.pickups.add(this.#budget.month(nowMs).startsAt, nowMs - arrivedAt);
       this.#surges.arrival(t.key, arrivedAt);
       this.#learnt++;
@@ -157,7 +164,7 @@ export class PollPlanner {
     // forecast (see PacePlan.forecast) and has run ahead of the month's even spend.
     const plan = this.#planAt(nowMs);
     const waitedMs = arrivedAt !== undefined && Number.isFinite(arrivedAt) ? nowMs - arrivedAt : Infinity;
-    const unlikely = waitedMs < (plan.repollAfterMs.get(t.key)?.[hourOfWeek(nowMs)] ?? 0);
+    const unlikely = waitedMs < (plan.repollAfterMs.get(t.key)?.[hourOfWeek(this.#wall(nowMs))] ?? 0);
     const ahead = !plan.forecast.has(t.key) && this.#budget.aheadOfPace(nowMs);
     t.idleDue = unlikely || ahead || plan.overloaded;
     t.nextDueAt = t.idleDue ? this.#idleDueAt(t, nowMs) : nowMs + this.#minPollIntervalMs;
@@ -188,7 +195,8 @@ export class PollPlanner {
   }
 
   #capToMonth(nowMs: number, dueAt: number): number {
-    return Math.ceil(Math.min(dueAt, Math.max(nowMs, this.#budget.month(nowMs).endsAt)));
+    const endsAt = nowMs + (this.#budget.month(nowMs).endsAt - this.#wall(nowMs));
+    return Math.ceil(Math.min(dueAt, Math.max(nowMs, endsAt)));
   }
 
   /** True when the forecast work costs more than the month has left (see PacePlan.overloaded). */
@@ -254,14 +262,14 @@ export class PollPlanner {
     const t = this.#tasks.get(taskId);
     if (t) {
       t.lastPolledAt = nowMs;
-      this.profile.observe([t.key], nowMs, seenThroughMs);
+      this.profile.observe([t.key], this.#wall(nowMs), this.#wall(seenThroughMs));
     }
     return t;
   }
 
   #intervalOf(plan: PacePlan, key: string, nowMs: number): number {
     if (!Number.isFinite(plan.scaleMs) || plan.deferred.has(key)) return plan.longestMs;
-    const hour = hourOfWeek(nowMs);
+    const hour = hourOfWeek(this.#wall(nowMs));
     let weight = plan.weights.get(key)?.[hour] ?? 1;
     // A quiet hour turned busy is polled at the common interval; only where the work is forecast (see
     // PacePlan.forecast): a backlog drained in a cold start's first hours is no surge.
@@ -273,10 +281,11 @@ export class PollPlanner {
 
   #planAt(nowMs: number): PacePlan {
     const plan = this.#plan;
+    const plannedAt = this.#plannedAt;
     if (
       plan &&
-      nowMs >= plan.at &&
-      nowMs - plan.at <
+      nowMs >= plannedAt &&
+      nowMs - plannedAt <
         (this.#learnt > 0 ? (plan.learning ? 0 : RELEARN_MS) : plan.doubtful ? RELEARN_MS : REPLAN_MS) &&
       plan.taskCount === this.#tasks.size
     ) {
@@ -284,13 +293,19 @@ export class PollPlanner {
     }
     this.#learnt = 0;
     this.#plan = this.#planPace(nowMs);
+    this.#plannedAt = nowMs;
     return this.#plan;
+  }
+
+  /** The wall-clock instant at monotonic `nowMs`: what names its month and hour of the week. */
+  #wall(nowMs: number): number {
+    return this.#budget.wallAt(nowMs);
   }
 
   /** Plans the idle pace anew (see planPace), keeping its overload verdict for the next plan. */
   #planPace(nowMs: number): PacePlan {
     const plan = planPace({
-      nowMs,
+      nowMs: this.#wall(nowMs),
       keys: this.#keys,
       profile: this.profile,
       month: this.#budget.month(nowMs),

@@ -5,7 +5,7 @@ import type { ServiceClient } from '../api/client.ts';
 import { NetworkError, ResponseValidationError, TimeoutError } from '../api/errors.ts';
 import { topLevelString } from '../api/json-prefix.ts';
 import type { TaskExecution } from '../api/types.ts';
-import type { Clock } from '../clock/clock.ts';
+import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
 import { classifyFailure } from './retry-policy.ts';
 import { mayTakeSlot } from './slot-share.ts';
@@ -147,7 +147,7 @@ export class Scheduler {
   wake(taskKey?: string): number {
     if (this.#unauthorized)
       return this.#o.planner.tasks.filter((t) => taskKey === undefined || t.key === taskKey).length;
-    const woken = this.#o.planner.wake(this.#o.clock.now(), taskKey);
+    const woken = this.#o.planner.wake(this.#o.clock.monotonic(), taskKey);
     this.#nudge.abort();
     return woken;
   }
@@ -156,7 +156,7 @@ export class Scheduler {
   keyChanged(): void {
     if (!this.#unauthorized) return;
     const first = this.#o.planner.tasks[0];
-    if (first) this.#o.planner.wake(this.#o.clock.now(), first.key);
+    if (first) this.#o.planner.wake(this.#o.clock.monotonic(), first.key);
     this.#nudge.abort();
   }
 
@@ -212,7 +212,7 @@ export class Scheduler {
       // A task whose poll is out is not due again until its answer says when; a task whose slots are full
       // (its own concurrency, or its fair share of the last free slot) waits for one of its executions to end.
       const task = planner.next(this.#notPollable());
-      const now = clock.now();
+      const now = clock.monotonic();
       if (!task) {
         await this.#waitForNudge(60_000);
         continue;
@@ -241,7 +241,7 @@ export class Scheduler {
 
   async #pollOnce(task: PolledTask, signal: AbortSignal): Promise<void> {
     const { client, planner, clock, logger } = this.#o;
-    const started = clock.now();
+    const started = clock.monotonic();
     planner.sending(task.taskId);
     let execution: TaskExecution | null;
     try {
@@ -250,12 +250,12 @@ export class Scheduler {
       const cut = this.#o.cutPolls;
       if (cut?.aborted === true && error === cut.reason) {
         // Sent before the stop (a poll still waiting for the budget was cancelled by it) and unanswered since.
-        this.#pollAnswerLost(task, started, clock.now(), 'shutdown', error);
+        this.#pollAnswerLost(task, started, clock.monotonic(), 'shutdown', error);
         return;
       }
       if (signal.aborted && !(error instanceof NetworkError || error instanceof ResponseValidationError))
         return;
-      const now = clock.now();
+      const now = clock.monotonic();
       this.#o.onPoll?.(task, 'error', now - started);
       const action = classifyFailure(error);
       if (error instanceof ResponseValidationError) {
@@ -274,7 +274,7 @@ export class Scheduler {
       } else if (error instanceof NetworkError && error.mayHaveBeenApplied) {
         const recovered = await this.#readBackCutClaim(task, error);
         if (recovered) {
-          planner.onHit(task.taskId, clock.now(), Date.parse(recovered.createdAt));
+          planner.onHit(task.taskId, clock.monotonic(), this.#arrivedAt(recovered));
           this.#track(this.#o.dispatch(task, recovered), task.taskId);
           return;
         }
@@ -298,7 +298,7 @@ export class Scheduler {
       }
       return;
     }
-    const now = clock.now();
+    const now = clock.monotonic();
     this.#setAuthorized(true);
     if (!execution) {
       this.#o.onPoll?.(task, 'empty', now - started);
@@ -306,8 +306,22 @@ export class Scheduler {
       return;
     }
     this.#o.onPoll?.(task, 'hit', now - started, execution);
-    planner.onHit(task.taskId, now, Date.parse(execution.createdAt));
+    planner.onHit(task.taskId, now, this.#arrivedAt(execution));
     this.#track(this.#o.dispatch(task, execution), task.taskId);
+  }
+
+  /**
+   * Where the execution's createdAt falls on the local monotonic clock, through the service's clock as its
+   * answers' Date headers tell it: the local wall clock may be minutes off the service's. Only when no answer
+   * carried a Date (an in-process emulator) is it read against the local wall clock.
+   */
+  #arrivedAt(execution: TaskExecution): number | undefined {
+    const createdAt = Date.parse(execution.createdAt);
+    if (!Number.isFinite(createdAt)) return undefined;
+    const { client, clock } = this.#o;
+    return (
+      client.serviceClock.monotonicAt(createdAt) ?? Math.min(clock.monotonic(), monotonicAt(clock, createdAt))
+    );
   }
 
   /**
@@ -413,7 +427,7 @@ export class Scheduler {
     if (authorized) {
       this.#o.logger.info('the service accepts the API key again; polling resumes');
       // The other tasks wait out the refused key's back-off step otherwise.
-      this.#o.planner.wake(this.#o.clock.now());
+      this.#o.planner.wake(this.#o.clock.monotonic());
       this.#nudge.abort();
     } else
       this.#o.logger.error(

@@ -303,7 +303,7 @@ export class WorkerMetrics {
       registers,
       collect() {
         const s = snapshot();
-        if (s) this.set(Math.max(0, (s.pausedUntil - Date.now()) / 1000));
+        if (s) this.set(s.pausedForMs / 1000);
       },
     });
     const ready = options.ready;

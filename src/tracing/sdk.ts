@@ -60,8 +60,8 @@ export function startTracing(options: TracingOptions): Tracing {
   // One bound for the whole stop: the core's flush and the shutdown after it share it.
   let stopBy: number | undefined;
   const bounded = (work: Promise<unknown>) => {
-    stopBy ??= Date.now() + SHUTDOWN_FLUSH_MS;
-    return withinBound(work, Math.max(0, stopBy - Date.now()));
+    stopBy ??= performance.now() + SHUTDOWN_FLUSH_MS;
+    return withinBound(work, Math.max(0, stopBy - performance.now()));
   };
   return {
     listen: (events, info) =>

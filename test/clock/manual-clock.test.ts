@@ -22,4 +22,19 @@ describe('ManualClock', () => {
     await expect(sleeping).rejects.toThrow('shutdown');
     expect(clock.pending).toBe(0);
   });
+
+  it('steps its wall clock alone: the monotonic face stays, and no sleeper wakes or waits longer', async () => {
+    const clock = new ManualClock(10_000_000);
+    let woke = false;
+    void clock.sleep(1_000).then(() => (woke = true));
+    clock.step(-3_600_000);
+    expect(clock.now()).toBe(10_000_000 - 3_600_000);
+    expect(clock.monotonic()).toBe(10_000_000);
+    await clock.advance(999);
+    expect(woke).toBe(false);
+    await clock.advance(1);
+    expect(woke).toBe(true);
+    // Both faces moved by the same second.
+    expect(clock.monotonic() - clock.now()).toBe(3_600_000);
+  });
 });

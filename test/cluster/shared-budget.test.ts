@@ -194,7 +194,11 @@ describe.runIf(clusteredTestsRun)('SharedBudget on a real Redis', () => {
 
   /** The system clock shifted by `offsetMs`: a replica whose clock is wrong. */
   function offsetClock(offsetMs: number): Clock {
-    return { now: () => Date.now() + offsetMs, sleep: (ms, signal) => systemClock.sleep(ms, signal) };
+    return {
+      now: () => Date.now() + offsetMs,
+      monotonic: () => systemClock.monotonic(),
+      sleep: (ms, signal) => systemClock.sleep(ms, signal),
+    };
   }
 
   /** Lets Redis answer and the budgets' promises settle, up to `rounds` times 20 ms. */

@@ -370,7 +370,7 @@ async function retryRateLimited<T>(budget: Budget, request: () => Promise<T>): P
     try {
       return await request();
     } catch (error) {
-      const waitMs = Math.max(0, budget.pausedUntil - systemClock.now());
+      const waitMs = Math.max(0, budget.pausedUntil - systemClock.monotonic());
       const retry =
         error instanceof ServiceError &&
         error.status === 429 &&

@@ -45,7 +45,7 @@ export async function enqueueIntoSession(options: EnqueueOptions): Promise<Enque
   say(`→ ${queued.id} queued for ${taskKey}`);
   if (options.waitMs <= 0) return { kind: 'queued', execution: queued };
 
-  const deadline = Date.now() + options.waitMs;
+  const deadline = performance.now() + options.waitMs;
   for (;;) {
     const { body } = await admin('GET', `/__admin/executions/${encodeURIComponent(queued.id)}`);
     const execution = body as EmulatedExecution;
@@ -59,7 +59,7 @@ export async function enqueueIntoSession(options: EnqueueOptions): Promise<Enque
         reportedMs: Date.parse(report.at) - created,
       };
     }
-    if (Date.now() >= deadline) return { kind: 'waiting', execution };
+    if (performance.now() >= deadline) return { kind: 'waiting', execution };
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 20));
   }
 }
