@@ -56,6 +56,7 @@ describe('enrich-product', () => {
   it('fails before running when a declared input key is missing', async () => {
     const outcome = await runTaskLocally(enrichProduct, { sku: 'A', title: 'B', price: 1 });
     expect(outcome.output).toEqual({
+      message: 'missing input key "currency" (declared in the task inputKeys)',
       error: 'missing input key "currency" (declared in the task inputKeys)',
       missingInputKeys: ['currency'],
     });

@@ -17,7 +17,7 @@ afterEach(async () => {
 
 describe('df-worker emulator --path-style', () => {
   it('serves only the underscore spelling when told, the hyphen one answering 404', async () => {
-    emulator = runCli(['emulator', '--port', '0', '--path-style', 'underscore'], {});
+    emulator = runCli(['emulator', '--port', '0', '--key', 'emulator-key', '--path-style', 'underscore'], {});
     const running = emulator;
     await waitFor(() => /^console: /m.test(running.stdout()), 'the listening lines', 20_000);
     const url = /emulator listening on (http:\/\/\S+) /.exec(running.stdout())![1]!;

@@ -154,7 +154,11 @@ describe('df-worker new', () => {
           { status: 'COMPLETED', output: SAMPLE_OUTPUT, attempts: 1 },
           {
             status: 'FAILED',
-            output: { error: expect.stringContaining('"text"') as unknown, missingInputKeys: ['text'] },
+            output: {
+              message: expect.stringContaining('"text"') as unknown,
+              error: expect.stringContaining('"text"') as unknown,
+              missingInputKeys: ['text'],
+            },
             attempts: 0,
           },
         ],
