@@ -16,6 +16,8 @@ export interface ClaimRecord {
   arrivedAt: number;
   claimedAt: number | null;
   reportedAt: number | null;
+  /** In a chained month: which custom step of its job run it was (0 for the first). */
+  step?: number;
 }
 
 export type RequestKind = 'poll' | 'report' | 'list' | 'other';
