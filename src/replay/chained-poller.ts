@@ -11,7 +11,24 @@ import type { ClaimRecord, ReplayResult, RequestRecord } from './types.ts';
 export type ChainedPolicy =
   | { kind: 'fixed'; intervalMs: number }
   | { kind: 'oracle' }
-  | { kind: 'pacing'; idleIntervalMs: number; pacing?: SuccessorPacingOptions };
+  | {
+      kind: 'pacing';
+      /** Idle polls of each task that is some job's first custom step. */
+      idleIntervalMs: number;
+      /** Idle polls of each task that is in no job (it should not arrive at all). Default 24 h. */
+      orphanIntervalMs?: number;
+      /**
+       * Idle polls of each task of a job that gets none otherwise (a later step only, or every first step
+       * while listing): the last resort when a wait passed its window unarrived. Default 6 h.
+       */
+      fallbackIntervalMs?: number;
+      /**
+       * A job-executions list request this often stands in for the first steps' idle polls: each run it
+       * shows as started is awaited as if its start were a report (pair: start → first custom step).
+       */
+      listIntervalMs?: number;
+      pacing?: SuccessorPacingOptions;
+    };
 
 export interface ChainedOptions {
   startsAt: number;
@@ -46,15 +63,36 @@ export function chainedPoller(file: JobsFile, policy: ChainedPolicy, o: ChainedO
   };
   schedule(runs.start());
 
-  // Each task's next idle poll (fixed and pacing), or the oracle's polls.
+  // Each task's next idle poll and its interval (fixed and pacing); the oracle has none.
   const idle = new Map<string, number>();
-  if (policy.kind !== 'oracle') {
-    const interval = policy.kind === 'fixed' ? policy.intervalMs : policy.idleIntervalMs;
-    const idlers = tasks.filter((t) => policy.kind === 'fixed' || model.arrivesUnannounced(t));
-    idlers.forEach((t, i) => idle.set(t, o.startsAt + (i * interval) / Math.max(1, idlers.length)));
+  const idleEvery = new Map<string, number>();
+  const stagger = (group: string[], interval: number) =>
+    group.forEach((t, i) => {
+      idle.set(t, o.startsAt + (i * interval) / Math.max(1, group.length));
+      idleEvery.set(t, interval);
+    });
+  if (policy.kind === 'fixed') stagger(tasks, policy.intervalMs);
+  if (policy.kind === 'pacing') {
+    const listing = policy.listIntervalMs !== undefined;
+    const idles = (t: string) => model.arrivesUnannounced(t) && !listing;
+    stagger(
+      tasks.filter((t) => model.inAnyJob(t) && idles(t)),
+      policy.idleIntervalMs,
+    );
+    stagger(
+      tasks.filter((t) => model.inAnyJob(t) && !idles(t)),
+      policy.fallbackIntervalMs ?? 21_600_000,
+    );
+    stagger(
+      tasks.filter((t) => !model.inAnyJob(t)),
+      policy.orphanIntervalMs ?? 86_400_000,
+    );
   }
-  const idleMs =
-    policy.kind === 'fixed' ? policy.intervalMs : policy.kind === 'pacing' ? policy.idleIntervalMs : 0;
+  const firstSteps = new Map(
+    file.jobs.map((job) => [job.key, job.tasks.findIndex((step) => step.type === 'SUB_WORKFLOW')] as const),
+  );
+  const listEvery = policy.kind === 'pacing' ? policy.listIntervalMs : undefined;
+  let nextListAt = listEvery === undefined ? Infinity : o.startsAt;
   /** The oracle's polls by task: one at the first whole minute at or after each arrival. */
   const oracle = new Map<string, number[]>();
   /** Polls due at once again after a hit (the re-poll), by task. */
@@ -88,7 +126,9 @@ export function chainedPoller(file: JobsFile, policy: ChainedPolicy, o: ChainedO
 
   for (;;) {
     if (requests.length >= perMonth) break;
-    const poll = nextPoll();
+    const polled = nextPoll();
+    const poll =
+      nextListAt !== Infinity && (!polled || nextListAt < polled.at) ? { task: '', at: nextListAt } : polled;
     let arrivalIndex = -1;
     for (let i = 0; i < future.length; i++) {
       if (arrivalIndex < 0 || future[i]!.at < future[arrivalIndex]!.at) arrivalIndex = i;
@@ -109,13 +149,32 @@ export function chainedPoller(file: JobsFile, policy: ChainedPolicy, o: ChainedO
     const t = sendAt(Math.max(now, poll.at));
     if (t >= o.endsAt) break;
     now = t;
+    if (poll.task === '') {
+      // The list shows each run that started since the last: its first custom step is awaited from then.
+      record({ at: t, kind: 'list', status: 200 });
+      nextListAt = t + listEvery!;
+      for (const start of pacing ? runs.startedUntil(t) : []) {
+        const job = file.jobs.find((j) => j.key === start.job)!;
+        const first = firstSteps.get(start.job) ?? -1;
+        const task = first < 0 ? undefined : job.tasks[first]!.name.split('/').pop();
+        if (task === undefined) continue;
+        now = start.at;
+        pacing!.reported(
+          { job: start.job, from: -1, to: first, task, builtInsBetween: first },
+          String(start.run),
+        );
+        now = t;
+      }
+      continue;
+    }
     again.delete(poll.task);
     const queue = pending.get(poll.task)!;
     const hit = queue.shift();
     record({ at: t, kind: 'poll', task: poll.task, status: hit ? 200 : 404 });
     const idleAt = idle.get(poll.task);
+    const every = idleEvery.get(poll.task) ?? 0;
     if (idleAt !== undefined && idleAt <= t) {
-      idle.set(poll.task, idleAt + idleMs * Math.max(1, Math.ceil((t - idleAt) / idleMs)));
+      idle.set(poll.task, idleAt + every * Math.max(1, Math.ceil((t - idleAt) / every)));
     }
     const due = oracle.get(poll.task);
     if (due && due[0]! <= t) {

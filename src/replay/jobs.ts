@@ -43,6 +43,9 @@ export class PipelineRuns {
   /** Run indices queued per pipeline, in order of `at`. */
   readonly #queues = new Map<string, number[]>();
   readonly #arrivals: ChainedArrival[] = [];
+  /** Runs as they started (left their pipeline's queue), for a job-executions list to show. */
+  readonly #starts: { run: number; job: string; at: number }[] = [];
+  #startsShown = 0;
 
   constructor(file: JobsFile) {
     this.#jobs = new Map(file.jobs.map((j) => [j.key, j]));
@@ -81,6 +84,16 @@ export class PipelineRuns {
     return this.#after(done.run, done.position + 1, at, done.order + 1);
   }
 
+  /** Runs started at or before `t` and not returned before: what a job-executions list shows as new. */
+  startedUntil(t: number): { run: number; job: string; at: number }[] {
+    const shown: { run: number; job: string; at: number }[] = [];
+    const rest: { run: number; job: string; at: number }[] = [];
+    for (const start of this.#starts.slice(this.#startsShown)) (start.at <= t ? shown : rest).push(start);
+    this.#starts.splice(this.#startsShown, this.#starts.length - this.#startsShown, ...shown, ...rest);
+    this.#startsShown += shown.length;
+    return shown;
+  }
+
   arrival(id: number): ChainedArrival | undefined {
     return this.#arrivals[id];
   }
@@ -90,7 +103,9 @@ export class PipelineRuns {
     const index = this.#queues.get(pipeline)?.shift();
     if (index === undefined) return [];
     const run = this.#runs[index]!;
-    return this.#after(index, 0, Math.max(freeAt, run.at), 0);
+    const at = Math.max(freeAt, run.at);
+    this.#starts.push({ run: index, job: run.job, at });
+    return this.#after(index, 0, at, 0);
   }
 
   /** From step `position` of run `index`, started at `at`: built-in steps run, up to the next custom one. */

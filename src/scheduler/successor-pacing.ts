@@ -16,9 +16,13 @@ export interface SuccessorPacingOptions {
   minHistory?: number;
 }
 
-/** The default burst: dense first (a step straight after ours is created at once), then spread to 12 min. */
+/**
+ * The default burst: dense first (a step straight after ours is created at once), then spread out to an
+ * hour (built-in steps take 10 s to 10 min each): 14 polls.
+ */
 export const DEFAULT_BURST_MS: readonly number[] = [
-  1_000, 3_000, 8_000, 20_000, 45_000, 90_000, 180_000, 360_000, 720_000,
+  1_000, 3_000, 8_000, 20_000, 45_000, 90_000, 180_000, 360_000, 600_000, 900_000, 1_350_000, 1_800_000,
+  2_700_000, 3_600_000,
 ];
 
 interface Wait {
@@ -145,8 +149,9 @@ export class SuccessorPacing {
       const index = Math.min(sorted.length - 1, Math.ceil((k / Math.max(1, n - 2)) * (sorted.length - 1)));
       offsets.add(Math.round(sorted[index]!) + 500);
     }
-    // One poll past the longest seen, for an arrival a little later than any before.
+    // Polls past the longest seen, for an arrival later than any before.
     offsets.add(Math.round(sorted.at(-1)! * 1.5) + 1_000);
+    offsets.add(Math.round(sorted.at(-1)! * 3) + 1_000);
     return [...offsets].sort((a, b) => a - b);
   }
 }
