@@ -206,6 +206,29 @@ export function chainedWorkload(seed: number, o: ChainedWorkloadOptions): JobsFi
   return { jobs, runs, extraTasks: taskKeys.filter((k) => !inJobs.has(k)) };
 }
 
+/** The built-in chained workloads of `bench:month --chained NAME`. */
+export const CHAINED_WORKLOADS: readonly {
+  name: string;
+  description: string;
+  options: ChainedWorkloadOptions;
+}[] = [
+  {
+    name: 'chained',
+    description: '6 tasks, 8 jobs of 1-3 custom steps on 3 pipelines, 2 runs an hour',
+    options: { tasks: 6, jobs: 8, pipelines: 3, runsPerHour: 2 },
+  },
+  {
+    name: 'chained-50',
+    description: '50 tasks, 36 jobs on 4 pipelines, 2 runs an hour',
+    options: { tasks: 50, jobs: 36, pipelines: 4, runsPerHour: 2 },
+  },
+  {
+    name: 'chained-300',
+    description: '300 tasks, 36 jobs (most tasks in none) on 4 pipelines, 2 runs an hour',
+    options: { tasks: 300, jobs: 36, pipelines: 4, runsPerHour: 2 },
+  },
+];
+
 /** Reads a jobs file (`{"jobs": [...], "runs": [{"job", "at"}]}`); names what is wrong in it. */
 export async function readJobsFile(path: string): Promise<JobsFile> {
   let value: unknown;
