@@ -50,12 +50,12 @@ export function printChained(results: readonly ReplayResult[], json: boolean): v
   for (const r of results) {
     const sum = summarize(r);
     const later = laterStepsP95(r);
-    const lists = r.requests.filter((q) => q.kind === 'list').length;
+    const lists = r.requests.filter((q) => q.kind === 'job-list').length;
     console.log(
       `${r.name.padEnd(44)} ${String(sum.executions).padStart(5)} executions, ${sum.neverClaimed} never claimed; ` +
         `p50 ${s(sum.pickup.p50)}, p95 ${s(sum.pickup.p95)} (${(sum.pickup.p95 / base.pickup.p95).toFixed(2)}x); ` +
         `later steps p95 ${s(later)} (${(later / baseLater).toFixed(2)}x); ` +
-        `${sum.requests} requests${lists > 0 ? ` (${lists} lists)` : ''}, ${sum.rateLimited} x 429, ` +
+        `${sum.requests} requests${lists > 0 ? ` (${lists} job lists)` : ''}, ${sum.rateLimited} x 429, ` +
         (sum.exhaustedOnDay === null ? 'month lasted' : `ran out on day ${sum.exhaustedOnDay}`),
     );
   }

@@ -151,7 +151,7 @@ export function chainedPoller(file: JobsFile, policy: ChainedPolicy, o: ChainedO
     now = t;
     if (poll.task === '') {
       // The list shows each run that started since the last: its first custom step is awaited from then.
-      record({ at: t, kind: 'list', status: 200 });
+      record({ at: t, kind: 'job-list', status: 200 });
       nextListAt = t + listEvery!;
       for (const start of pacing ? runs.startedUntil(t) : []) {
         const job = file.jobs.find((j) => j.key === start.job)!;

@@ -20,7 +20,8 @@ export interface ClaimRecord {
   step?: number;
 }
 
-export type RequestKind = 'poll' | 'report' | 'list' | 'other';
+/** `list`: the task list; `job-list`: the job executions list (the chained simulation's). */
+export type RequestKind = 'poll' | 'report' | 'list' | 'job-list' | 'other';
 
 /** One request that reached the service: a line of `requests.jsonl`. Status 429: refused by a limit. */
 export interface RequestRecord {
