@@ -171,6 +171,11 @@ export const ERROR_CATALOGUE = {
     meaning: 'The emulator was asked for its URL before `listen()`, or to listen twice',
     errors: ['EmulatorStateError'],
   },
+  DFW_PIPELINE_UNREADABLE: {
+    meaning:
+      'The job definitions could not be read or held no usable job: successor pacing is off (logged once)',
+    errors: ['PipelineUnreadableError'],
+  },
 } as const satisfies Record<`DFW_${string}`, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
