@@ -223,9 +223,13 @@ export function shortestInHindsight(
   let high = 86_400_000;
   if (run(high).requests.length >= perMonth) return run(high);
   while (high - low > 1_000) {
-    const mid = (low + high) / 2;
+    const mid = Math.round((low + high) / 2);
     if (run(mid).requests.length >= perMonth) low = mid;
     else high = mid;
   }
-  return run(Math.round(high));
+  // Requests do not fall strictly with the interval on a chained month (arrivals follow the pickups): make
+  // sure the one returned lasts.
+  let result = run(high);
+  while (result.requests.length >= perMonth) result = run((high += 1_000));
+  return result;
 }

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { chainedPoller } from '../../src/replay/chained-poller.ts';
+import { chainedPoller, shortestInHindsight } from '../../src/replay/chained-poller.ts';
 import { byTaskAndStep, laterStepsP95 } from '../../src/replay/chained-summary.ts';
 import { chainedWorkload, PipelineRuns, readJobsFile, type JobsFile } from '../../src/replay/jobs.ts';
 import { summarize } from '../../src/replay/summary.ts';
@@ -110,5 +110,19 @@ describe('the chained pollers', () => {
     // The breakdown counts each claim once, under its task and step position.
     const rows = byTaskAndStep(pacing);
     expect(rows.reduce((n, r) => n + r.claims + r.neverClaimed, 0)).toBe(pacing.claims.length);
+  });
+
+  it('chooses in hindsight the shortest interval whose month lasts', () => {
+    const file = chainedWorkload(41, { tasks: 4, jobs: 3, pipelines: 2, runsPerHour: 0.2 });
+    const perMonth = 3_000;
+    const best = shortestInHindsight(file, (ms) => ({ kind: 'fixed', intervalMs: ms }), { ...o, perMonth });
+    const intervalMs = Number(/fixed ([\d.]+) s/.exec(best.name)![1]) * 1000;
+    expect(best.requests.length).toBeLessThan(perMonth);
+    const shorter = chainedPoller(
+      file,
+      { kind: 'fixed', intervalMs: intervalMs - 1_000 },
+      { ...o, perMonth },
+    );
+    expect(shorter.requests.length).toBe(perMonth);
   });
 });
