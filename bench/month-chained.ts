@@ -17,8 +17,15 @@ export async function compareChained(
 ): Promise<ReplayResult[]> {
   const o = monthBounds(month);
   const today = await replayMonth({ arrivals: [], jobs: file, month, env });
+  const paced = await replayMonth({
+    arrivals: [],
+    jobs: file,
+    month,
+    env: { ...env, DF_PIPELINE_PACING: 'true' },
+  });
   return [
     { ...today, name: "today's planner" },
+    { ...paced, name: 'df-worker, DF_PIPELINE_PACING' },
     { ...shortestInHindsight(file, (ms) => ({ kind: 'fixed', intervalMs: ms }), o), name: 'best fixed' },
     chainedPoller(file, { kind: 'oracle' }, o),
     shortestInHindsight(file, (ms) => ({ kind: 'pacing', idleIntervalMs: ms }), o),

@@ -8,6 +8,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { Logger } from 'pino';
 import type { ArrivalProfile } from '../scheduler/arrival-profile.ts';
+import type { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
 import { loadProfile, saveProfile } from '../scheduler/profile-store.ts';
 
@@ -77,7 +78,7 @@ export function clientFromConfig(
 export async function plannerFromConfig(
   config: WorkerConfig,
   budget: Budget,
-  options: { inMemory?: boolean; logger?: Logger } = {},
+  options: { inMemory?: boolean; logger?: Logger; successors?: SuccessorPacing } = {},
 ): Promise<PollPlanner & { save: () => Promise<void> }> {
   let profile: ArrivalProfile | undefined;
   if (!options.inMemory) {
@@ -96,6 +97,7 @@ export async function plannerFromConfig(
     minPollIntervalMs: config.scheduler.minPollIntervalMs,
     errorBackoff: backoffFromConfig(config),
     ...(profile ? { profile } : {}),
+    ...(options.successors ? { successors: options.successors } : {}),
   });
   const save = options.inMemory
     ? () => Promise.resolve()

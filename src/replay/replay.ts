@@ -6,6 +6,7 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import { pino } from 'pino';
 import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
+import type { JsonObject } from '../api/types.ts';
 import { ManualClock } from '../clock/manual-clock.ts';
 import { loadConfig } from '../config/index.ts';
 import { Worker } from '../daemon/worker.ts';
@@ -74,6 +75,13 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
     ]),
   ].sort();
   const taskIdByKey = new Map(keys.map((key) => [key, emulator.createTask({ key }).id]));
+  // The service lists the jobs (for DF_PIPELINE_PACING); an execution's context names its job by id.
+  const jobIdByKey = new Map(
+    (options.jobs?.jobs ?? []).map((job) => [
+      job.key,
+      String(emulator.createJob(structuredClone(job) as unknown as JsonObject).id),
+    ]),
+  );
   const keyByTaskId = new Map([...taskIdByKey].map(([key, id]) => [id, key]));
   // Every task has its (trivial) handler: the task list is refreshed at the slower, all-matched pace.
   const handlers = new Map<string, TaskModule>(
@@ -98,7 +106,7 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
       void clock
         .sleep(Math.max(0, a.at - clock.now()), stop.signal)
         .then(() => {
-          const context = { jobId: `run-${a.run}`, jobAccountId: 'replay' };
+          const context = { jobId: jobIdByKey.get(a.job) ?? a.job, jobAccountId: 'replay' };
           chained.set(emulator.enqueueExecution(taskIdByKey.get(a.task)!, {}, context).id, a);
         })
         .catch(() => undefined);

@@ -44,6 +44,7 @@ export const pairKey = (s: Pick<Successor, 'job' | 'from' | 'to'>) => `${s.job}#
 /** What the job definitions say about the tasks df-worker serves. */
 export class PipelineModel {
   readonly #successors = new Map<string, Successor>();
+  readonly #byTask = new Map<string, Successor>();
   readonly #laterSteps = new Set<string>();
   readonly #firstSteps = new Set<string>();
   readonly #served: ReadonlySet<string>;
@@ -60,15 +61,22 @@ export class PipelineModel {
         else this.#laterSteps.add(task);
         const next = custom[i + 1];
         if (next === undefined || !this.#served.has(next.task)) return;
-        this.#successors.set(`${job.key}#${position}`, {
+        const successor = {
           job: job.key,
           from: position,
           to: next.position,
           task: next.task,
           builtInsBetween: next.position - position - 1,
-        });
+        };
+        this.#successors.set(`${job.key}#${position}`, successor);
+        if (!this.#byTask.has(`${job.key}#${task}`)) this.#byTask.set(`${job.key}#${task}`, successor);
       });
     }
+  }
+
+  /** The served custom step that follows `task`'s (its first) step in `job`, if any. */
+  successorAfter(job: string, task: string): Successor | undefined {
+    return this.#byTask.get(`${job}#${task}`);
   }
 
   /** The served custom step that follows step `position` of `job`, if any. */

@@ -34,14 +34,21 @@ export function toJobDefinition(job: Job): JobDefinition | undefined {
 
 export class PipelineSource {
   readonly #source: JobSource;
-  readonly #served: readonly string[];
+  #served: readonly string[];
   readonly #logger: PipelineLogger;
   #warned = false;
+  /** Job keys by the id the service gave each job (what an execution's `context.jobId` names). */
+  #keyById = new Map<string, string>();
 
   constructor(source: JobSource, served: readonly string[], logger: PipelineLogger) {
     this.#source = source;
     this.#served = served;
     this.#logger = logger;
+  }
+
+  /** The tasks served from now on (after a task list refresh). */
+  setServed(served: readonly string[]): void {
+    this.#served = served;
   }
 
   /** The model from the job definitions now, or undefined (today's planner) when they cannot be read. */
@@ -55,6 +62,11 @@ export class PipelineSource {
       return undefined;
     }
     const definitions = jobs.flatMap((job) => toJobDefinition(job) ?? []);
+    this.#keyById = new Map(
+      jobs.flatMap((job) =>
+        typeof job.id === 'string' && typeof job.key === 'string' ? [[job.id, job.key] as const] : [],
+      ),
+    );
     if (definitions.length === 0) {
       this.#degrade(
         jobs.length === 0
@@ -64,6 +76,11 @@ export class PipelineSource {
       return undefined;
     }
     return new PipelineModel(definitions, this.#served);
+  }
+
+  /** The key of the job an execution's `context.jobId` names (its id, or its key itself), as last read. */
+  jobKeyOf(jobId: string): string {
+    return this.#keyById.get(jobId) ?? jobId;
   }
 
   #degrade(why: string): void {
