@@ -1,6 +1,8 @@
 // The month replay: df-worker's own scheduling code against a month of arrivals, in virtual time.
 //   npm run bench:month -- --arrivals FILE.jsonl [--month 2026-11] [--time-zone UTC] [--handler-ms N]
 //                          [--concurrency N] [--out DIR]
+//   npm run bench:month -- --jobs FILE.json [--json]         (a chained month in the service's terms)
+//   npm run bench:month -- --chained NAME [--seed 7] [--json] (a built-in chained month; see month-chained.ts)
 // DF_* settings in the environment apply as they do to the daemon. Writes claims.jsonl and requests.jsonl
 // to --out (default bench/out/) and prints the summary.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -8,7 +10,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { replayMonth } from '../src/replay/replay.ts';
 import { busiestWindow, formatSummary, summarize } from '../src/replay/summary.ts';
+import { CHAINED_WORKLOADS, chainedWorkload, readJobsFile } from '../src/replay/jobs.ts';
 import { readArrivals } from '../src/replay/workloads.ts';
+import { compareChained, printChained } from './month-chained.ts';
 
 const { values } = parseArgs({
   options: {
@@ -18,8 +22,27 @@ const { values } = parseArgs({
     'handler-ms': { type: 'string', default: '0' },
     concurrency: { type: 'string' },
     out: { type: 'string', default: 'bench/out' },
+    jobs: { type: 'string' },
+    chained: { type: 'string' },
+    seed: { type: 'string', default: '7' },
+    json: { type: 'boolean', default: false },
   },
 });
+if (values.jobs !== undefined || values.chained !== undefined) {
+  const builtIn = CHAINED_WORKLOADS.find((w) => w.name === values.chained);
+  if (values.chained !== undefined && !builtIn) {
+    console.error(
+      `no chained workload '${values.chained}'; known: ${CHAINED_WORKLOADS.map((w) => w.name).join(', ')}`,
+    );
+    process.exit(2);
+  }
+  const file = builtIn
+    ? chainedWorkload(Number(values.seed), { ...builtIn.options, month: values.month })
+    : await readJobsFile(values.jobs!);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('DF_')));
+  printChained(await compareChained(file, values.month, env), values.json);
+  process.exit(0);
+}
 if (!values.arrivals) {
   console.error('usage: npm run bench:month -- --arrivals FILE.jsonl [--month YYYY-MM] [--out DIR] ...');
   process.exit(2);

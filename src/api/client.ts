@@ -24,6 +24,7 @@ import { URL_SETTING } from './settings.ts';
 import type { OutgoingRequest } from './transport.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import {
+  parseJob,
   parseJobExecution,
   parseListEnvelope,
   parseServiceFile,
@@ -32,6 +33,7 @@ import {
   parseTaskExecution,
 } from './validate.ts';
 import type {
+  Job,
   JobExecution,
   JsonObject,
   ListEnvelope,
@@ -340,6 +342,26 @@ export class ServiceClient {
     );
     if (options.ifMatch !== undefined) request.headers['if-match'] = options.ifMatch;
     return await this.#call('variables.update', request, options.signal, this.#versioned('variables.update'));
+  }
+
+  /**
+   * Every job definition, following pages like listTasks (one request a page, each through the budget). Each
+   * record is kept as the service sent it: its fields are not documented (part 4.6).
+   */
+  async listJobs(options: { pageSize?: number; signal?: AbortSignal } = {}): Promise<Job[]> {
+    const size = options.pageSize ?? MAX_PAGE_SIZE;
+    checkPageSize(size);
+    const jobs: Job[] = [];
+    for (let page = 0; ; page++) {
+      const envelope = await this.#call(
+        'jobs.list',
+        this.#request('GET', this.#paths().jobs(), { page: String(page), size: String(size) }),
+        options.signal,
+        this.#json('jobs.list', (operation, value) => parseListEnvelope(operation, value, parseJob)),
+      );
+      jobs.push(...envelope.data);
+      if (envelope.data.length === 0 || jobs.length >= envelope.totalElements) return jobs;
+    }
   }
 
   async getJobExecution(id: string, signal?: AbortSignal): Promise<JobExecution> {

@@ -13,6 +13,7 @@ export interface ServicePaths {
   variable(id: string): string;
   jobExecutions(): string;
   jobExecution(id: string): string;
+  jobs(): string;
 }
 
 /** Builds the paths for one spelling under an optional prefix taken from the base URL (e.g. `/proxy`). */
@@ -33,5 +34,6 @@ export function servicePaths(style: PathStyle, prefix = ''): ServicePaths {
     variable: (id) => `${v1}/variables/${encodeURIComponent(id)}`,
     jobExecutions: () => `${v1}/${jobExecutions}`,
     jobExecution: (id) => `${v1}/${jobExecutions}/${encodeURIComponent(id)}`,
+    jobs: () => `${v1}/jobs`,
   };
 }

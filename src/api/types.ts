@@ -132,6 +132,15 @@ export interface JobExecution {
   [key: string]: unknown;
 }
 
+/**
+ * A job definition as the service lists it (part 4.6: its fields are not shown). The service's example job
+ * has `key`, `title` and `tasks` (each `{"name", "taskReferenceName", "type", ...}`, a custom task being
+ * `"type": "SUB_WORKFLOW"` named `<account>/<task key>`); every member is kept as it came.
+ */
+export interface Job {
+  [key: string]: unknown;
+}
+
 /** Every operation the client can perform; budget, metrics and the emulator's fault table use these names. */
 export type Operation =
   | 'tasks.list'
@@ -147,7 +156,8 @@ export type Operation =
   | 'variables.get'
   | 'variables.update'
   | 'jobExecutions.get'
-  | 'jobExecutions.create';
+  | 'jobExecutions.create'
+  | 'jobs.list';
 
 export const OPERATIONS: readonly Operation[] = [
   'tasks.list',
@@ -164,4 +174,5 @@ export const OPERATIONS: readonly Operation[] = [
   'variables.update',
   'jobExecutions.get',
   'jobExecutions.create',
+  'jobs.list',
 ];

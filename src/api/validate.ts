@@ -5,6 +5,7 @@ import { isPlainObject, plainObject } from '../schema/plain-object.ts';
 import { issuePath, record } from '../schema/record.ts';
 import { ResponseValidationError } from './errors.ts';
 import type {
+  Job,
   JsonObject,
   KeyDescription,
   ListEnvelope,
@@ -106,6 +107,8 @@ const variableSchema = answerRecord(
 
 const fileSchema = answerRecord({ id }, 'a file');
 const jobExecutionSchema = answerRecord({ id }, 'a job execution');
+// A job's fields are not shown (part 4.6): only that it is an object; the pipeline model reads what it can.
+const jobSchema = answerRecord({}, 'a job');
 
 /** Parses `value` at `path` inside the answer, or throws naming the first field that is wrong. */
 function check<S extends v.GenericSchema>(
@@ -209,6 +212,12 @@ export function parseServiceFile(operation: Operation, value: unknown): ServiceF
 }
 
 /** Validates a job execution record; its fields are undocumented (part 2.15), so only `id` is required. */
+/** Validates a job record: any object; its members are kept as they came. */
+export function parseJob(operation: Operation, value: unknown): Job {
+  check(jobSchema, operation, value);
+  return value as Job;
+}
+
 export function parseJobExecution(operation: Operation, value: unknown): JobExecution {
   check(jobExecutionSchema, operation, value);
   return value as JobExecution;

@@ -203,6 +203,11 @@ export const schema = {
       min: 0,
       doc: 'Delay before re-polling a task whose last poll found work, in milliseconds. At most DF_MAX_POLL_INTERVAL_MS.',
     }),
+    pipelinePacing: flag({
+      env: 'DF_PIPELINE_PACING',
+      default: false,
+      doc: "Read the job definitions at start (GET jobs: one request a page, within the budget) and, when a step of a job is reported and the job's next custom step is a task served here, poll that task around the learnt delay from such a report to its arrival (a burst before any history). When the jobs cannot be read, tasks are polled as without it (DFW_PIPELINE_UNREADABLE, logged once).",
+    }),
     taskRefreshMs: milliseconds({
       env: 'DF_TASK_REFRESH_MS',
       default: 3_600_000,

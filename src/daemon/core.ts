@@ -24,6 +24,8 @@ import { KeyRotation } from './key-rotation.ts';
 import { TaskList, type TaskListOptions } from './task-list.ts';
 import { TaskRegistry } from './task-registry.ts';
 import { listenForTelemetry } from './telemetry-listener.ts';
+import { listenForSuccessors } from './successor-listener.ts';
+import { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 
 /** What every request passes and the metrics read: the process's Budget, or the cluster's shared windows. */
 export type BudgetGate = RequestGate & Pick<Budget, 'gateFor' | 'snapshot'>;
@@ -286,8 +288,18 @@ export class DaemonCore<G extends BudgetGate> {
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
       ...(opened.fence ? { fence: opened.fence } : {}),
     });
-    const planner = await plannerFromConfig(config, opened.budget, { inMemory: !opened.keepProfile, logger });
+    const successors = config.scheduler.pipelinePacing ? new SuccessorPacing(clock) : undefined;
+    const planner = await plannerFromConfig(config, opened.budget, {
+      inMemory: !opened.keepProfile,
+      logger,
+      ...(successors ? { successors } : {}),
+    });
     parts.planner = planner;
+    if (successors) {
+      const served = registry.tasks.map((t) => t.task.key);
+      const pipeline = { source: client, pacing: successors, planner, logger, served };
+      await listenForSuccessors(events, { ...pipeline, signal: this.#pollStop.signal });
+    }
     taskList.plan(planner);
     if (this.#pollStop.signal.aborted) return;
 

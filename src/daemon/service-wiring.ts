@@ -10,6 +10,7 @@ import { systemWriterStamp } from '../clock/writer-stamp.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { Logger } from 'pino';
 import type { ArrivalProfile } from '../scheduler/arrival-profile.ts';
+import type { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
 import { loadProfile, saveProfile } from '../scheduler/profile-store.ts';
 
@@ -83,7 +84,7 @@ export function clientFromConfig(
 export async function plannerFromConfig(
   config: WorkerConfig,
   budget: Budget,
-  options: { inMemory?: boolean; logger?: Logger } = {},
+  options: { inMemory?: boolean; logger?: Logger; successors?: SuccessorPacing } = {},
 ): Promise<PollPlanner & { save: () => Promise<void> }> {
   let profile: ArrivalProfile | undefined;
   if (!options.inMemory) {
@@ -102,6 +103,7 @@ export async function plannerFromConfig(
     minPollIntervalMs: config.scheduler.minPollIntervalMs,
     errorBackoff: backoffFromConfig(config),
     ...(profile ? { profile } : {}),
+    ...(options.successors ? { successors: options.successors } : {}),
   });
   const save = options.inMemory
     ? () => Promise.resolve()

@@ -150,6 +150,11 @@ export class Emulator {
     return structuredClone(task);
   }
 
+  /** Adds a job definition, answered by `GET /v1/data-factory/jobs` (kept as given, with an id). */
+  createJob(definition: JsonObject): JsonObject {
+    return structuredClone(this.#store.createJob(definition));
+  }
+
   tasks(): Task[] {
     const { data } = this.#store.listTasks(0, Number.MAX_SAFE_INTEGER);
     return structuredClone(data);

@@ -82,6 +82,12 @@ export async function answerService(store: Store, request: ServiceRequest): Prom
       const record = store.getJobExecution(id);
       return record ? jsonAnswer(200, record) : notFound(`No job execution has id '${id}'.`, nowMs);
     }
+    case 'jobs.list': {
+      const page = parsePageQuery(request.query);
+      if (typeof page === 'string') return badRequest(page, nowMs);
+      const jobs = store.jobs();
+      return jsonAnswer(200, { object: 'list', data: pageOf(jobs, page), totalElements: jobs.length });
+    }
     case 'jobExecutions.create':
       return withJsonBody(request, (body) =>
         isPlainObject(body)

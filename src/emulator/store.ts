@@ -47,7 +47,8 @@ export class Store {
    * pending in O(1) (a month replay polls 40,000 times over 20,000 executions).
    */
   #unclaimed = new Map<string, { queue: EmulatedExecution[]; head: number }>();
-  #sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0 };
+  #jobs = new Map<string, JsonObject>();
+  #sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0, job: 0 };
   readonly #deadlines = new ClaimDeadlines();
   readonly #timeoutOf: (task: Task) => ClaimTimeout | undefined;
 
@@ -339,6 +340,18 @@ export class Store {
     return this.#jobExecutions.get(id);
   }
 
+  /** Records a job definition as given (its fields are not documented, part 4.6), with an id. */
+  createJob(definition: JsonObject): JsonObject {
+    const id = `job-${++this.#sequence.job}`;
+    const record: JsonObject = { object: 'job', id, createdAt: this.#isoNow(), ...definition };
+    this.#jobs.set(id, record);
+    return record;
+  }
+
+  jobs(): JsonObject[] {
+    return [...this.#jobs.values()];
+  }
+
   /** Drops everything and restarts ids, so a reset emulator answers like a new one. */
   reset(): void {
     this.#tasks.clear();
@@ -347,8 +360,9 @@ export class Store {
     this.#unclaimed.clear();
     this.#variables.clear();
     this.#jobExecutions.clear();
+    this.#jobs.clear();
     this.#deadlines.clear();
-    this.#sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0 };
+    this.#sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0, job: 0 };
   }
 
   #isoNow(): string {

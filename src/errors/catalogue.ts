@@ -185,6 +185,11 @@ export const ERROR_CATALOGUE = {
       "A local server (emulator, console, the daemon's port) refused a request a web page could send: a foreign Host, cross-site, or not JSON",
     errors: ['RequestRefusedError'],
   },
+  DFW_PIPELINE_UNREADABLE: {
+    meaning:
+      'The job definitions could not be read or held no usable job: successor pacing is off (logged once)',
+    errors: ['PipelineUnreadableError'],
+  },
 } as const satisfies Record<`DFW_${string}`, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -6,12 +6,14 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import { pino } from 'pino';
 import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
+import type { JsonObject } from '../api/types.ts';
 import { ManualClock } from '../clock/manual-clock.ts';
 import { loadConfig } from '../config/index.ts';
 import { Worker } from '../daemon/worker.ts';
 import { Emulator, inProcessTransport } from '../emulator/index.ts';
 import { defineTask, type TaskModule } from '../handlers/define-task.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
+import { PipelineRuns, type ChainedArrival, type JobsFile } from './jobs.ts';
 import type { Arrival, ClaimRecord, ReplayResult, RequestKind, RequestRecord } from './types.ts';
 
 export interface ReplayOptions {
@@ -28,6 +30,11 @@ export interface ReplayOptions {
   env?: Record<string, string | undefined>;
   /** The state folder (the learned arrival profile is kept there); default: kept in memory only. */
   stateDir?: string;
+  /**
+   * A chained month: the emulator runs these jobs (a custom step's execution is created when the step before
+   * it was reported), besides `arrivals`. Claims then carry `step`.
+   */
+  jobs?: JobsFile;
 }
 
 const API_KEY = 'replay-key';
@@ -59,8 +66,22 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
 
   const clock = new ManualClock(startsAt);
   const emulator = new Emulator({ clock, apiKeys: [API_KEY], limits: SERVICE_LIMITS });
-  const keys = [...new Set(options.arrivals.map((a) => a.task))].sort();
+  const runs = options.jobs ? new PipelineRuns(options.jobs) : undefined;
+  const keys = [
+    ...new Set([
+      ...options.arrivals.map((a) => a.task),
+      ...(runs?.tasks() ?? []),
+      ...(options.jobs?.extraTasks ?? []),
+    ]),
+  ].sort();
   const taskIdByKey = new Map(keys.map((key) => [key, emulator.createTask({ key }).id]));
+  // The service lists the jobs (for DF_PIPELINE_PACING); an execution's context names its job by id.
+  const jobIdByKey = new Map(
+    (options.jobs?.jobs ?? []).map((job) => [
+      job.key,
+      String(emulator.createJob(structuredClone(job) as unknown as JsonObject).id),
+    ]),
+  );
   const keyByTaskId = new Map([...taskIdByKey].map(([key, id]) => [id, key]));
   // Every task has its (trivial) handler: the task list is refreshed at the slower, all-matched pace.
   const handlers = new Map<string, TaskModule>(
@@ -76,19 +97,54 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
       }),
     ]),
   );
+  const stop = new AbortController();
+  /** The chained arrival behind each execution the emulator created for a job run. */
+  const chained = new Map<string, ChainedArrival>();
+  const feed = (list: readonly ChainedArrival[]) => {
+    for (const a of list) {
+      if (a.at >= endsAt) continue;
+      void clock
+        .sleep(Math.max(0, a.at - clock.now()), stop.signal)
+        .then(() => {
+          const context = { jobId: jobIdByKey.get(a.job) ?? a.job, jobAccountId: 'replay' };
+          chained.set(emulator.enqueueExecution(taskIdByKey.get(a.task)!, {}, context).id, a);
+        })
+        .catch(() => undefined);
+    }
+  };
+  const chainedTransport = (emu: Emulator, reported: (id: number) => void) => {
+    const inner = inProcessTransport(emu);
+    // A report sent again (after a lost answer) does not run the job's next step twice.
+    const done = new Set<number>();
+    return {
+      ...inner,
+      async send(...args: Parameters<typeof inner.send>) {
+        const answer = await inner.send(...args);
+        const id = /\/([^/]+)$/.exec(args[1].path)?.[1];
+        const arrival = id === undefined ? undefined : chained.get(id);
+        if (args[0] === 'executions.report' && answer.status < 300 && arrival && !done.has(arrival.id)) {
+          done.add(arrival.id);
+          reported(arrival.id);
+        }
+        return answer;
+      },
+    };
+  };
   const worker = new Worker(
     {
       config,
       logger: pino({ level: 'silent' }),
       clock,
       handlers,
-      transport: inProcessTransport(emulator),
+      transport: runs
+        ? chainedTransport(emulator, (id) => feed(runs.reported(id, clock.now())))
+        : inProcessTransport(emulator),
       metrics: new WorkerMetrics({ defaultMetrics: false }),
     },
     { memory: { keepProfile: options.stateDir !== undefined } },
   );
-  const stop = new AbortController();
   await worker.start();
+  if (runs) feed(runs.start());
   const arrivals = [...options.arrivals]
     .filter((a) => a.at >= startsAt && a.at < endsAt)
     .sort((a, b) => a.at - b.at);
@@ -105,12 +161,16 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
     name: 'df-worker',
     startsAt,
     endsAt,
-    claims: emulator.executions().map((e): ClaimRecord => ({
-      task: e.taskKey,
-      arrivedAt: Date.parse(e.createdAt),
-      claimedAt: e.claimedAt === undefined ? null : Date.parse(e.claimedAt),
-      reportedAt: e.reports[0] === undefined ? null : Date.parse(e.reports[0].at),
-    })),
+    claims: emulator.executions().map((e): ClaimRecord => {
+      const step = chained.get(e.id)?.order;
+      return {
+        task: e.taskKey,
+        arrivedAt: Date.parse(e.createdAt),
+        claimedAt: e.claimedAt === undefined ? null : Date.parse(e.claimedAt),
+        reportedAt: e.reports[0] === undefined ? null : Date.parse(e.reports[0].at),
+        ...(step === undefined ? {} : { step }),
+      };
+    }),
     requests: requestRecords(emulator, keyByTaskId),
   };
   // The daemon drains as at SIGTERM (what it learnt of arrivals is saved), on virtual time; the month's

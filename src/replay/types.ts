@@ -16,9 +16,12 @@ export interface ClaimRecord {
   arrivedAt: number;
   claimedAt: number | null;
   reportedAt: number | null;
+  /** In a chained month: which custom step of its job run it was (0 for the first). */
+  step?: number;
 }
 
-export type RequestKind = 'poll' | 'report' | 'list' | 'other';
+/** `list`: the task list; `job-list`: the job executions list (the chained simulation's). */
+export type RequestKind = 'poll' | 'report' | 'list' | 'job-list' | 'other';
 
 /** One request that reached the service: a line of `requests.jsonl`. Status 429: refused by a limit. */
 export interface RequestRecord {

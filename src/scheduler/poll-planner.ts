@@ -9,6 +9,7 @@ import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import { ArrivalProfile, hourOfWeek } from './arrival-profile.ts';
 import { planPace, type PacePlan } from './pace-plan.ts';
 import { SurgeWatch } from './surge-watch.ts';
+import type { SuccessorPacing } from './successor-pacing.ts';
 
 export interface PollPlannerOptions {
   budget: Budget;
@@ -20,6 +21,11 @@ export interface PollPlannerOptions {
   errorBackoff: BackoffOptions;
   /** What is known of when work arrives (e.g. restored from the state folder). Default: nothing yet. */
   profile?: ArrivalProfile;
+  /**
+   * Successor pacing, when the job definitions could be read: a task awaited as a job's next step is due at
+   * the pacing's instant when that comes before its idle poll. Default: none (polled by its own arrivals).
+   */
+  successors?: SuccessorPacing;
 }
 
 export interface PlannedTask {
@@ -63,6 +69,7 @@ export class PollPlanner {
   #wasOverloaded = false;
   /** Each task's latest arrivals: a quiet hour that turns busy is polled at the common interval. */
   readonly #surges = new SurgeWatch();
+  readonly #successors: SuccessorPacing | undefined;
 
   constructor(options: PollPlannerOptions) {
     this.#budget = options.budget;
@@ -70,6 +77,19 @@ export class PollPlanner {
     this.#minPollIntervalMs = options.minPollIntervalMs ?? 0;
     this.#errorBackoff = options.errorBackoff;
     this.profile = options.profile ?? new ArrivalProfile();
+    this.#successors = options.successors;
+  }
+
+  /** A step before the task's was reported (successors.reported): its poll comes forward to the pacing's. */
+  awaitSuccessor(taskKey: string): void {
+    const at = this.#successors?.nextPollAt(taskKey);
+    if (at === undefined) return;
+    for (const t of this.#tasks.values()) {
+      if (t.key === taskKey && at < t.nextDueAt) {
+        t.nextDueAt = at;
+        t.idleDue = false;
+      }
+    }
   }
 
   /** Replaces the set of polled tasks; new ones are due at once, known ones keep their state. */
@@ -155,6 +175,7 @@ export class PollPlanner {
       this.profile.arrival(t.key, this.#wall(Math.min(arrivedAt, nowMs)), this.#wall(nowMs));
       this.profile.pickups.add(this.#budget.month(nowMs).startsAt, nowMs - arrivedAt);
       this.#surges.arrival(t.key, arrivedAt);
+      this.#successors?.arrived(t.key, arrivedAt);
       this.#learnt++;
     }
     t.errorStreak = 0;
@@ -191,7 +212,8 @@ export class PollPlanner {
    * the end of a spent month the interval can span days; a new month brings a new budget and a new pace.
    */
   #idleDueAt(t: PlannedTask, nowMs: number): number {
-    return this.#capToMonth(nowMs, nowMs + this.#intervalOf(this.#planAt(nowMs), t.key, nowMs));
+    const idle = this.#capToMonth(nowMs, nowMs + this.#intervalOf(this.#planAt(nowMs), t.key, nowMs));
+    return Math.min(idle, this.#successors?.nextPollAt(t.key) ?? Infinity);
   }
 
   #capToMonth(nowMs: number, dueAt: number): number {
@@ -263,6 +285,7 @@ export class PollPlanner {
     if (t) {
       t.lastPolledAt = nowMs;
       this.profile.observe([t.key], this.#wall(nowMs), this.#wall(seenThroughMs));
+      this.#successors?.polled(t.key);
     }
     return t;
   }

@@ -1,0 +1,99 @@
+// The pipeline as the service describes it: job definitions (a job "defines the sequence of tasks within
+// it"; a custom task is a step `{"name": "<account>/<task key>", "type": "SUB_WORKFLOW"}`) read into, for
+// each task df-worker serves, the steps that follow it. Successor pacing and the month replay both read it.
+
+/** One step of a job, as the service lists it. Built-in steps carry no key of ours. */
+export interface JobStep {
+  /** `<account>/<task key>` for a custom step (`SUB_WORKFLOW`); the built-in's name otherwise. */
+  name: string;
+  /** `SUB_WORKFLOW` for a custom task; anything else is a built-in step. */
+  type: string;
+  /** How long a built-in step takes (the replay's files only; the service does not say). */
+  durationMs?: number;
+}
+
+/** A job definition: its key, the pipeline it runs on (FIFO, one run at a time) and its steps in order. */
+export interface JobDefinition {
+  key: string;
+  pipeline?: string;
+  tasks: readonly JobStep[];
+}
+
+/** The next custom step after a custom step of a job: the pair whose report-to-arrival delay is learned. */
+export interface Successor {
+  job: string;
+  /** Step positions in the job's `tasks` (0-based). */
+  from: number;
+  to: number;
+  /** The task key of the step at `to`. */
+  task: string;
+  /** Built-in steps between the two (the report is followed by these before `to` is created). */
+  builtInsBetween: number;
+}
+
+/** The task key of a custom step (`<account>/<key>` → `<key>`), or undefined for a built-in step. */
+export function customTaskKey(step: JobStep): string | undefined {
+  if (step.type !== 'SUB_WORKFLOW') return undefined;
+  const slash = step.name.lastIndexOf('/');
+  return slash < 0 ? step.name : step.name.slice(slash + 1);
+}
+
+/** A stable name for a pair of steps, the key of its learned delays. */
+export const pairKey = (s: Pick<Successor, 'job' | 'from' | 'to'>) => `${s.job}#${s.from}>${s.to}`;
+
+/** What the job definitions say about the tasks df-worker serves. */
+export class PipelineModel {
+  readonly #successors = new Map<string, Successor>();
+  readonly #byTask = new Map<string, Successor>();
+  readonly #laterSteps = new Set<string>();
+  readonly #firstSteps = new Set<string>();
+  readonly #served: ReadonlySet<string>;
+
+  constructor(jobs: readonly JobDefinition[], served: Iterable<string>) {
+    this.#served = new Set(served);
+    for (const job of jobs) {
+      const custom = job.tasks.flatMap((step, position) => {
+        const task = customTaskKey(step);
+        return task === undefined ? [] : [{ task, position }];
+      });
+      custom.forEach(({ task, position }, i) => {
+        if (i === 0) this.#firstSteps.add(task);
+        else this.#laterSteps.add(task);
+        const next = custom[i + 1];
+        if (next === undefined || !this.#served.has(next.task)) return;
+        const successor = {
+          job: job.key,
+          from: position,
+          to: next.position,
+          task: next.task,
+          builtInsBetween: next.position - position - 1,
+        };
+        this.#successors.set(`${job.key}#${position}`, successor);
+        if (!this.#byTask.has(`${job.key}#${task}`)) this.#byTask.set(`${job.key}#${task}`, successor);
+      });
+    }
+  }
+
+  /** The served custom step that follows `task`'s (its first) step in `job`, if any. */
+  successorAfter(job: string, task: string): Successor | undefined {
+    return this.#byTask.get(`${job}#${task}`);
+  }
+
+  /** The served custom step that follows step `position` of `job`, if any. */
+  successorOf(job: string, position: number): Successor | undefined {
+    return this.#successors.get(`${job}#${position}`);
+  }
+
+  /**
+   * Whether a task can become pending without a report of ours coming first: it is some job's first custom
+   * step, or belongs to no job we know (then nothing is known of it, and today's idle polls stay).
+   */
+  arrivesUnannounced(task: string): boolean {
+    return this.#firstSteps.has(task) || !this.#laterSteps.has(task);
+  }
+
+  /** Whether a task is a step of any job at all (a task of no job's future is not worth an idle poll). */
+  inAnyJob(task: string): boolean {
+    return this.#firstSteps.has(task) || this.#laterSteps.has(task);
+  }
+}

@@ -1,0 +1,157 @@
+// Successor pacing: when a step of a job run is reported and the job's next custom step is a task df-worker
+// serves, that task's polls are placed around the learned delay from such a report to the step's arrival
+// (per pair of steps), and stop once it arrived or the window passed. Pure and clock-driven: the planner
+// asks `nextPollAt`, the budget gate still decides whether a poll is sent, and the month replay drives it.
+import type { Clock } from '../clock/clock.ts';
+import { pairKey, type Successor } from './pipeline-model.ts';
+
+export interface SuccessorPacingOptions {
+  /** Polls after a report before a pair has any history, as delays from the report (ms). */
+  burstMs?: readonly number[];
+  /** Polls spent on one awaited step once its pair has history (placed at the delays' quantiles). Default 16. */
+  pollsPerStep?: number;
+  /** Delays kept per pair (the newest). Default 50. */
+  historySize?: number;
+  /** Delays a pair needs before they replace the burst. Default 3. */
+  minHistory?: number;
+}
+
+/**
+ * The default burst: dense first (a step straight after ours is created at once), then spread out to an
+ * hour (built-in steps take 10 s to 10 min each): 14 polls.
+ */
+export const DEFAULT_BURST_MS: readonly number[] = [
+  1_000, 3_000, 8_000, 20_000, 45_000, 90_000, 180_000, 360_000, 600_000, 900_000, 1_350_000, 1_800_000,
+  2_700_000, 3_600_000,
+];
+
+interface Wait {
+  pair: string;
+  /** The job run awaited (the execution's `context.jobId`), when known. */
+  run?: string;
+  reportedAt: number;
+  /** Instants still to poll at, ascending. */
+  pollAt: number[];
+}
+
+/** The learned delays, as kept in the state folder beside the arrival profile. */
+export interface SuccessorDelays {
+  version: 1;
+  delaysMs: Record<string, number[]>;
+}
+
+export class SuccessorPacing {
+  readonly #clock: Clock;
+  readonly #burstMs: readonly number[];
+  readonly #pollsPerStep: number;
+  readonly #historySize: number;
+  readonly #minHistory: number;
+  readonly #delays = new Map<string, number[]>();
+  /** Awaited steps by task key, oldest report first (the service hands out the oldest execution first). */
+  readonly #waits = new Map<string, Wait[]>();
+
+  constructor(clock: Clock, options: SuccessorPacingOptions = {}) {
+    this.#clock = clock;
+    this.#burstMs = options.burstMs ?? DEFAULT_BURST_MS;
+    this.#pollsPerStep = Math.max(1, options.pollsPerStep ?? 16);
+    this.#historySize = Math.max(1, options.historySize ?? 50);
+    this.#minHistory = Math.max(1, options.minHistory ?? 3);
+  }
+
+  /** The step before `successor` was reported now: its arrival is awaited. */
+  reported(successor: Successor, run?: string): void {
+    const now = this.#clock.monotonic();
+    const pair = pairKey(successor);
+    const offsets = this.#offsets(pair);
+    const wait: Wait = { pair, reportedAt: now, pollAt: offsets.map((d) => now + d) };
+    if (run !== undefined) wait.run = run;
+    const list = this.#waits.get(successor.task) ?? [];
+    list.push(wait);
+    this.#waits.set(successor.task, list);
+  }
+
+  /**
+   * A poll of `task` claimed an execution created at `createdAt` (the service's own instant): the oldest
+   * awaited step of that task (of job run `run`, when given) arrived. Its delay is learned and its polls end.
+   * False when none was awaited (an execution of a job's first step, say).
+   */
+  arrived(task: string, createdAt: number, run?: string): boolean {
+    const list = this.#waits.get(task);
+    if (!list) return false;
+    const index = run === undefined ? 0 : list.findIndex((w) => w.run === run);
+    if (index < 0) return false;
+    const [wait] = list.splice(index, 1) as [Wait];
+    if (list.length === 0) this.#waits.delete(task);
+    const delays = this.#delays.get(wait.pair) ?? [];
+    delays.push(Math.max(0, createdAt - wait.reportedAt));
+    if (delays.length > this.#historySize) delays.splice(0, delays.length - this.#historySize);
+    this.#delays.set(wait.pair, delays);
+    return true;
+  }
+
+  /** The next instant a poll of `task` is due for an awaited step, or undefined when none is awaited. */
+  nextPollAt(task: string): number | undefined {
+    let next: number | undefined;
+    for (const wait of this.#waits.get(task) ?? []) {
+      const at = wait.pollAt[0];
+      if (at !== undefined && (next === undefined || at < next)) next = at;
+    }
+    return next;
+  }
+
+  /** Tasks with an awaited step, for the planner's sweep. */
+  awaitedTasks(): string[] {
+    return [...this.#waits.keys()];
+  }
+
+  /** A poll of `task` was sent now (found nothing, or what it found was passed to `arrived`). */
+  polled(task: string): void {
+    const list = this.#waits.get(task);
+    if (!list) return;
+    const now = this.#clock.monotonic();
+    for (const wait of list) while (wait.pollAt.length > 0 && wait.pollAt[0]! <= now) wait.pollAt.shift();
+    // A wait whose polls are spent has passed its window: the step is given up to the idle polls.
+    const open = list.filter((w) => w.pollAt.length > 0);
+    if (open.length === 0) this.#waits.delete(task);
+    else this.#waits.set(task, open);
+  }
+
+  /** Learned delays of a pair of steps (ms, oldest first). */
+  delaysOf(successor: Pick<Successor, 'job' | 'from' | 'to'>): readonly number[] {
+    return this.#delays.get(pairKey(successor)) ?? [];
+  }
+
+  snapshot(): SuccessorDelays {
+    return { version: 1, delaysMs: Object.fromEntries(this.#delays) };
+  }
+
+  /** Takes back what `snapshot` saved; ignores what is not of its shape. */
+  restore(saved: unknown): void {
+    const delays = (saved as Partial<SuccessorDelays> | null)?.delaysMs;
+    if (typeof delays !== 'object' || delays === null) return;
+    for (const [pair, list] of Object.entries(delays)) {
+      if (Array.isArray(list) && list.every((d) => typeof d === 'number' && d >= 0)) {
+        this.#delays.set(pair, list.slice(-this.#historySize));
+      }
+    }
+  }
+
+  /** Delays from the report to poll at: the burst, or the learned delays' quantiles and one tail poll. */
+  #offsets(pair: string): number[] {
+    const history = this.#delays.get(pair) ?? [];
+    if (history.length < this.#minHistory) return [...this.#burstMs];
+    const sorted = [...history].sort((a, b) => a - b);
+    const n = this.#pollsPerStep;
+    const offsets = new Set<number>();
+    // A poll at each 1/(n-1) quantile, the first at the shortest delay seen: the wait after an arrival is
+    // at most one gap, and each gap holds an equal share of the pair's arrivals.
+    for (let k = 0; k < n - 1; k++) {
+      const index = Math.min(sorted.length - 1, Math.ceil((k / Math.max(1, n - 2)) * (sorted.length - 1)));
+      offsets.add(Math.round(sorted[index]!) + 500);
+    }
+    // Polls past the longest seen, for an arrival later than any before.
+    offsets.add(Math.round(sorted.at(-1)! * 1.5) + 1_000);
+    offsets.add(Math.round(sorted.at(-1)! * 3) + 1_000);
+    return [...offsets].sort((a, b) => a - b);
+  }
+}
