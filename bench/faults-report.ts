@@ -247,27 +247,7 @@ if (issue36.length > 0) {
   const builds: { label: string; root: string | undefined }[] = [];
   if (baseline36 !== 'none') builds.push({ label: baseline36, root: baselineCheckout(baseline36) });
   builds.push({ label: 'now', root: undefined });
-  const rows: string[][] = [];
-  for (const scenario of issue36) {
-    const cells: string[][] = ISSUE_26_COLUMNS.map(() => []);
-    for (const build of builds) {
-      if (build.root === undefined) delete process.env.DF_WORKER_UNDER_TEST;
-      else process.env.DF_WORKER_UNDER_TEST = build.root;
-      try {
-        const result = await timed(`${scenario.name} (${build.label})`, () => scenario.run());
-        ISSUE_26_COLUMNS.forEach((column, i) => cells[i]!.push(column.cell(result)));
-        details.push(`${scenario.name} (${build.label}): ${result.detail}`);
-        if (build.root === undefined && !result.completed) remarks.push(`${scenario.name}: goal not met now`);
-      } catch (error) {
-        for (const cell of cells) cell.push('-');
-        const message = (error as Error).message.split('\n')[0]!;
-        details.push(`${scenario.name} (${build.label}): did not complete: ${message}`);
-        if (build.root === undefined) remarks.push(`${scenario.name}: did not complete now: ${message}`);
-      }
-    }
-    rows.push([scenario.name, ...cells.map((c) => c.join(' / '))]);
-  }
-  delete process.env.DF_WORKER_UNDER_TEST;
+  const rows = await rowsOnBuilds(issue36, builds, ISSUE_26_COLUMNS);
   console.log(`Issue 36's rows, each cell ${builds.map((b) => b.label).join(' / ')}:`);
   printTable(['scenario', ...ISSUE_26_COLUMNS.map((c) => c.title)], rows);
 }
