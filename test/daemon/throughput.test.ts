@@ -50,7 +50,14 @@ describe('daemon throughput within the per-second budget', () => {
     }
     worker.wake();
     const started = Date.now();
-    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 90_000);
+    await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 90_000).catch(
+      (error: unknown) => {
+        // Name what is missing: an execution claimed and never reported is a lost one, not a slow run.
+        const unreported = emulator.executions().filter((e) => e.reports.length === 0);
+        const shown = unreported.map((e) => `${e.id} ${e.status} ${JSON.stringify(e.input)}`).join('; ');
+        throw new Error(`${(error as Error).message}; not reported: ${shown}`);
+      },
+    );
     const elapsedMs = Date.now() - started;
 
     const executions = emulator.executions();
