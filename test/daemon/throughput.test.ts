@@ -52,9 +52,15 @@ describe('daemon throughput within the per-second budget', () => {
     const started = Date.now();
     await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), '60 reports', 90_000).catch(
       (error: unknown) => {
-        // Name what is missing: an execution claimed and never reported is a lost one, not a slow run.
+        // Name what is missing: an execution claimed and never reported is a lost one; one never claimed is
+        // work the daemon left pending (the emulator keeps both IN_PROGRESS, as the service does).
         const unreported = emulator.executions().filter((e) => e.reports.length === 0);
-        const shown = unreported.map((e) => `${e.id} ${e.status} ${JSON.stringify(e.input)}`).join('; ');
+        const shown = unreported
+          .map(
+            (e) =>
+              `${e.id} ${e.claimedAt ? `claimed at ${e.claimedAt}` : 'never claimed'} ${JSON.stringify(e.input)}`,
+          )
+          .join('; ');
         throw new Error(`${(error as Error).message}; not reported: ${shown}`);
       },
     );
