@@ -224,11 +224,13 @@ export class JournalReplay {
       (e) => e.phase === 'claimed' && mode === 'rerun' && (quarantine || (e.starts ?? 1) >= 2),
     );
     this.#suspects = [...suspects];
-    for (const entry of pending) if (!suspects.includes(entry)) scheduler.enqueue(() => replay(entry));
+    const taskOf = (entry: JournalEntry) => ({ taskId: entry.taskId, key: entry.taskKey });
+    for (const entry of pending)
+      if (!suspects.includes(entry)) scheduler.enqueue(() => replay(entry), taskOf(entry));
     if (quarantine && suspects.length > 0) this.#quarantined++;
     const next = () => {
       const entry = this.#suspects.shift();
-      if (entry) scheduler.enqueue(() => replay(entry).finally(next));
+      if (entry) scheduler.enqueue(() => replay(entry).finally(next), taskOf(entry));
       else if (quarantine && this.#quarantined > 0) {
         this.#quarantined--;
         scheduler.wake();

@@ -103,8 +103,8 @@ export class Scheduler {
   /** Polls out (waiting for the budget or for their answer), by task id: at most one per task. */
   readonly #polling = new Map<string, Promise<void>>();
   /** Work waiting for a free slot (a journal replay), started before any poll. */
-  readonly #backlog: Array<() => Promise<void>> = [];
-  /** Executions running, by task id (a journal replay counts against the concurrency only). */
+  readonly #backlog: Array<{ work: () => Promise<void>; taskId: string | undefined }> = [];
+  /** Executions running, by task id (polled ones, and journal replays that name their task). */
   readonly #runningByTask = new Map<string, number>();
   #nudge = new AbortController();
   #unauthorized = false;
@@ -163,10 +163,11 @@ export class Scheduler {
   /**
    * Runs `work` (an execution owed from before, such as a journal replay) in the next free slot, ahead of
    * polls: it counts against the concurrency like a polled execution, and polling goes on in the other slots.
-   * `work` must not reject. Work still waiting when the loop stops is started by `drained()`.
+   * With `task`, it counts against that task's own limit too, and waits while the task is at it. `work` must not
+   * reject. Work still waiting when the loop stops is started by `drained()`.
    */
-  enqueue(work: () => Promise<void>): void {
-    this.#backlog.push(work);
+  enqueue(work: () => Promise<void>, task?: PolledTask): void {
+    this.#backlog.push({ work, taskId: task?.taskId });
     this.#o.onReportsOwed?.(this.reportsOwed);
     this.#nudge.abort();
   }
@@ -177,8 +178,8 @@ export class Scheduler {
    */
   async drained(): Promise<void> {
     for (;;) {
-      while (this.#backlog.length > 0 && this.#busy < this.#o.concurrency) {
-        this.#track(this.#backlog.shift()!());
+      for (let owed = this.#nextOwed(); owed && this.#busy < this.#o.concurrency; owed = this.#nextOwed()) {
+        this.#track(owed.work(), owed.taskId);
       }
       if (this.#busy === 0) return;
       await Promise.race([...this.#running, ...this.#polling.values()].map((p) => p.catch(() => undefined)));
@@ -194,9 +195,9 @@ export class Scheduler {
         await this.#waitForNudge(Infinity);
         continue;
       }
-      const owed = this.#backlog.shift();
+      const owed = this.#nextOwed();
       if (owed) {
-        this.#track(owed());
+        this.#track(owed.work(), owed.taskId);
         continue;
       }
       const blocked = this.#o.claimBlocker?.();
@@ -377,6 +378,17 @@ export class Scheduler {
         'this worker between polledAt and lostAt that no one will run or report; look for it on the service',
     );
     this.#o.onPollAnswerLost?.(task, reason);
+  }
+
+  /** Takes the first owed work whose task (if it names one) is below its own limit. */
+  #nextOwed(): { work: () => Promise<void>; taskId: string | undefined } | undefined {
+    const index = this.#backlog.findIndex(({ taskId }) => {
+      if (taskId === undefined) return true;
+      const task = this.#o.planner.tasks.find((t) => t.taskId === taskId);
+      const limit = task && this.#o.taskConcurrency?.({ taskId, key: task.key });
+      return limit === undefined || (this.#runningByTask.get(taskId) ?? 0) < limit;
+    });
+    return index < 0 ? undefined : this.#backlog.splice(index, 1)[0];
   }
 
   /** Task ids not to poll now: a poll out, or no slot they may take (slot-share.ts). */

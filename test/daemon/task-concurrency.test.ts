@@ -1,7 +1,11 @@
 // defineTask({ concurrency }) through the standalone daemon: handlers loaded, their task matched on the
 // service, and the scheduler keeping that task to its limit while the other task uses the slots left.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHarness, waitFor, type Harness } from './harness.ts';
+import type { TaskExecution } from '../../src/api/types.ts';
+import { Journal } from '../../src/journal/journal.ts';
+import { startHarness, TEST_KEY, waitFor, type Harness } from './harness.ts';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -53,6 +57,72 @@ describe('a task declaring concurrency', () => {
       releases[released]!();
     }
     await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), 'every execution reported');
+    expect(mostRunning).toBe(1);
+  });
+
+  it('replays the executions an earlier run left claimed within the same limit, one at a time', async () => {
+    let running = 0;
+    let mostRunning = 0;
+    const releases: Array<() => void> = [];
+    harness = await startHarness({
+      settings: { concurrency: 4, 'budget.perSecond': 50, 'budget.perMinute': 1_000 },
+      emulator: { limits: { perSecond: 50, perMinute: 1_000, perMonth: 40_000 } },
+      handlers: [
+        {
+          key: 'one-at-a-time',
+          concurrency: 1,
+          handle: async () => {
+            mostRunning = Math.max(mostRunning, ++running);
+            await new Promise<void>((resolve) => releases.push(resolve));
+            running--;
+            return {};
+          },
+        },
+        { key: 'other', handle: () => ({}) },
+      ],
+      start: false,
+    });
+    const h = harness;
+    // Three claims an earlier run journaled and died with, as the journal keeps them.
+    const journal = await Journal.open(h.stateDir, { logger: { warn: () => undefined } });
+    const claimed: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const queued = h.emulator.enqueueExecution('one-at-a-time', { i });
+      const answer = await fetch(`${h.emulator.url}/v1/data-factory/tasks/${queued.taskId}/poll`, {
+        headers: { 'x-api-key': TEST_KEY },
+      });
+      const execution = (await answer.json()) as TaskExecution;
+      await journal.recordClaim({
+        executionId: execution.id,
+        taskId: execution.taskId,
+        taskKey: 'one-at-a-time',
+        input: execution.input,
+        claimedAt: new Date().toISOString(),
+      });
+      claimed.push(execution.id);
+    }
+    await writeFile(
+      join(h.stateDir, 'budget.json'),
+      JSON.stringify({ monthKey: new Date().toISOString().slice(0, 7), used: 3, sentAt: [] }),
+    );
+    const others = [1, 2, 3].map(() => h.emulator.enqueueExecution('other', {}).id);
+    await h.worker.start();
+    h.worker.wake();
+    await waitFor(() => running === 1, 'the first replay to start');
+    // The other task is served in the slots left while the replays wait for the task's one slot.
+    await waitFor(
+      () => others.every((id) => (h.emulator.execution(id)?.reports.length ?? 0) > 0),
+      'the other task to be served',
+    );
+    expect(running).toBe(1);
+    for (let released = 0; released < 3; released++) {
+      await waitFor(() => releases.length > released, `replay ${released + 1} to start`);
+      releases[released]!();
+    }
+    await waitFor(
+      () => claimed.every((id) => (h.emulator.execution(id)?.reports.length ?? 0) > 0),
+      'every replay reported',
+    );
     expect(mostRunning).toBe(1);
   });
 });
