@@ -8,7 +8,7 @@ import type { Clock } from '../clock/clock.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
 import { isNonRetryableError, type TaskModule, type TaskSummary } from '../handlers/define-task.ts';
 import { inlineHost, type AttemptHost, type HostResult } from './attempt-host.ts';
-import { attemptTmpPath, removeAttemptTmpDir } from './attempt-tmp-dir.ts';
+import { attemptTmpPath, removeAttemptTmpDir, sweepAttemptTmpDirsOnce } from './attempt-tmp-dir.ts';
 import { HandlerCrashError, HandlerTimeoutError, summariseError, truncateMessage } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput, type OutputCheck } from './output.ts';
@@ -298,6 +298,7 @@ async function runAttempt(
       : AbortSignal.any([attemptController.signal, shutdownSignal]);
 
   const tmpDir = attemptTmpPath();
+  void sweepAttemptTmpDirsOnce(logger);
   const timer = new AbortController();
   clock.sleep(timeoutMs, timer.signal).then(
     () => attemptController.abort(timeoutError),
