@@ -136,6 +136,33 @@ function executionItem(
           </tr>`
         }
         ${
+          service?.timeouts &&
+          service.timeouts.length > 0 &&
+          html`<tr>
+            <th>Timed out</th>
+            <td>
+              ${service.timeouts.map(
+                (t) =>
+                  html`<div class="timeout">
+                    claimed ${shortTime(t.claimedAt)}, not reported in time, timed out ${shortTime(t.at)}:
+                    ${
+                      t.requeuedAs === id
+                        ? 'queued again under its id'
+                        : html`queued again as <a href="#x-${t.requeuedAs}">${t.requeuedAs}</a>`
+                    }
+                  </div>`,
+              )}
+            </td>
+          </tr>`
+        }
+        ${
+          service?.requeuedFrom !== undefined &&
+          html`<tr>
+            <th>Queued again from</th>
+            <td><a href="#x-${service.requeuedFrom}">${service.requeuedFrom}</a> (it timed out)</td>
+          </tr>`
+        }
+        ${
           service &&
           html`<tr>
             <th>Reports</th>

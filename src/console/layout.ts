@@ -32,6 +32,7 @@ details > summary { cursor: pointer; }
 .status-COMPLETED { color: #2e7d32; font-weight: 600; }
 .status-FAILED { color: #c62828; font-weight: 600; }
 .status-IN_PROGRESS { color: #ef6c00; font-weight: 600; }
+.status-TIMED_OUT { color: #6a1b9a; font-weight: 600; }
 .note { color: #555; background: #fff8e1; border: 1px solid #ffe082; padding: 6px 10px; }
 .form-error { color: #c62828; font-weight: 600; }
 form.inline { display: inline; }

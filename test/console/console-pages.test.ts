@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mountConsole } from '../../src/console/index.ts';
 import { NO_WORKER_NOTE } from '../../src/console/executions-view.ts';
+import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 
 let emulator: Emulator;
@@ -30,6 +31,11 @@ function get(path: string, headers: Record<string, string> = {}, method = 'GET')
   );
 }
 
+async function fetchText(url: string): Promise<{ status: number; body: string }> {
+  const answer = await fetch(url);
+  return { status: answer.status, body: await answer.text() };
+}
+
 describe('the console pages', () => {
   it('shows what the service knows and says that attempts come from a worker', async () => {
     emulator.createTask({ key: 'greet', inputKeys: [{ key: 'name', description: '' }] });
@@ -47,6 +53,37 @@ describe('the console pages', () => {
     const { body } = await get('/console');
     expect(body).toContain('<th>Other fields</th>');
     expect(body).toContain('timeoutSeconds=3600, concurrentExecLimit=2');
+  });
+
+  it('shows a claim the service timed out, styled apart, with the copy it queued again and a link between them', async () => {
+    const clock = new ManualClock(Date.parse('2026-12-02T09:00:00Z'));
+    const timed = new Emulator({ adminToken: 'the-token', clock, apiKeys: ['console-key'] });
+    mountConsole(timed, { mode: 'emulator' });
+    await timed.listen(0);
+    try {
+      const task = timed.createTask({ key: 'slow' });
+      timed.setResponseTimeout('slow', { ms: 1_000 });
+      const sameId = timed.createTask({ key: 'slow-same' });
+      timed.setResponseTimeout('slow-same', { ms: 1_000, requeue: 'same-id' });
+      const first = timed.enqueueExecution('slow', {});
+      const again = timed.enqueueExecution('slow-same', {});
+      for (const id of [task.id, sameId.id]) {
+        const poll = await fetch(`${timed.url}/v1/data_factory/tasks/${id}/poll`, {
+          headers: { 'x-api-key': 'console-key' },
+        });
+        expect(poll.status).toBe(200);
+      }
+      await clock.advance(1_500);
+      const { body } = await fetchText(`${timed.url}/console`);
+      const copy = timed.executions().find((e) => e.requeuedFrom === first.id)!;
+      expect(body).toContain(`<span class="status status-TIMED_OUT">TIMED_OUT</span`);
+      expect(body).toContain(`queued again as <a href="#x-${copy.id}">${copy.id}</a>`);
+      expect(body).toContain(`<a href="#x-${first.id}">${first.id}</a> (it timed out)`);
+      expect(body).toMatch(new RegExp(`data-execution="${again.id}"[\\s\\S]*?queued again under its id`));
+      expect(body).toContain('.status-TIMED_OUT {');
+    } finally {
+      await timed.close();
+    }
   });
 
   it('escapes user data: a <script> in an input is text', async () => {
