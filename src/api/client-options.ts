@@ -163,6 +163,24 @@ const PHASE_OF: Record<keyof typeof TIMEOUT_DEFAULTS, TimeoutPhase> = {
   answerTimeoutMs: 'answer',
 };
 
+/** `options` whose metrics hook tells `onResponse` too, after the hook they had, whatever that one throws. */
+export function alsoTelling(
+  options: ServiceClientOptions,
+  onResponse: (event: ResponseEvent) => void,
+): ServiceClientOptions {
+  const own = options.onResponse;
+  return {
+    ...options,
+    onResponse: (event) => {
+      try {
+        own?.(event);
+      } finally {
+        onResponse(event);
+      }
+    },
+  };
+}
+
 /** The node:http transport the options describe, each limit checked and named as the user set it. */
 export function httpTransport(
   options: ServiceClientOptions,

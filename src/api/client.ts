@@ -1,9 +1,8 @@
 // ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
-// page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
-import { systemClock, type Clock } from '../clock/clock.ts';
-import { ServiceClock } from '../clock/service-clock.ts';
-import { redactor } from '../errors/redact.ts';
-import { defaultUserAgent, httpTransport } from './client-options.ts';
+// page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook; how a
+// request is sent and its answer observed is the request channel's (request-channel.ts).
+import type { ServiceClock } from '../clock/service-clock.ts';
+import { alsoTelling } from './client-options.ts';
 import type {
   ExecutionReport,
   FileUpload,
@@ -13,22 +12,25 @@ import type {
   ServiceTransport,
   VariableUpdateOptions,
 } from './client-options.ts';
-import { ResponseValidationError, ServiceClientError } from './errors.ts';
-import { checkPageSize, MAX_PAGE_SIZE, parseBaseUrl, serializeReport, toBlob } from './outgoing.ts';
+import {
+  checkPageSize,
+  MAX_PAGE_SIZE,
+  serializeReport,
+  serializeTask,
+  serializeVariable,
+  toBlob,
+} from './outgoing.ts';
 import type { ServicePaths } from './paths.ts';
 import { checkUploadSize } from './file-limits.ts';
 import { PathStyleHolder, type PathStyleResolution, type PathStyleSetting } from './path-style.ts';
-import { parseJsonBody, parseRetryAfter, toServiceError } from './response.ts';
-import type { Answer } from './response.ts';
-import { URL_SETTING } from './settings.ts';
-import type { OutgoingRequest } from './transport.ts';
+import { RequestChannel, type AuthMode } from './request-channel.ts';
+import { parseJsonBody } from './response.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import {
   parseJob,
   parseJobExecution,
   parseListEnvelope,
   parseServiceFile,
-  parseVariable,
   parseTask,
   parseTaskExecution,
 } from './validate.ts';
@@ -37,7 +39,6 @@ import type {
   JobExecution,
   JsonObject,
   ListEnvelope,
-  Operation,
   ServiceFile,
   Task,
   TaskDefinition,
@@ -57,61 +58,24 @@ export type {
   VariableUpdateOptions,
 } from './client-options.ts';
 
-type AuthMode = NonNullable<ServiceClientOptions['authMode']>;
-
 export class ServiceClient {
-  readonly #apiKey: () => string;
-  /** Removes the API key (raw or URL-encoded) from text that came from outside, e.g. an echoed URL. */
-  readonly #redact: (text: string) => string;
-  readonly #authMode: AuthMode;
+  readonly #channel: RequestChannel;
   /** The spelling of the paths, found by a probe before the first request under `auto`; shared with siblings. */
   readonly #pathStyle: PathStyleHolder;
-  readonly #baseUrl: string;
-  /** Scheme, host and port: what a request's path is relative to. */
-  readonly #origin: string;
-  readonly #transport: ServiceTransport;
-  readonly #gate: RequestGate | undefined;
-  readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
-  readonly #userAgent: string;
   readonly #options: ServiceClientOptions;
-  readonly #urlSetting: string;
-  readonly #clock: Pick<Clock, 'now' | 'monotonic'>;
   /** The service's clock, learnt from its answers' Date headers: where its createdAt instants fall locally. */
   readonly serviceClock: ServiceClock;
-  /** A sibling made by withGate() shares the transport of the client that made it, which alone closes it. */
-  readonly #ownsTransport: boolean;
-  #closed = false;
 
+  /** `shared`: a sibling made by withGate() or observed() uses the transport of the client that made it. */
   constructor(
     options: ServiceClientOptions,
     shared?: { transport: ServiceTransport; pathStyle: PathStyleHolder },
   ) {
-    if (typeof options.apiKey !== 'string' || options.apiKey === '') {
-      throw new TypeError('ServiceClient needs a non-empty apiKey');
-    }
-    this.#urlSetting = options.urlSetting ?? URL_SETTING;
-    this.#clock = options.clock ?? systemClock;
-    this.serviceClock = new ServiceClock(this.#clock);
-    const url = parseBaseUrl(options.baseUrl, this.#urlSetting);
-    const source = options.apiKeySource;
-    const initial = options.apiKey;
-    this.#apiKey = source ? () => source.current() : () => initial;
-    this.#redact = source
-      ? (text) => redactor([initial, ...(source.held?.() ?? [source.current()])])(text)
-      : redactor([initial]);
-    this.#authMode = options.authMode ?? 'header';
-    this.#pathStyle = shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'hyphen', url.pathname);
-    this.#origin = url.origin;
-    this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-    this.#gate = options.gate;
-    this.#onResponse = options.onResponse;
-    this.#userAgent = options.userAgent ?? defaultUserAgent();
-    this.#ownsTransport = shared === undefined;
+    this.#channel = new RequestChannel(options, shared?.transport);
+    this.serviceClock = this.#channel.serviceClock;
+    this.#pathStyle =
+      shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'hyphen', this.#channel.basePath);
     this.#options = options;
-    this.#transport =
-      shared?.transport ??
-      options.transport ??
-      httpTransport(options, url.origin, this.#urlSetting, this.#redact);
   }
 
   /** Every task, following pages until `totalElements` are collected or a page comes back empty. */
@@ -135,7 +99,7 @@ export class ServiceClient {
     if (this.#pathStyle.style === undefined) {
       const probed = await this.#pathStyle.resolve(
         (paths) => this.#listPage(paths, page, size, signal),
-        this.#urlSetting,
+        this.#channel.urlSetting,
       );
       if (probed !== undefined) return probed;
     }
@@ -144,21 +108,21 @@ export class ServiceClient {
 
   async getTask(id: string, signal?: AbortSignal): Promise<Task> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'tasks.get',
-      this.#request('GET', this.#paths().task(id)),
+      this.#channel.request('GET', this.#paths().task(id)),
       signal,
-      this.#json('tasks.get', parseTask),
+      this.#channel.json('tasks.get', parseTask),
     );
   }
 
   async createTask(definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'tasks.create',
-      this.#request('POST', this.#paths().tasks(), undefined, taskBody(definition)),
+      this.#channel.request('POST', this.#paths().tasks(), undefined, serializeTask(definition)),
       signal,
-      this.#json('tasks.create', parseTask),
+      this.#channel.json('tasks.create', parseTask),
     );
   }
 
@@ -168,23 +132,23 @@ export class ServiceClient {
    */
   async updateTask(id: string, definition: TaskDefinition, signal?: AbortSignal): Promise<Task> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'tasks.update',
-      this.#request('PUT', this.#paths().task(id), undefined, taskBody(definition, id)),
+      this.#channel.request('PUT', this.#paths().task(id), undefined, serializeTask(definition, id)),
       signal,
-      this.#json('tasks.update', parseTask),
+      this.#channel.json('tasks.update', parseTask),
     );
   }
 
   async deleteTask(id: string, signal?: AbortSignal): Promise<void> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     // The service answers a bare success status (part 4.1); whatever body comes with it is ignored.
-    return await this.#call(
+    return await this.#channel.call(
       'tasks.delete',
-      this.#request('DELETE', this.#paths().task(id)),
+      this.#channel.request('DELETE', this.#paths().task(id)),
       signal,
       (answer) => {
-        this.#ensureSuccess('tasks.delete', answer);
+        this.#channel.ensureSuccess('tasks.delete', answer);
       },
     );
   }
@@ -197,20 +161,20 @@ export class ServiceClient {
    */
   async pollTask(taskId: string, signal?: AbortSignal, cut?: AbortSignal): Promise<TaskExecution | null> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'tasks.poll',
-      this.#request('GET', this.#paths().poll(taskId)),
+      this.#channel.request('GET', this.#paths().poll(taskId)),
       signal,
       (answer) => {
         if (answer.status === 404) {
-          const error = toServiceError('tasks.poll', answer, this.#redact);
+          const error = this.#channel.serviceError('tasks.poll', answer);
           // Only the service's NOT_FOUND envelope says "nothing pending". Any other 404 (an HTML page, an empty
           // body, a `{message}` of a route the server does not have) is a wrong URL, spelling or proxy: reading
           // it as null would poll an empty queue forever without anyone noticing.
           if (error.code === 'NOT_FOUND') return null;
           throw error;
         }
-        this.#ensureSuccess('tasks.poll', answer);
+        this.#channel.ensureSuccess('tasks.poll', answer);
         return parseTaskExecution('tasks.poll', parseJsonBody('tasks.poll', answer));
       },
       { sentSignal: cut ?? null },
@@ -219,11 +183,11 @@ export class ServiceClient {
 
   async getExecution(id: string, signal?: AbortSignal): Promise<TaskExecution> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'executions.get',
-      this.#request('GET', this.#paths().execution(id)),
+      this.#channel.request('GET', this.#paths().execution(id)),
       signal,
-      this.#json('executions.get', parseTaskExecution),
+      this.#channel.json('executions.get', parseTaskExecution),
     );
   }
 
@@ -240,11 +204,11 @@ export class ServiceClient {
   ): Promise<TaskExecution> {
     const body = serializeReport(id, report);
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'executions.report',
-      this.#request('PATCH', this.#paths().execution(id), undefined, body),
+      this.#channel.request('PATCH', this.#paths().execution(id), undefined, body),
       signal,
-      this.#json('executions.report', parseTaskExecution),
+      this.#channel.json('executions.report', parseTaskExecution),
       { ...(beforeSend ? { beforeSend } : {}) },
     );
   }
@@ -257,7 +221,7 @@ export class ServiceClient {
   withGate(gate: RequestGate): ServiceClient {
     return new ServiceClient(
       { ...this.#options, gate },
-      { transport: this.#transport, pathStyle: this.#pathStyle },
+      { transport: this.#channel.transport, pathStyle: this.#pathStyle },
     );
   }
 
@@ -266,20 +230,10 @@ export class ServiceClient {
    * attempt's `ctx.service` calls, for its trace). It shares this client's connections, as withGate's does.
    */
   observed(onResponse: (event: ResponseEvent) => void): ServiceClient {
-    const own = this.#options.onResponse;
-    return new ServiceClient(
-      {
-        ...this.#options,
-        onResponse: (event) => {
-          try {
-            own?.(event);
-          } finally {
-            onResponse(event);
-          }
-        },
-      },
-      { transport: this.#transport, pathStyle: this.#pathStyle },
-    );
+    return new ServiceClient(alsoTelling(this.#options, onResponse), {
+      transport: this.#channel.transport,
+      pathStyle: this.#pathStyle,
+    });
   }
 
   /**
@@ -293,33 +247,33 @@ export class ServiceClient {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
     const form = new FormData();
     form.append('file', blob, file.name);
-    return await this.#call(
+    return await this.#channel.call(
       'files.upload',
-      this.#request('POST', this.#paths().files(), undefined, form),
+      this.#channel.request('POST', this.#paths().files(), undefined, form),
       signal,
-      this.#json('files.upload', parseServiceFile),
+      this.#channel.json('files.upload', parseServiceFile),
     );
   }
 
   /** The v2 file record with this id; 404 when there is none. */
   async getFile(id: string, signal?: AbortSignal): Promise<ServiceFile> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'files.get',
-      this.#request('GET', this.#paths().file(id)),
+      this.#channel.request('GET', this.#paths().file(id)),
       signal,
-      this.#json('files.get', parseServiceFile),
+      this.#channel.json('files.get', parseServiceFile),
     );
   }
 
   /** The variable with its version (`etag`, from the ETag header) for a later conditional update. */
   async getVariable(id: string, signal?: AbortSignal): Promise<VersionedVariable> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'variables.get',
-      this.#request('GET', this.#paths().variable(id)),
+      this.#channel.request('GET', this.#paths().variable(id)),
       signal,
-      this.#versioned('variables.get'),
+      this.#channel.versioned('variables.get'),
     );
   }
 
@@ -332,16 +286,16 @@ export class ServiceClient {
     update: VariableUpdate,
     options: VariableUpdateOptions = {},
   ): Promise<VersionedVariable> {
-    const { key, name, value, secret, status = 'ACTIVE' } = update;
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(options.signal);
-    const request = this.#request(
-      'PUT',
-      this.#paths().variable(id),
-      undefined,
-      JSON.stringify({ id, key, name, value, secret, status }),
-    );
+    const body = serializeVariable(id, update);
+    const request = this.#channel.request('PUT', this.#paths().variable(id), undefined, body);
     if (options.ifMatch !== undefined) request.headers['if-match'] = options.ifMatch;
-    return await this.#call('variables.update', request, options.signal, this.#versioned('variables.update'));
+    return await this.#channel.call(
+      'variables.update',
+      request,
+      options.signal,
+      this.#channel.versioned('variables.update'),
+    );
   }
 
   /**
@@ -353,11 +307,11 @@ export class ServiceClient {
     checkPageSize(size);
     const jobs: Job[] = [];
     for (let page = 0; ; page++) {
-      const envelope = await this.#call(
+      const envelope = await this.#channel.call(
         'jobs.list',
-        this.#request('GET', this.#paths().jobs(), { page: String(page), size: String(size) }),
+        this.#channel.request('GET', this.#paths().jobs(), { page: String(page), size: String(size) }),
         options.signal,
-        this.#json('jobs.list', (operation, value) => parseListEnvelope(operation, value, parseJob)),
+        this.#channel.json('jobs.list', (operation, value) => parseListEnvelope(operation, value, parseJob)),
       );
       jobs.push(...envelope.data);
       if (envelope.data.length === 0 || jobs.length >= envelope.totalElements) return jobs;
@@ -366,11 +320,11 @@ export class ServiceClient {
 
   async getJobExecution(id: string, signal?: AbortSignal): Promise<JobExecution> {
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'jobExecutions.get',
-      this.#request('GET', this.#paths().jobExecution(id)),
+      this.#channel.request('GET', this.#paths().jobExecution(id)),
       signal,
-      this.#json('jobExecutions.get', parseJobExecution),
+      this.#channel.json('jobExecutions.get', parseJobExecution),
     );
   }
 
@@ -380,15 +334,14 @@ export class ServiceClient {
       throw new TypeError('createJobExecution needs a plain JSON object as its body; nothing was sent');
     }
     if (this.#pathStyle.style === undefined) await this.resolvePathStyle(signal);
-    return await this.#call(
+    return await this.#channel.call(
       'jobExecutions.create',
-      this.#request('POST', this.#paths().jobExecutions(), undefined, JSON.stringify(body)),
+      this.#channel.request('POST', this.#paths().jobExecutions(), undefined, JSON.stringify(body)),
       signal,
-      this.#json('jobExecutions.create', parseJobExecution),
+      this.#channel.json('jobExecutions.create', parseJobExecution),
     );
   }
 
-  /** Closes the pooled connections once in-flight requests finish; later calls fail without sending. */
   /**
    * The spelling of the data-factory paths, found under `auto` by the first task list (underscore first, then
    * hyphen) and kept for the process: a first request of another kind sends a task list of size 1 before it.
@@ -397,7 +350,7 @@ export class ServiceClient {
    * Requests skip it once the spelling is known (no await: a poll reaches the gate in the same tick).
    */
   async resolvePathStyle(signal?: AbortSignal): Promise<PathStyleResolution | undefined> {
-    await this.#pathStyle.resolve((paths) => this.#listPage(paths, 0, 1, signal), this.#urlSetting);
+    await this.#pathStyle.resolve((paths) => this.#listPage(paths, 0, 1, signal), this.#channel.urlSetting);
     return this.#pathStyle.found;
   }
 
@@ -412,11 +365,11 @@ export class ServiceClient {
     size: number,
     signal: AbortSignal | undefined,
   ): Promise<ListEnvelope<Task>> {
-    return await this.#call(
+    return await this.#channel.call(
       'tasks.list',
-      this.#request('GET', paths.tasks(), { page: String(page), size: String(size) }),
+      this.#channel.request('GET', paths.tasks(), { page: String(page), size: String(size) }),
       signal,
-      this.#json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
+      this.#channel.json('tasks.list', (operation, value) => parseListEnvelope(operation, value, parseTask)),
     );
   }
 
@@ -424,153 +377,21 @@ export class ServiceClient {
     return this.#pathStyle.paths;
   }
 
+  /** Closes the pooled connections once in-flight requests finish; later calls fail without sending. */
   async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#ownsTransport) await this.#transport.close();
+    await this.#channel.close();
   }
 
   toString(): string {
-    return `ServiceClient(${this.#baseUrl})`;
+    return `ServiceClient(${this.#channel.baseUrl})`;
   }
 
   toJSON(): { baseUrl: string; authMode: AuthMode; pathStyle: PathStyleSetting } {
-    return { baseUrl: this.#baseUrl, authMode: this.#authMode, pathStyle: this.#pathStyle.style ?? 'auto' };
+    const { baseUrl, authMode } = this.#channel;
+    return { baseUrl, authMode, pathStyle: this.#pathStyle.style ?? 'auto' };
   }
 
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return `ServiceClient ${JSON.stringify(this.toJSON())}`;
   }
-
-  async #call<T>(
-    operation: Operation,
-    request: OutgoingRequest,
-    signal: AbortSignal | undefined,
-    interpret: (answer: Answer) => T,
-    // What aborts the request once it has left the gate: by default the caller's signal; null for nothing.
-    // `beforeSend` runs between the gate and the send.
-    { sentSignal, beforeSend }: { sentSignal?: AbortSignal | null; beforeSend?: () => Promise<void> } = {},
-  ): Promise<T> {
-    if (this.#closed) {
-      throw new ServiceClientError(
-        `${operation} was not sent: the service client is closed; create a new one`,
-      );
-    }
-    await this.#gate?.acquire(operation, signal);
-    signal?.throwIfAborted();
-    await beforeSend?.();
-    const started = performance.now();
-    const sent = {
-      operation,
-      method: request.method,
-      url: this.#origin + request.path.split('?', 1)[0]!,
-      startedAt: performance.timeOrigin + started,
-    };
-    let status = 0;
-    try {
-      const whenSent = sentSignal === undefined ? signal : (sentSignal ?? undefined);
-      const answer = await this.#transport.send(operation, request, whenSent);
-      status = answer.status;
-      this.#observe(operation, answer);
-      const value = this.#interpret(answer, interpret);
-      this.#emit({ ...sent, status, durationMs: performance.now() - started });
-      return value;
-    } catch (error) {
-      const event: ResponseEvent = { ...sent, status, durationMs: performance.now() - started };
-      if (error instanceof ServiceClientError) event.error = error;
-      this.#emit(event);
-      throw error;
-    }
-  }
-
-  /** Runs `interpret`; an answer of the wrong shape is blamed on the URL by the setting this client's user knows. */
-  #interpret<T>(answer: Answer, interpret: (answer: Answer) => T): T {
-    try {
-      return interpret(answer);
-    } catch (error) {
-      if (error instanceof ResponseValidationError) throw error.naming(this.#urlSetting);
-      throw error;
-    }
-  }
-
-  #observe(operation: Operation, answer: Answer): void {
-    this.serviceClock.observe(answer.headers.date);
-    try {
-      this.#gate?.observe?.({
-        operation,
-        status: answer.status,
-        // A Retry-After date is on the service's clock: read it against the answer's own Date when it has one.
-        retryAfterMs: parseRetryAfter(answer.headers['retry-after'], this.#answeredAt(answer)),
-      });
-    } catch {
-      // The answer must reach the caller whatever the gate does with it: a poll's answer claimed an execution.
-    }
-  }
-
-  /** The instant the service made `answer`, on its clock (its Date header), else the local wall clock now. */
-  #answeredAt(answer: Answer): number {
-    const date = answer.headers.date;
-    const at = Date.parse((Array.isArray(date) ? date[0] : date) ?? '');
-    return Number.isNaN(at) ? this.#clock.now() : at;
-  }
-
-  #emit(event: ResponseEvent): void {
-    try {
-      this.#onResponse?.(event);
-    } catch {
-      // A broken metrics hook must not turn a successful request into a failure.
-    }
-  }
-
-  #json<T>(operation: Operation, parse: (operation: Operation, value: unknown) => T): (answer: Answer) => T {
-    return (answer) => {
-      this.#ensureSuccess(operation, answer);
-      return parse(operation, parseJsonBody(operation, answer));
-    };
-  }
-
-  #versioned(operation: Operation): (answer: Answer) => VersionedVariable {
-    return (answer) => {
-      this.#ensureSuccess(operation, answer);
-      const variable = parseVariable(operation, parseJsonBody(operation, answer));
-      const header = answer.headers.etag;
-      const etag = Array.isArray(header) ? header[0] : header;
-      if (etag === undefined || etag === '') {
-        throw new ResponseValidationError(operation, '(headers)', `${answer.status} has no ETag header`);
-      }
-      return { variable, etag };
-    };
-  }
-
-  #ensureSuccess(operation: Operation, answer: Answer): void {
-    if (answer.status < 200 || answer.status > 299) {
-      throw toServiceError(operation, answer, this.#redact);
-    }
-  }
-
-  #request(
-    method: OutgoingRequest['method'],
-    path: string,
-    query: Record<string, string> = {},
-    body?: string | FormData,
-  ): OutgoingRequest {
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
-    if (this.#authMode === 'header') headers['x-api-key'] = this.#apiKey();
-    else if (this.#authMode === 'bearer') headers.authorization = `Bearer ${this.#apiKey()}`;
-    const params = new URLSearchParams(query);
-    if (this.#authMode === 'query') params.set('api_key', this.#apiKey());
-    if (typeof body === 'string') headers['content-type'] = 'application/json';
-    const search = params.toString();
-    const request: OutgoingRequest = { method, path: search === '' ? path : `${path}?${search}`, headers };
-    if (body !== undefined) request.body = body;
-    return request;
-  }
-}
-
-/** A task's create or update body: its extra fields as read, then the definition's members (which win). */
-function taskBody(definition: TaskDefinition, id?: string): string {
-  const { key, description, retryCount, inputKeys, outputKeys, extraFields } = definition;
-  const members = { key, description, retryCount, inputKeys, outputKeys };
-  return JSON.stringify(
-    id === undefined ? { ...extraFields, ...members } : { ...extraFields, ...members, id },
-  );
 }

@@ -1,8 +1,10 @@
 // What the client checks and encodes before a request leaves, so a bad argument fails without a request (and
-// without spending the budget): the base URL, a page size, a report's body, an upload's Blob.
+// without spending the budget): the base URL, a page size, the bodies of a report, a task and a variable, an
+// upload's Blob.
 import { isPlainObject } from '../schema/plain-object.ts';
 import { ReportValidationError } from './errors.ts';
 import type { ExecutionReport, FileUpload } from './client-options.ts';
+import type { TaskDefinition, VariableUpdate } from './types.ts';
 
 /** The service's largest page of a list. */
 export const MAX_PAGE_SIZE = 1000;
@@ -62,6 +64,21 @@ export function serializeReport(id: string, report: ExecutionReport): string {
       { cause: error },
     );
   }
+}
+
+/** A task's create or update body: its extra fields as read, then the definition's members (which win). */
+export function serializeTask(definition: TaskDefinition, id?: string): string {
+  const { key, description, retryCount, inputKeys, outputKeys, extraFields } = definition;
+  const members = { key, description, retryCount, inputKeys, outputKeys };
+  return JSON.stringify(
+    id === undefined ? { ...extraFields, ...members } : { ...extraFields, ...members, id },
+  );
+}
+
+/** A variable's PUT body: every member the service replaces, its status ACTIVE unless the update says. */
+export function serializeVariable(id: string, update: VariableUpdate): string {
+  const { key, name, value, secret, status = 'ACTIVE' } = update;
+  return JSON.stringify({ id, key, name, value, secret, status });
 }
 
 /** The upload as a Blob of its content type. */

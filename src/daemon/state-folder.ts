@@ -10,7 +10,8 @@ import {
   type CheckedBudgetStore,
 } from '../budget/store.ts';
 import type { DamagedRecord, JournalEntry } from '../journal/journal.ts';
-import { Journal, requestsShownByJournal } from '../journal/journal.ts';
+import { Journal } from '../journal/journal.ts';
+import { requestsShownByJournal } from '../journal/journal-contents.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import type { CoreHandle } from './core.ts';
 import type { ExecutionJournal } from './execution-pipeline.ts';

@@ -12,8 +12,10 @@ import { answerRecords, RECORD_ROUTES, type RecordOperations } from './admin-rec
 import { isPlainObject } from '../schema/plain-object.ts';
 import { parseEnqueue, parseNewVariable } from './bodies.ts';
 import type { EmulatedExecution, FaultRule, NewVariable, RequestRecord } from './types.ts';
-import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
-import type { Answer } from './wire.ts';
+import type { IncomingHttpHeaders } from 'node:http';
+import { checkJsonBody } from '../security/request-guard.ts';
+import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson, refusalAnswer } from './wire.ts';
+import type { Answer, RequestBody } from './wire.ts';
 
 /** The emulator methods the admin surface exposes. */
 export interface AdminOperations extends RecordOperations {
@@ -27,6 +29,11 @@ export interface AdminOperations extends RecordOperations {
   setFaults(faults: FaultRule[]): void;
   clearFaults(): void;
   reset(): void;
+  /** The emulator's clock now (ms since the epoch), as its answers' Date header names it. */
+  now(): number;
+  /** Whether `authorization` (a request's header) carries the admin token, or none is needed. */
+  adminAuthorized(authorization: string | undefined): boolean;
+  readonly adminTokenRequired: boolean;
 }
 
 /** Every admin route, as `GET /__admin` lists them: the one catalogue the router and the docs follow. */
@@ -74,7 +81,35 @@ export function adminIndex(tokenRequired: boolean): Answer {
   });
 }
 
-export function answerAdmin(
+/**
+ * The answer to any request under `/__admin`: its body within `maxBytes` and JSON, the index open to anyone,
+ * every other route only with the admin token when the emulator has one.
+ */
+export function answerAdminRequest(
+  admin: AdminOperations,
+  method: string,
+  path: string,
+  headers: IncomingHttpHeaders,
+  body: RequestBody,
+  maxBytes: number,
+): Answer {
+  if (body.tooLarge) return messageAnswer(413, `The admin request body exceeds ${maxBytes} bytes.`);
+  const notJson = checkJsonBody(headers['content-type'], body.bytes.length);
+  if (notJson) return refusalAnswer(notJson);
+  if (method === 'GET' && /^\/__admin\/*$/.test(path)) return adminIndex(admin.adminTokenRequired);
+  if (!admin.adminAuthorized(headers.authorization)) {
+    return errorAnswer(
+      401,
+      'UNAUTHENTICATED',
+      'This emulator requires its admin token: send Authorization: Bearer <admin token> ' +
+        '(df-worker dev prints it and writes it to its session file).',
+      admin.now(),
+    );
+  }
+  return answerAdmin(admin, method, path, body.bytes, admin.now());
+}
+
+function answerAdmin(
   admin: AdminOperations,
   method: string,
   path: string,

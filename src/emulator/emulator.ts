@@ -1,25 +1,22 @@
 // The emulator: a node:http server that answers like the service's custom-task surface, with
-// per-key limits, a fault table and a request log, plus an admin surface to drive it from tests.
+// per-key limits, a fault table and a request log (the gateway, gateway.ts), plus an admin surface to drive it
+// from tests. This file holds the state API tests drive and the HTTP front: host and cross-site checks, routing.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { performance } from 'node:perf_hooks';
 import { systemClock } from '../clock/clock.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { JobContext, JsonObject, Task, TaskDefinition, Variable } from '../api/types.ts';
-import { adminIndex, answerAdmin } from './admin.ts';
+import { answerAdminRequest } from './admin.ts';
 import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './errors.ts';
 import { FaultTable } from './faults.ts';
 import { ResponseTimeoutSettings } from './response-timeouts.ts';
 import { RateLimiter, type KeyUsageFigures } from './limits.ts';
-import { matchRoute } from './routes.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
-import { serves, type ServedSpelling } from './path-spelling.ts';
 import { MAX_UPLOAD_BYTES } from '../api/file-limits.ts';
-import type { RouteMatch } from './routes.ts';
-import { answerService } from './service.ts';
-import { Store, type EmulatedFile } from './store.ts';
+import { ServiceGateway, type ServiceCall } from './gateway.ts';
+import { Store, type EmulatedFile, type EmulatedVariable } from './store.ts';
 import type {
   EmulatedExecution,
   EmulatorOptions,
@@ -29,18 +26,9 @@ import type {
   ResponseTimeout,
   VariableChanges,
 } from './types.ts';
-import { checkCrossSite, checkHost, checkJsonBody } from '../security/request-guard.ts';
-import type { RequestRefusedError } from '../security/request-guard.ts';
-import { errorAnswer, jsonAnswer, messageAnswer, readBody, writeAnswer } from './wire.ts';
-import type { Answer, RequestBody } from './wire.ts';
-
-const ERROR_CODES: Record<number, string> = {
-  400: 'BAD_REQUEST',
-  401: 'UNAUTHENTICATED',
-  404: 'NOT_FOUND',
-  412: 'PRECONDITION_FAILED',
-  429: 'RATE_LIMIT',
-};
+import { checkCrossSite, checkHost } from '../security/request-guard.ts';
+import { errorAnswer, readBody, refusalAnswer, writeAnswer } from './wire.ts';
+import type { Answer } from './wire.ts';
 
 /** A task's definition as the emulator takes it: its documented members, and any other field to keep. */
 export type EmulatedTaskDefinition = Omit<Partial<TaskDefinition>, 'extraFields'> & {
@@ -58,7 +46,6 @@ export class Emulator {
   readonly #clock: Clock;
   readonly #apiKeys: Set<string>;
   readonly #maxUploadBytes: number;
-  readonly #spelling: ServedSpelling;
   readonly #store: Store;
   readonly #limiter: RateLimiter;
   readonly #faults: FaultTable;
@@ -66,18 +53,16 @@ export class Emulator {
   readonly #adminToken: string | undefined;
   readonly #onEnqueue: ((execution: EmulatedExecution) => void) | undefined;
   readonly #allowedHosts: readonly string[];
+  /** The request log, faults, key and limits in front of every service request. */
+  readonly #gateway: ServiceGateway;
   #pages: EmulatorPages | undefined;
-  #requests: RequestRecord[] = [];
   #server: Server | undefined;
   #url: string | undefined;
-  /** Pending latency faults, released when the emulator closes so no handler outlives it. */
-  #delays = new Set<() => void>();
 
   constructor(options: EmulatorOptions = {}) {
     this.#clock = options.clock ?? systemClock;
     this.#apiKeys = new Set(options.apiKeys ?? ['emulator-key']);
     this.#maxUploadBytes = options.maxUploadBytes ?? MAX_UPLOAD_BYTES;
-    this.#spelling = options.pathStyle ?? 'both';
     this.#limiter = new RateLimiter(options.limits);
     this.#faults = new FaultTable(options.seed ?? 1);
     const settings = new ResponseTimeoutSettings(options.responseTimeouts);
@@ -86,6 +71,15 @@ export class Emulator {
     this.#adminToken = options.adminToken === '' ? undefined : options.adminToken;
     this.#onEnqueue = options.onEnqueue;
     this.#allowedHosts = (options.allowedHosts ?? []).map((name) => name.toLowerCase());
+    this.#gateway = new ServiceGateway({
+      clock: this.#clock,
+      apiKeys: this.#apiKeys,
+      spelling: options.pathStyle ?? 'both',
+      store: this.#store,
+      limiter: this.#limiter,
+      faults: this.#faults,
+      maxUploadBytes: this.#maxUploadBytes,
+    });
   }
 
   /**
@@ -132,7 +126,7 @@ export class Emulator {
     if (!server) return;
     this.#server = undefined;
     this.#url = undefined;
-    for (const release of this.#delays) release();
+    this.#gateway.releaseDelays();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();
     await closed;
@@ -195,25 +189,23 @@ export class Emulator {
         ? this.#store.createVariable(changes)
         : this.#store.createVariableWithId(variable.id, changes);
     if (stored === undefined) throw new VariableExistsError(variable.id!);
-    return { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
+    return versioned(stored);
   }
 
   /** The variable as stored now, with its ETag; undefined when no variable has this id. */
   variable(id: string): (Variable & { etag: string }) | undefined {
     const stored = this.#store.getVariable(id);
-    return stored && { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
+    return stored && versioned(stored);
   }
 
   variables(): (Variable & { etag: string })[] {
-    return this.#store
-      .storedVariables()
-      .map((s) => ({ ...structuredClone(s.variable), etag: `"${s.version}"` }));
+    return this.#store.storedVariables().map(versioned);
   }
 
   /** Applies `changes` over the variable as stored (a new version); undefined when no variable has this id. */
   updateVariable(id: string, changes: VariableChanges): (Variable & { etag: string }) | undefined {
     const stored = this.#store.updateVariable(id, changes);
-    return stored && { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
+    return stored && versioned(stored);
   }
 
   deleteVariable(id: string): boolean {
@@ -253,7 +245,10 @@ export class Emulator {
 
   /** Whether `authorization` (a request's header) carries the admin token, or none is needed. */
   adminAuthorized(authorization: string | undefined): boolean {
-    return this.#adminAuthorized(authorization);
+    if (this.#adminToken === undefined) return true;
+    const given = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? '';
+    const digest = (text: string) => createHash('sha256').update(text).digest();
+    return timingSafeEqual(digest(given), digest(this.#adminToken));
   }
 
   /** True when the admin routes (and pages mounted on this server) need the admin token. */
@@ -262,7 +257,7 @@ export class Emulator {
   }
 
   requests(): RequestRecord[] {
-    return structuredClone(this.#requests);
+    return structuredClone(this.#gateway.requests);
   }
 
   /** Replaces the fault table (and reseeds its PRNG); throws InvalidFaultRuleError on a malformed rule. */
@@ -282,7 +277,7 @@ export class Emulator {
   /** Back to a fresh emulator: no tasks, executions, log, faults or consumed budget. */
   reset(): void {
     this.#store.reset();
-    this.#requests = [];
+    this.#gateway.requests = [];
     this.#faults.clear();
     this.#limiter.reset();
   }
@@ -307,24 +302,11 @@ export class Emulator {
         await pages.serve(request, response, url);
       } else if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
         const body = await readBody(request, this.#maxUploadBytes);
-        const method = request.method ?? 'GET';
-        const notJson = checkJsonBody(request.headers['content-type'], body.bytes.length);
-        const answer = body.tooLarge
-          ? messageAnswer(413, `The admin request body exceeds ${this.#maxUploadBytes} bytes.`)
-          : notJson
-            ? refusalAnswer(notJson)
-            : method === 'GET' && /^\/__admin\/*$/.test(url.pathname)
-              ? adminIndex(this.#adminToken !== undefined)
-              : !this.#adminAuthorized(request.headers.authorization)
-                ? errorAnswer(
-                    401,
-                    'UNAUTHENTICATED',
-                    'This emulator requires its admin token: send Authorization: Bearer <admin token> ' +
-                      '(df-worker dev prints it and writes it to its session file).',
-                    this.#clock.now(),
-                  )
-                : answerAdmin(this, method, url.pathname, body.bytes, this.#clock.now());
-        writeAnswer(response, answer);
+        const { method = 'GET', headers } = request;
+        writeAnswer(
+          response,
+          answerAdminRequest(this, method, url.pathname, headers, body, this.#maxUploadBytes),
+        );
       } else {
         await this.#serveService(request, response, url);
       }
@@ -336,13 +318,6 @@ export class Emulator {
     }
   }
 
-  #adminAuthorized(header: string | undefined): boolean {
-    if (this.#adminToken === undefined) return true;
-    const given = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1] ?? '';
-    const digest = (text: string) => createHash('sha256').update(text).digest();
-    return timingSafeEqual(digest(given), digest(this.#adminToken));
-  }
-
   async #serveService(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
     const call: ServiceCall = {
       method: request.method ?? 'GET',
@@ -350,7 +325,7 @@ export class Emulator {
       headers: request.headers,
       body: () => readBody(request, this.#maxUploadBytes),
     };
-    await this.#service(call, (answer) => {
+    await this.#gateway.serve(call, (answer) => {
       if (answer && writeAnswer(response, answer)) return true;
       request.socket.destroy();
       return false;
@@ -378,7 +353,7 @@ export class Emulator {
         Promise.resolve({ bytes: tooLarge ? Buffer.alloc(0) : bytes, size: bytes.length, tooLarge }),
     };
     let delivered: Answer | undefined;
-    await this.#service(call, (answer) => {
+    await this.#gateway.serve(call, (answer) => {
       delivered = answer;
       return answer !== undefined;
     });
@@ -389,146 +364,11 @@ export class Emulator {
   now(): number {
     return this.#clock.now();
   }
-
-  /** Runs one service request; `deliver` sends the answer (undefined: drop the connection), false if it could not. */
-  async #service(call: ServiceCall, deliver: (answer: Answer | undefined) => boolean): Promise<void> {
-    const startedAt = performance.now();
-    const { method, url } = call;
-    const route = serves(this.#spelling, url.pathname) ? matchRoute(method, url.pathname) : undefined;
-    const apiKey = apiKeyOf(call.headers, url);
-    const record: RequestRecord = {
-      at: this.#clock.now(),
-      method,
-      path: url.pathname,
-      operation: route?.operation ?? 'unknown',
-      status: 0,
-      apiKeyValid: apiKey !== undefined && this.#apiKeys.has(apiKey),
-      rateLimited: false,
-    };
-    this.#requests.push(record);
-    const finish = (answer: Answer | undefined) => {
-      if (deliver(answer)) record.status = answer!.status;
-      if (record.status === 429) record.rateLimited = true;
-      record.latencyMs = performance.now() - startedAt;
-    };
-
-    // Faults come first: they stand for what happens in front of, or instead of, the service.
-    const fault = this.#faults.pick(record.operation, this.#taskIdOf(route));
-    if (fault?.kind === 'drop') return finish(undefined);
-    if (fault?.kind === 'status') return finish(this.#faultAnswer(fault));
-    if (fault?.kind === 'rateLimit') {
-      const headers: Record<string, string> =
-        fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
-      return finish(
-        errorAnswer(429, 'RATE_LIMIT', 'Rate limit exceeded (injected fault).', this.#clock.now(), headers),
-      );
-    }
-    // The key and the rate limit are checked on arrival, as a gateway does: a slow answer (latency fault)
-    // counts in the window the request arrived in.
-    const refused = this.#admit(apiKey, record);
-    if (refused) return finish(refused);
-    if (fault?.kind === 'latency' && !(await this.#delay(fault.ms))) return finish(undefined);
-
-    const answer = await this.#answerService(call, route, record);
-    finish(fault?.kind === 'dropAfterApply' ? undefined : answer);
-  }
-
-  /** The 401 or 429 answer for a request the service does not let in; undefined when it may go on. */
-  #admit(apiKey: string | undefined, record: RequestRecord): Answer | undefined {
-    const nowMs = this.#clock.now();
-    if (!record.apiKeyValid) {
-      const message =
-        'The API key is missing or not accepted; send a key the emulator was started with (default ' +
-        "'emulator-key') in X-Api-Key, the api_key query parameter or Authorization: Bearer.";
-      return errorAnswer(401, 'UNAUTHENTICATED', message, nowMs);
-    }
-    const decision = this.#limiter.take(apiKey!, nowMs);
-    if (!decision.allowed) {
-      const message = `Rate limit exceeded for this API key; retry after ${decision.retryAfterSeconds} s.`;
-      return errorAnswer(429, 'RATE_LIMIT', message, nowMs, {
-        'retry-after': String(decision.retryAfterSeconds),
-      });
-    }
-    return undefined;
-  }
-
-  async #answerService(
-    call: ServiceCall,
-    route: RouteMatch | undefined,
-    record: RequestRecord,
-  ): Promise<Answer> {
-    const nowMs = this.#clock.now();
-    const { url } = call;
-    const body = await call.body();
-    if (body.tooLarge) {
-      return messageAnswer(
-        413,
-        `The request body (${body.size} bytes) exceeds the ${this.#maxUploadBytes}-byte limit.`,
-      );
-    }
-    if (!route) {
-      return errorAnswer(
-        404,
-        'NOT_FOUND',
-        `No route ${record.method} ${url.pathname}; check the method and path.`,
-        nowMs,
-      );
-    }
-    return answerService(this.#store, {
-      operation: route.operation,
-      id: route.id,
-      query: url.searchParams,
-      contentType: headerOf(call.headers, 'content-type'),
-      ifMatch: headerOf(call.headers, 'if-match'),
-      body: body.bytes,
-      nowMs,
-    });
-  }
-
-  #faultAnswer(fault: Extract<FaultRule, { kind: 'status' }>): Answer {
-    if (fault.body === undefined) {
-      const code = ERROR_CODES[fault.status] ?? 'INTERNAL';
-      const answer = errorAnswer(
-        fault.status,
-        code,
-        `Injected fault: HTTP ${fault.status}.`,
-        this.#clock.now(),
-      );
-      return { ...answer, headers: { ...answer.headers, ...fault.headers } };
-    }
-    const contentType = fault.contentType ?? (looksLikeJson(fault.body) ? 'application/json' : 'text/plain');
-    const headers: Record<string, string> =
-      fault.body === '' && !fault.contentType ? {} : { 'content-type': contentType };
-    return { status: fault.status, headers: { ...headers, ...fault.headers }, body: fault.body };
-  }
-
-  /** The task a request concerns, for fault rules restricted to one task. */
-  #taskIdOf(route: RouteMatch | undefined): string | undefined {
-    if (!route?.id) return undefined;
-    if (route.operation.startsWith('tasks.')) return route.id;
-    if (!route.operation.startsWith('executions.')) return undefined;
-    return this.#store.getExecution(route.id)?.taskId;
-  }
-
-  /** Real-time delay; resolves false when the emulator closed meanwhile. */
-  #delay(ms: number): Promise<boolean> {
-    return new Promise<boolean>((resolve) => {
-      const release = () => {
-        clearTimeout(timer);
-        this.#delays.delete(release);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        this.#delays.delete(release);
-        resolve(true);
-      }, ms);
-      this.#delays.add(release);
-    });
-  }
 }
 
-function refusalAnswer(refused: RequestRefusedError): Answer {
-  return jsonAnswer(refused.status, refused.toJSON(), { 'cache-control': 'no-store' });
+/** A copy of the stored variable with its version as the ETag the service would send (`"1"` first). */
+function versioned(stored: EmulatedVariable): Variable & { etag: string } {
+  return { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
 }
 
 /** Pages served under `path` by the emulator's own server (e.g. `/console`). */
@@ -536,36 +376,4 @@ export interface EmulatorPages {
   /** Without a trailing slash, e.g. `/console`. */
   path: string;
   serve(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void>;
-}
-
-/** A service request, from a socket or in process. */
-interface ServiceCall {
-  method: string;
-  url: URL;
-  /** Lower-case names, as node:http gives them. */
-  headers: Record<string, string | string[] | undefined>;
-  body: () => Promise<RequestBody>;
-}
-
-function headerOf(headers: ServiceCall['headers'], name: string): string | undefined {
-  const value = headers[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** The key from X-Api-Key, then `Authorization: Bearer`, then the api_key query parameter. */
-function apiKeyOf(headers: ServiceCall['headers'], url: URL): string | undefined {
-  const header = headerOf(headers, 'x-api-key');
-  if (header !== undefined && header !== '') return header;
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headerOf(headers, 'authorization') ?? '');
-  if (bearer) return bearer[1];
-  return url.searchParams.get('api_key') ?? undefined;
-}
-
-function looksLikeJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
 }

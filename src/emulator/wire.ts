@@ -1,5 +1,6 @@
 // What crosses the wire: request bodies in (bounded), answers out (JSON, error envelopes, raw text).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestRefusedError } from '../security/request-guard.ts';
 
 export interface Answer {
   status: number;
@@ -73,4 +74,9 @@ export function writeAnswer(response: ServerResponse, answer: Answer): boolean {
   response.writeHead(answer.status, answer.headers);
   response.end(answer.body);
   return true;
+}
+
+/** The answer to a request refused before any route (a foreign Host, a cross-site request, a body not JSON). */
+export function refusalAnswer(refused: RequestRefusedError): Answer {
+  return jsonAnswer(refused.status, refused.toJSON(), { 'cache-control': 'no-store' });
 }

@@ -16,7 +16,7 @@ import {
   readJournalFolder,
   type FoundEntry,
 } from './journal-folder.ts';
-import { ReadWriteGate } from './read-write-gate.ts';
+import { OperationOrder } from './operation-order.ts';
 import { serializeJournalEntry } from './records.ts';
 import type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from './records.ts';
 
@@ -49,11 +49,9 @@ export class Journal {
   #deadLetterFiles = new Set<string>();
   #writable = true;
   #lastError: Error | undefined;
-  readonly #gate = new ReadWriteGate();
+  readonly #order = new OperationOrder();
   /** Executions reported while their record could not be removed; recheck() removes them. */
   readonly #unremoved = new Set<string>();
-  /** Per execution, the tail of its operations: each runs after the previous one settled. */
-  readonly #queues = new Map<string, Promise<void>>();
 
   private constructor(stateDir: string, options: JournalOptions) {
     this.folder = join(stateDir, JOURNAL_FOLDER);
@@ -136,7 +134,7 @@ export class Journal {
    * outcome): its file moves to journal/corrupt/, with a warning naming the execution.
    */
   dismissDamaged(executionId: string, reason: string): Promise<void> {
-    return this.#inOrder(executionId, () => this.#damaged.dismiss(executionId, reason));
+    return this.#order.ofExecution(executionId, () => this.#damaged.dismiss(executionId, reason));
   }
 
   /**
@@ -156,12 +154,12 @@ export class Journal {
       starts: outcome === undefined ? 1 : 0,
       version: 1,
     };
-    return this.#inOrder(claim.executionId, () => this.#save(entry, 'record the claim'));
+    return this.#order.ofExecution(claim.executionId, () => this.#save(entry, 'record the claim'));
   }
 
   /** Durably counts one more run of the handler begun for a claimed execution (a replay's rerun). */
   recordStart(executionId: string): Promise<void> {
-    return this.#inOrder(executionId, async () => {
+    return this.#order.ofExecution(executionId, async () => {
       const entry = this.#existing(executionId, 'count a start');
       await this.#save({ ...entry, starts: (entry.starts ?? 1) + 1 }, 'count a start');
     });
@@ -169,7 +167,7 @@ export class Journal {
 
   /** Durably records the outcome (phase 'finished'); call before reporting it. */
   recordOutcome(executionId: string, outcome: OutcomeRecord): Promise<void> {
-    return this.#inOrder(executionId, async () => {
+    return this.#order.ofExecution(executionId, async () => {
       const entry = this.#existing(executionId, 'record the outcome');
       const { status, output, attempts, finishedAt } = outcome;
       await this.#save(
@@ -181,7 +179,7 @@ export class Journal {
 
   /** Durably counts one more report sent for the execution's outcome. */
   recordReportAttempt(executionId: string): Promise<void> {
-    return this.#inOrder(executionId, async () => {
+    return this.#order.ofExecution(executionId, async () => {
       const entry = this.#existing(executionId, 'count a report attempt');
       await this.#save({ ...entry, reportAttempts: entry.reportAttempts + 1 }, 'count a report attempt');
     });
@@ -192,7 +190,7 @@ export class Journal {
    * fails, the next successful recheck() removes it, so a folder that comes back does not replay it.
    */
   complete(executionId: string): Promise<void> {
-    return this.#inOrder(executionId, async () => {
+    return this.#order.ofExecution(executionId, async () => {
       const file = this.#recordFile(executionId);
       try {
         await this.#attempt(executionId, 'remove the record', this.folder, () => removeDurably(file));
@@ -207,7 +205,7 @@ export class Journal {
 
   /** Moves the record to the dead-letter folder with the service's final answer, for an operator. */
   deadLetter(executionId: string, answer: DeadLetter['answer']): Promise<void> {
-    return this.#inOrder(executionId, async () => {
+    return this.#order.ofExecution(executionId, async () => {
       const entry = this.#existing(executionId, 'dead-letter the record');
       const letter: DeadLetter = {
         entry,
@@ -238,7 +236,7 @@ export class Journal {
    * (one warning each) and removes leftovers of interrupted writes; it never throws for those.
    */
   pending(): Promise<JournalEntry[]> {
-    return this.#gate.exclusive(async () => {
+    return this.#order.alone(async () => {
       const content = await this.#readFolder(() => readJournalFolder(this.folder, this.deadLetterFolder));
       for (const leftover of content.leftovers) await unlink(leftover).catch(() => undefined);
       await this.#damaged.triage(content.corrupt, content.entries);
@@ -251,7 +249,7 @@ export class Journal {
 
   /** Every dead letter, oldest first; an unreadable one is skipped with a warning. */
   deadLetters(): Promise<DeadLetter[]> {
-    return this.#gate.exclusive(async () => {
+    return this.#order.alone(async () => {
       const content = await this.#readFolder(() => readDeadLetterFolder(this.deadLetterFolder));
       for (const { file, problem } of content.invalid) {
         this.#logger.warn(
@@ -270,15 +268,17 @@ export class Journal {
    */
   discardDeadLetter(executionId: string): Promise<boolean> {
     let removed = false;
-    return this.#inOrder(executionId, async () => {
-      const letterFile = join(this.deadLetterFolder, `${fileNameForExecution(executionId)}.json`);
-      if (!this.#deadLetterFiles.has(letterFile)) return;
-      await this.#attempt(executionId, 'remove the dead letter', this.deadLetterFolder, () =>
-        removeDurably(letterFile),
-      );
-      this.#deadLetterFiles.delete(letterFile);
-      removed = true;
-    }).then(() => removed);
+    return this.#order
+      .ofExecution(executionId, async () => {
+        const letterFile = join(this.deadLetterFolder, `${fileNameForExecution(executionId)}.json`);
+        if (!this.#deadLetterFiles.has(letterFile)) return;
+        await this.#attempt(executionId, 'remove the dead letter', this.deadLetterFolder, () =>
+          removeDurably(letterFile),
+        );
+        this.#deadLetterFiles.delete(letterFile);
+        removed = true;
+      })
+      .then(() => removed);
   }
 
   /**
@@ -377,56 +377,4 @@ export class Journal {
   #recordFile(executionId: string): string {
     return join(this.folder, `${fileNameForExecution(executionId)}.json`);
   }
-
-  /** Runs the execution's operations one after another (and alongside other executions'). */
-  #inOrder(executionId: string, operation: () => Promise<void>): Promise<void> {
-    const previous = this.#queues.get(executionId) ?? Promise.resolve();
-    const run = previous.then(() => this.#gate.shared(operation));
-    const tail = run.catch(() => undefined);
-    this.#queues.set(executionId, tail);
-    void tail.then(() => {
-      if (this.#queues.get(executionId) === tail) this.#queues.delete(executionId);
-    });
-    return run;
-  }
-}
-
-/**
- * What the journal of `stateDir` holds, for the `df-worker journal` command. Read-only: moves and removes
- * nothing. `corrupt` lists files already set aside, files a Journal would set aside, and unreadable dead
- * letters (absolute paths; the reason of each was logged when it was set aside).
- */
-export async function describeJournal(
-  stateDir: string,
-): Promise<{ pending: JournalEntry[]; deadLetters: DeadLetter[]; corrupt: string[] }> {
-  const folder = join(stateDir, JOURNAL_FOLDER);
-  const deadLetterFolder = join(stateDir, DEAD_LETTER_FOLDER);
-  const journal = await readJournalFolder(folder, deadLetterFolder);
-  const deadLetters = await readDeadLetterFolder(deadLetterFolder);
-  return {
-    pending: journal.entries.map(({ entry }) => entry),
-    deadLetters: deadLetters.letters.map(({ letter }) => letter),
-    corrupt: [
-      ...journal.setAside,
-      ...journal.corrupt.map(({ file }) => file),
-      ...deadLetters.invalid.map(({ file }) => file),
-    ],
-  };
-}
-
-/**
- * Instants (ms) of requests the journal proves were sent: each record's claim (a poll answered it) and each
- * report attempt it counted; for a budget.json that claims fewer (see budget/store.ts).
- */
-export function requestsShownByJournal(entries: readonly JournalEntry[]): number[] {
-  const instants: number[] = [];
-  for (const entry of entries) {
-    const claimedAt = Date.parse(entry.claimedAt);
-    if (Number.isNaN(claimedAt)) continue;
-    instants.push(claimedAt);
-    const reportedAt = entry.outcome ? Date.parse(entry.outcome.finishedAt) : claimedAt;
-    for (let i = 0; i < entry.reportAttempts; i++)
-      instants.push(Number.isNaN(reportedAt) ? claimedAt : reportedAt);
-  }
-  return instants;
 }

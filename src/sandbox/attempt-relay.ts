@@ -1,6 +1,6 @@
 // What a worker sends about its attempt, brought into the daemon's terms: its outcome and errors rebuilt and
 // redacted, its log lines written with the attempt's logger, its ctx.service calls made with the handlers'
-// client and answered.
+// client and answered, its spans given to the attempt's trace.
 import type { Logger } from 'pino';
 import { pino } from 'pino';
 import type { HostResult } from '../runner/attempt-host.ts';
@@ -8,8 +8,9 @@ import { NonRetryableError } from '../handlers/define-task.ts';
 import { redactDeep, type Redact } from '../runner/redact.ts';
 import { toErrorRecord } from '../api/error-record.ts';
 import { performServiceCall, ServiceCallRefusedError, type ServiceCall } from '../handlers/task-service.ts';
-import type { PoolWorker } from './pool-worker.ts';
-import { ATTEMPT_BINDING, type SerializedError, type WorkerOutcome } from './protocol.ts';
+import type { HandlerPoolOptions } from './pool-options.ts';
+import { markReady, type PoolWorker } from './pool-worker.ts';
+import { ATTEMPT_BINDING, type FromWorker, type SerializedError, type WorkerOutcome } from './protocol.ts';
 
 export function hostResult(outcome: WorkerOutcome, redact: Redact): HostResult {
   switch (outcome.kind) {
@@ -86,4 +87,47 @@ export function relayLog(worker: PoolWorker, line: string, logger: Logger, redac
   const inContext = running?.spec.trace?.run;
   if (inContext) inContext(writeLine);
   else writeLine();
+}
+
+/**
+ * Acts on any message of a worker but its attempt's result (which the pool settles): a ctx.service call, a log
+ * line, an error of stray handler code, a call of process.exit, finished spans, a span's update, its start.
+ */
+export function relayMessage(
+  worker: PoolWorker,
+  message: Exclude<FromWorker, { type: 'result' }>,
+  options: Pick<HandlerPoolOptions, 'isolation' | 'logger' | 'redact'>,
+): void {
+  switch (message.type) {
+    case 'service-call':
+      void answerServiceCall(worker, message.attemptId, message.callId, message);
+      return;
+    case 'log':
+      relayLog(worker, message.line, options.logger, options.redact);
+      return;
+    case 'stray': {
+      const err = rebuildError(message.error, options.redact);
+      options.logger.error(
+        { executionId: message.executionId, origin: message.origin, err },
+        message.afterAttempt
+          ? `handler code failed after its attempt ended (${message.origin}); the outcome already taken stands`
+          : `handler code failed outside any attempt (${message.origin})`,
+      );
+      return;
+    }
+    case 'exit-called':
+      worker.exitCode = message.code;
+      return;
+    case 'spans':
+      // A span that ended after its attempt (a promise the handler left running) still belongs to that trace.
+      (worker.current?.spec.trace ?? worker.lastTrace)?.ingest?.(message.spans);
+      return;
+    case 'span-update':
+      if (worker.current?.attemptId === message.attemptId)
+        worker.current.spec.trace?.update?.(message.update);
+      return;
+    case 'ready':
+      markReady(worker, options.isolation);
+      return;
+  }
 }

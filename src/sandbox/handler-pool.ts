@@ -2,7 +2,8 @@
 // so the daemon's event loop (budget, polls, reports, health, metrics) never waits on handler code. A worker
 // whose handler overruns its deadline without yielding, exhausts its heap, calls process.exit or crashes is
 // terminated or replaced; only that attempt fails. A worker process is also watched for memory off the heap
-// (Buffers, native code): one past DF_HANDLER_MEMORY_MB beyond its start is killed.
+// (Buffers, native code; memory-watch.ts): one past DF_HANDLER_MEMORY_MB beyond its start is killed. What a
+// worker's messages other than its result mean is attempt-relay.ts's.
 import {
   inlineHost,
   withOutputLimit,
@@ -11,7 +12,7 @@ import {
   type HostResult,
 } from '../runner/attempt-host.ts';
 import { HandlerTimeoutError } from '../runner/errors.ts';
-import { answerServiceCall, hostResult, rebuildError, relayLog } from './attempt-relay.ts';
+import { hostResult, relayMessage } from './attempt-relay.ts';
 import {
   DEFAULT_ABORT_SETTLE_MS,
   DEFAULT_SPAWN_AFTER_MS,
@@ -19,14 +20,8 @@ import {
   START_BACKSTOP_MS,
   type HandlerPoolOptions,
 } from './pool-options.ts';
-import {
-  markReady,
-  startPoolWorker,
-  type PoolWorker,
-  type Running,
-  type WorkerGoneReason,
-} from './pool-worker.ts';
-import { anonymousResidentMb } from './process-memory.ts';
+import { startPoolWorker, type PoolWorker, type Running, type WorkerGoneReason } from './pool-worker.ts';
+import { MemoryWatch } from './memory-watch.ts';
 import { endTreeProcesses } from './process-tree.ts';
 import type { FromWorker } from './protocol.ts';
 import type { WorkerDeath } from './worker-channel.ts';
@@ -62,12 +57,18 @@ export class HandlerPool implements AttemptHost {
   /** Runs handlers given as objects, on this loop. */
   readonly #inline: AttemptHost;
   /** Reads the worker processes' memory while there are any. */
-  #memoryWatch: NodeJS.Timeout | undefined;
+  readonly #memoryWatch: MemoryWatch;
 
   constructor(options: HandlerPoolOptions) {
     this.#o = options;
     this.#inline =
       options.maxOutputBytes === undefined ? inlineHost : withOutputLimit(inlineHost, options.maxOutputBytes);
+    this.#memoryWatch = new MemoryWatch({
+      workers: this.#workers,
+      limitMb: options.memoryMb,
+      everyMs: options.memoryWatchMs ?? MEMORY_WATCH_MS,
+      over: (worker, addedMb) => this.#killOverLimit(worker, addedMb),
+    });
   }
 
   /** Workers alive, and how many of them run an attempt. */
@@ -263,21 +264,8 @@ export class HandlerPool implements AttemptHost {
     });
     this.#workers.add(worker);
     this.#o.observer?.workerStarted?.();
-    if (this.#o.isolation === 'process') this.#watchMemory();
+    if (this.#o.isolation === 'process') this.#memoryWatch.start();
     return worker;
-  }
-
-  #watchMemory(): void {
-    if (this.#memoryWatch) return;
-    this.#memoryWatch = setInterval(() => {
-      for (const worker of this.#workers) {
-        if (worker.startMb === undefined || worker.channel.pid === undefined) continue;
-        const addedMb = (anonymousResidentMb(worker.channel.pid) ?? 0) - worker.startMb;
-        if (addedMb > this.#o.memoryMb) this.#killOverLimit(worker, addedMb);
-      }
-    }, this.#o.memoryWatchMs ?? MEMORY_WATCH_MS);
-    // Never what keeps the daemon alive: a busy worker's channel does that.
-    this.#memoryWatch.unref();
   }
 
   #killOverLimit(worker: PoolWorker, addedMb: number): void {
@@ -361,53 +349,19 @@ export class HandlerPool implements AttemptHost {
     this.#workers.delete(worker);
     const i = this.#idle.indexOf(worker);
     if (i >= 0) this.#idle.splice(i, 1);
-    if (this.#workers.size === 0) {
-      clearInterval(this.#memoryWatch);
-      this.#memoryWatch = undefined;
-    }
+    if (this.#workers.size === 0) this.#memoryWatch.stop();
   }
 
   #onMessage(worker: PoolWorker, message: FromWorker): void {
-    switch (message.type) {
-      case 'result': {
-        const running = worker.current;
-        if (running?.attemptId !== message.attemptId) return;
-        // Settled after its abort: the attempt is lost anyway; the worker is kept unless the daemon stops.
-        if (running.aborted) this.#endAborted(worker, running, running.aborted === 'shutdown');
-        else running.finish(hostResult(message.outcome, this.#o.redact));
-        return;
-      }
-      case 'service-call':
-        void answerServiceCall(worker, message.attemptId, message.callId, message);
-        return;
-      case 'log':
-        relayLog(worker, message.line, this.#o.logger, this.#o.redact);
-        return;
-      case 'stray': {
-        const err = rebuildError(message.error, this.#o.redact);
-        this.#o.logger.error(
-          { executionId: message.executionId, origin: message.origin, err },
-          message.afterAttempt
-            ? `handler code failed after its attempt ended (${message.origin}); the outcome already taken stands`
-            : `handler code failed outside any attempt (${message.origin})`,
-        );
-        return;
-      }
-      case 'exit-called':
-        worker.exitCode = message.code;
-        return;
-      case 'spans':
-        // A span that ended after its attempt (a promise the handler left running) still belongs to that trace.
-        (worker.current?.spec.trace ?? worker.lastTrace)?.ingest?.(message.spans);
-        return;
-      case 'span-update':
-        if (worker.current?.attemptId === message.attemptId)
-          worker.current.spec.trace?.update?.(message.update);
-        return;
-      case 'ready':
-        markReady(worker, this.#o.isolation);
-        return;
+    if (message.type !== 'result') {
+      relayMessage(worker, message, this.#o);
+      return;
     }
+    const running = worker.current;
+    if (running?.attemptId !== message.attemptId) return;
+    // Settled after its abort: the attempt is lost anyway; the worker is kept unless the daemon stops.
+    if (running.aborted) this.#endAborted(worker, running, running.aborted === 'shutdown');
+    else running.finish(hostResult(message.outcome, this.#o.redact));
   }
 
   #onExit(worker: PoolWorker, death: WorkerDeath): void {

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatJournal, journalCommand } from '../../src/cli/commands/journal.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
-import { describeJournal, Journal } from '../../src/journal/journal.ts';
+import { describeJournal } from '../../src/journal/journal-contents.ts';
+import { Journal } from '../../src/journal/journal.ts';
 import { captureOutput, cli, tempDir } from './run-cli.ts';
 
 const silent = { warn: () => undefined };

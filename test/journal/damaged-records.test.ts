@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { fileNameForExecution } from '../../src/journal/file-name.ts';
 import { executionIdOfRecordFile } from '../../src/journal/journal-folder.ts';
-import { Journal, requestsShownByJournal } from '../../src/journal/journal.ts';
+import { Journal } from '../../src/journal/journal.ts';
+import { requestsShownByJournal } from '../../src/journal/journal-contents.ts';
 import type { ClaimRecord, JournalLogger } from '../../src/journal/journal.ts';
 import { checkJournalRecord, serializeJournalEntry } from '../../src/journal/records.ts';
 

@@ -6,8 +6,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { fileNameForExecution } from '../../src/journal/file-name.ts';
+import { describeJournal } from '../../src/journal/journal-contents.ts';
 import {
-  describeJournal,
   Journal,
   JournalEntryNotFoundError,
   JournalUnavailableError,

@@ -7,7 +7,8 @@ import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { errorCode } from '../../journal/durable-file.ts';
 import { DEAD_LETTER_FOLDER, JOURNAL_FOLDER } from '../../journal/journal-folder.ts';
-import { describeJournal, type DeadLetter, type JournalEntry } from '../../journal/journal.ts';
+import type { DeadLetter, JournalEntry } from '../../journal/journal.ts';
+import { describeJournal } from '../../journal/journal-contents.ts';
 import { wantsHelp, type Command, parseCommandArgs } from '../command.ts';
 import { EXIT_CONFIG } from './start.ts';
 
