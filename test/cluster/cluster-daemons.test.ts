@@ -1,6 +1,8 @@
 // Three real `df-worker start` processes in clustered mode on one emulator key and one redis-server. The limits
-// are raised (emulator and daemons alike) so that 300 executions fit in seconds; the test checks the emulator's
-// own count of every window against them.
+// are raised (emulator and daemons alike) so that 150 executions fit in seconds; the test checks the emulator's
+// own count of every window against them. 150, not the 300 it once ran: their 300 requests hold the shared
+// per-second window full for 5 s, each replica taking part, the same point at half the CPU (three daemons on a
+// 2-core machine).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../daemon/harness.ts';
 import { ClusterRig } from './cluster-rig.ts';
@@ -8,6 +10,7 @@ import { clusteredTestsRun, RedisServer } from './redis-server.ts';
 
 const PER_SECOND = 60;
 const PER_MINUTE = 3_600;
+const EXECUTIONS = 150;
 /** How long before the coordinator's kill a claim at the service may still have been on its way to Redis, in ms. */
 const KILL_WINDOW_MS = 2_000;
 
@@ -26,18 +29,24 @@ describe.runIf(clusteredTestsRun)('three replicas on one key (real processes, re
     await redis?.dispose();
   });
 
-  it('300 executions across 3 tasks: each reported once, no 429, within the windows, on every replica', async () => {
+  it(`${EXECUTIONS} executions across 3 tasks: each reported once, no 429, within the windows, on every replica`, async () => {
     rig = await ClusterRig.create({ redis, perSecond: PER_SECOND, perMinute: PER_MINUTE });
     await Promise.all(['a', 'b', 'c'].map((name) => rig!.start(name)));
     const started = Date.now();
-    rig.enqueue(300);
+    rig.enqueue(EXECUTIONS);
     await waitFor(() => rig!.done(), 'every execution reported', 40_000);
     const figures = rig.figures();
     const byReplica = rig.reportsByReplica();
     console.log(
-      `300 executions: ${JSON.stringify(figures)} in ${Date.now() - started} ms; reports by replica ${JSON.stringify(Object.fromEntries(byReplica))}`,
+      `${EXECUTIONS} executions: ${JSON.stringify(figures)} in ${Date.now() - started} ms; reports by replica ${JSON.stringify(Object.fromEntries(byReplica))}`,
     );
-    expect(figures).toMatchObject({ claimed: 300, reported: 300, duplicated: 0, lost: 0, rateLimited: 0 });
+    expect(figures).toMatchObject({
+      claimed: EXECUTIONS,
+      reported: EXECUTIONS,
+      duplicated: 0,
+      lost: 0,
+      rateLimited: 0,
+    });
     expect(figures.maxPerSecond).toBeLessThanOrEqual(PER_SECOND);
     expect(figures.maxPerMinute).toBeLessThanOrEqual(PER_MINUTE);
     for (const name of ['a', 'b', 'c']) expect(byReplica.get(name) ?? 0).toBeGreaterThan(0);
