@@ -11,7 +11,7 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
-import { Reporter } from '../scheduler/reporter.ts';
+import { Reporter } from '../reports/reporter.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerOptions, WorkerState } from './contract.ts';
 import { summariseError } from '../runner/errors.ts';

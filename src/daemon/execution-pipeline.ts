@@ -11,7 +11,7 @@ import type { AttemptHost } from '../runner/attempt-host.ts';
 import { truncateMessage } from '../runner/errors.ts';
 import type { Redact } from '../runner/redact.ts';
 import { runExecution, type AttemptEvent, type ExecutionOutcome } from '../runner/run-execution.ts';
-import type { Reporter } from '../scheduler/reporter.ts';
+import type { Reporter } from '../reports/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
 import type { ClaimOrigin } from './events.ts';
