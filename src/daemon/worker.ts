@@ -2,6 +2,7 @@
 // own scheduler, which claims beside the replay of what a previous run left in the journal.
 import { withFailureMessage } from '../runner/failure-output.ts';
 import type { Budget } from '../budget/budget.ts';
+import { EXIT_STATE_LOCK_LOST } from '../errors/exit-codes.ts';
 import type { DeadLetter, Journal } from '../journal/journal.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import type { WorkerOptions } from './contract.ts';
@@ -20,12 +21,6 @@ import { memoryState, openStateFolder, type StandaloneState } from './state-fold
 
 export { StartupError } from './task-list.ts';
 export type { DaemonWorker, Readiness, WorkerOptions } from './contract.ts';
-
-/**
- * Exit code of a daemon that stopped because its state folder's lock vanished or changed owner (sysexits
- * EX_TEMPFAIL): another daemon may use the folder and the key; a supervisor restarting it meets that lock.
- */
-export const EXIT_STATE_LOCK_LOST = 75;
 
 /** How often what the planner learnt of arrivals is saved, so a crash loses that much of it at most. */
 const PROFILE_SAVE_MS = 3_600_000;

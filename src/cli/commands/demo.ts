@@ -15,7 +15,7 @@ import { parseCommandArgs, usageError, wantsHelp, type Command } from '../comman
 import { demoInput } from '../demo-feed.ts';
 import { outcomeLine } from '../demo-output.ts';
 import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
 const DEMO_KEY = 'demo-key';
 
@@ -37,7 +37,7 @@ Options:
   -h, --help        this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('demo', {
       args: argv,
       options: {
@@ -106,7 +106,7 @@ Options:
       } catch (error) {
         const message = describeStartupFailure(error);
         process.stderr.write(`df-worker: ${describeError(error, `could not start: ${message}`)}\n`);
-        return 1;
+        return EXIT_FAILURE;
       }
       const snapshot = daemon.worker.budget?.snapshot();
       if (snapshot) {

@@ -30,7 +30,7 @@ import {
 } from '../dev/session-file.ts';
 import { describeStartupFailure, runDaemon, type RunningDaemon } from '../run-daemon.ts';
 import { describeJsonError, warnUnknownSettings } from './run.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
 /** How often the session looks for new reports to print, in ms. */
 const REPORT_WATCH_MS = 25;
@@ -71,7 +71,7 @@ Settings: DF_BUDGET_PER_SECOND/MINUTE/MONTH set both the emulator's limits and t
 the service's: 5/s, 50/min, 40,000/month); DF_LOG_LEVEL (default warn) the daemon's JSON logs on stderr.
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('dev', {
       args: argv,
       allowPositionals: true,
@@ -139,21 +139,21 @@ async function enqueue(
   } catch (error) {
     if (!(error instanceof NoDevSessionError)) throw error;
     process.stderr.write(`df-worker dev: ${describeError(error)}\n`);
-    return 1;
+    return EXIT_FAILURE;
   }
   const result = await enqueueIntoSession({ session: devSession, taskKey, input, waitMs, say });
   switch (result.kind) {
     case 'refused':
       process.stderr.write(`df-worker dev: ${result.message}\n`);
-      return 1;
+      return EXIT_FAILURE;
     case 'queued':
-      return 0;
+      return EXIT_OK;
     case 'waiting':
       process.stderr.write(
         `df-worker dev: ${result.execution.id} was ${result.execution.claimedAt ? 'picked up but not reported' : 'not picked up'} ` +
           `within ${waitMs} ms; see the dev session's terminal (a task whose handler does not load is paused)\n`,
       );
-      return 1;
+      return EXIT_FAILURE;
     case 'reported': {
       const report = result.execution.reports[0]!;
       say(
@@ -161,7 +161,7 @@ async function enqueue(
           `${result.pickupMs} ms after the enqueue, reported after ${result.reportedMs} ms`,
       );
       say(JSON.stringify(report.output, null, 2));
-      return report.status === 'COMPLETED' ? 0 : 1;
+      return report.status === 'COMPLETED' ? EXIT_OK : EXIT_FAILURE;
     }
   }
 }
@@ -182,7 +182,7 @@ async function session(options: SessionOptions): Promise<number> {
       `df-worker dev: a dev session already runs for this state folder (pid ${running.pid}, emulator ` +
         `${running.url}); stop it first, or give this one another --state-dir\n`,
     );
-    return 1;
+    return EXIT_FAILURE;
   }
   // Keys of this session alone: a page that knows a fixed key could drive the emulator through the service routes.
   const apiKey = randomBytes(16).toString('hex');
@@ -243,14 +243,14 @@ async function session(options: SessionOptions): Promise<number> {
       first = await loader.load();
     } catch (error) {
       process.stderr.write(`df-worker dev: ${describeError(error, describeStartupFailure(error))}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     try {
       daemon = await runDaemon(config, logger, { handlers: first, events, loopbackHostsOnly: true });
     } catch (error) {
       const message = describeStartupFailure(error);
       process.stderr.write(`df-worker dev: ${describeError(error, `could not start: ${message}`)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     local.attachWorker(daemon.worker);
     const file = await writeSessionFile(options.stateDir, {

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { Emulator } from '../../emulator/index.ts';
 import { SERVED_SPELLINGS } from '../../emulator/path-spelling.ts';
+import { EXIT_OK } from '../../errors/exit-codes.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { parseVariableOptions } from '../variable-option.ts';
 
@@ -36,7 +37,7 @@ Options:
   -h, --help       this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('emulator', {
       args: argv,
       options: {
@@ -102,6 +103,6 @@ Options:
       process.once('SIGTERM', () => resolve());
     });
     await emulator.close();
-    return 0;
+    return EXIT_OK;
   },
 };

@@ -23,7 +23,7 @@ import { createLogger } from '../../telemetry/logger.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
 import { parseVariableOptions } from '../variable-option.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 import type { ErrorCode } from '../../errors/catalogue.ts';
 
 /** How long `run` waits for whatever a handler left running before it exits anyway, in milliseconds. */
@@ -225,7 +225,7 @@ Options:
   -h, --help          this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('run', {
       args: argv,
       options: {
@@ -271,7 +271,7 @@ Options:
     }
     warnUnknownSettings('run', config);
     const handler = await findHandler(values.dir ?? config.handlers.dir, key);
-    if (handler === undefined) return 1;
+    if (handler === undefined) return EXIT_FAILURE;
 
     const logger = createLogger({ level: config.log.level, destination: humanLogLines(process.stderr) });
     const task: TaskModule = timeoutMs === undefined ? handler : { ...handler, timeoutMs };
@@ -307,7 +307,7 @@ Options:
     // A handler may leave work behind (a connection pool, a fetch that ignores ctx.signal after a timeout), which
     // would keep a one-shot command alive: exit anyway, with the code main sets, once the output is written.
     setTimeout(() => process.exit(), LINGER_MS).unref();
-    return outcome.status === 'COMPLETED' ? 0 : 1;
+    return outcome.status === 'COMPLETED' ? EXIT_OK : EXIT_FAILURE;
   },
 };
 

@@ -21,7 +21,7 @@ import { JournalUnavailableError } from '../../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../../journal/state-lock.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
 const MAX_SHOWN_DESCRIPTION = 40;
 /** Tries per request when the service answers 429; a longer Retry-After than the cap fails the request. */
@@ -160,7 +160,7 @@ Options:
   -h, --help  this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('tasks', {
       args: argv,
       options: { 'dry-run': { type: 'boolean', default: false }, dir: { type: 'string' } },
@@ -186,7 +186,7 @@ Options:
     }
     const dir = path.resolve(parsed.values.dir ?? config.handlers.dir);
     const handlers = await loadAllHandlers(dir);
-    if (handlers === undefined) return 1;
+    if (handlers === undefined) return EXIT_FAILURE;
     return await sync(config, dir, handlers, parsed.values['dry-run']);
   },
 };
@@ -219,7 +219,7 @@ async function sync(
   dryRun: boolean,
 ): Promise<number> {
   const lock = await lockStateFolder(config.state.dir);
-  if (lock === undefined) return 1;
+  if (lock === undefined) return EXIT_FAILURE;
   try {
     return await syncWithBudget(config, dir, handlers, dryRun);
   } finally {
@@ -277,11 +277,11 @@ async function syncWithBudget(
       await budget.load();
     } catch (error) {
       process.stderr.write(`df-worker tasks: ${stateFolderUnusable(config.state.dir, error)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     if (budget.snapshot().month.remaining < 1) {
       process.stderr.write(`df-worker tasks: ${monthExhausted(budget)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     let tasks: Task[];
     try {
@@ -290,22 +290,22 @@ async function syncWithBudget(
       if (!isRequestFailure(error, stop.signal)) throw error;
       const text = `could not list the service's tasks: ${(error as Error).message}`;
       process.stderr.write(`df-worker tasks: ${describeError(error, text)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     const plan = planTaskSync(tasks, handlers);
     printPlan(plan, config.api.url, dir);
     const changes = plan.entries.filter((entry) => entry.action !== 'unchanged');
     if (dryRun) {
       process.stdout.write(`dry run: ${countActions(changes, 'planned')}; nothing was changed\n`);
-      return 0;
+      return EXIT_OK;
     }
     if (changes.length === 0) {
       process.stdout.write('nothing to change\n');
-      return 0;
+      return EXIT_OK;
     }
     if (budget.snapshot().month.remaining < changes.length) {
       process.stderr.write(`df-worker tasks: ${monthExhausted(budget)}; nothing was changed\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     return await applyChanges(client, send, changes, stop.signal);
   } finally {
@@ -347,14 +347,14 @@ async function applyChanges(
   }
   if (made === changes.length) {
     process.stdout.write(`done: ${countActions(changes, 'done')}\n`);
-    return 0;
+    return EXIT_OK;
   }
   const notTried = changes.length - made - failed;
   process.stdout.write(
     `${made} of ${changes.length} changes made, ${failed} failed` +
       `${notTried === 0 ? '' : `, ${notTried} not tried (interrupted)`}; run it again to retry\n`,
   );
-  return 1;
+  return EXIT_FAILURE;
 }
 
 /** Sends one request through the budget, retrying it after a 429 RATE_LIMIT answer. */
