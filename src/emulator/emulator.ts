@@ -16,7 +16,7 @@ import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { matchRoute } from './routes.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { serves, type ServedSpelling } from './path-spelling.ts';
-import { MAX_UPLOAD_BYTES } from '../api/file-limits.ts';
+import { MAX_UPLOAD_BYTES } from '../api/service-limits.ts';
 import type { RouteMatch } from './routes.ts';
 import { answerService } from './service.ts';
 import { Store, type EmulatedFile } from './store.ts';
