@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/api/client.ts';
 import type { Task } from '../../src/api/types.ts';
-import { describeEntry, planTaskSync, taskDifferences } from '../../src/cli/commands/tasks.ts';
+import { describeEntry, planTaskSync, taskDifferences } from '../../src/cli/shared/task-sync-plan.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { defineTask, type TaskModule } from '../../src/handlers/define-task.ts';
 import { StateFolderLockedError, StateLock } from '../../src/journal/state-lock.ts';

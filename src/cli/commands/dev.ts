@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { SERVICE_REQUEST_LIMITS_TEXT } from '../../api/service-limits.ts';
 import type { JsonObject } from '../../api/types.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
@@ -29,7 +30,8 @@ import {
   writeSessionFile,
 } from '../dev/session-file.ts';
 import { describeStartupFailure, runDaemon, type RunningDaemon } from '../run-daemon.ts';
-import { describeJsonError, warnUnknownSettings } from './run.ts';
+import { describeJsonError } from '../shared/json-input.ts';
+import { warnUnknownSettings } from '../shared/unknown-settings.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
 /** How often the session looks for new reports to print, in ms. */
@@ -68,7 +70,7 @@ Options:
   -h, --help        this help
 
 Settings: DF_BUDGET_PER_SECOND/MINUTE/MONTH set both the emulator's limits and the daemon's budget (default
-the service's: 5/s, 50/min, 40,000/month); DF_LOG_LEVEL (default warn) the daemon's JSON logs on stderr.
+the service's: ${SERVICE_REQUEST_LIMITS_TEXT}); DF_LOG_LEVEL (default warn) the daemon's JSON logs on stderr.
 `,
   async run(argv) {
     if (wantsHelp(argv, this)) return EXIT_OK;

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import type { ServiceClient } from '../../api/client.ts';
 import { ServiceClientError, ServiceError } from '../../api/errors.ts';
-import type { KeyDescription, Task, TaskDefinition } from '../../api/types.ts';
+import type { Task } from '../../api/types.ts';
 import type { Budget } from '../../budget/budget.ts';
 import { BudgetExhaustedError } from '../../budget/budget.ts';
 import { systemClock } from '../../clock/clock.ts';
@@ -12,7 +12,6 @@ import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { budgetFromConfig, clientFromConfig } from '../../daemon/service-wiring.ts';
-import { definitionOf, matchTasks } from '../../daemon/task-registry.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
@@ -21,117 +20,12 @@ import { JournalUnavailableError } from '../../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../../journal/state-lock.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
+import { describeEntry, planTaskSync, type SyncEntry, type SyncPlan } from '../shared/task-sync-plan.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
-const MAX_SHOWN_DESCRIPTION = 40;
 /** Tries per request when the service answers 429; a longer Retry-After than the cap fails the request. */
 const RATE_LIMITED_TRIES = 3;
 const MAX_RATE_LIMIT_WAIT_MS = 5 * 60_000;
-
-/** What sync does for one handler's task. */
-export type SyncEntry =
-  | { action: 'create'; key: string; definition: TaskDefinition }
-  | {
-      action: 'update';
-      key: string;
-      taskId: string;
-      definition: TaskDefinition;
-      changes: string[];
-      /** The task's fields beyond the definition, `name=value`: sent back unchanged, never compared. */
-      kept: string[];
-    }
-  | { action: 'unchanged'; key: string; taskId: string; kept: string[] };
-
-export interface SyncPlan {
-  /** One entry per handler, by task key. */
-  entries: SyncEntry[];
-  /** Keys of service tasks with no handler here: listed, never changed. */
-  unmanaged: string[];
-}
-
-/** Compares the service's tasks with the handlers' declarations; pure, so dry run and real run agree. */
-export function planTaskSync(tasks: Task[], handlers: ReadonlyMap<string, TaskModule>): SyncPlan {
-  const match = matchTasks(tasks, handlers);
-  const entries: SyncEntry[] = [];
-  for (const key of match.missing) {
-    entries.push({ action: 'create', key, definition: definitionOf(handlers.get(key)!) });
-  }
-  for (const { task, handler } of match.registered) {
-    // Only what the handler declares changes: the PUT carries the task's other fields back as they are.
-    const definition: TaskDefinition = {
-      ...definitionOf(handler),
-      ...(task.extraFields ? { extraFields: task.extraFields } : {}),
-    };
-    const changes = taskDifferences(task, definition);
-    const kept = describeExtraFields(task.extraFields);
-    entries.push(
-      changes.length === 0
-        ? { action: 'unchanged', key: task.key, taskId: task.id, kept }
-        : { action: 'update', key: task.key, taskId: task.id, definition, changes, kept },
-    );
-  }
-  entries.sort((a, b) => a.key.localeCompare(b.key));
-  return { entries, unmanaged: [...match.unhandled].sort() };
-}
-
-/** How the service's task differs from the handler's definition, one item per member: `retryCount 0 -> 2`. */
-export function taskDifferences(task: TaskDefinition, definition: TaskDefinition): string[] {
-  const changes: string[] = [];
-  if (task.description !== definition.description) {
-    changes.push(`description ${shorten(task.description)} -> ${shorten(definition.description)}`);
-  }
-  if (task.retryCount !== definition.retryCount) {
-    changes.push(`retryCount ${task.retryCount} -> ${definition.retryCount}`);
-  }
-  for (const member of ['inputKeys', 'outputKeys'] as const) {
-    const change = keyDifferences(task[member], definition[member]);
-    if (change !== undefined) changes.push(`${member} ${change}`);
-  }
-  return changes;
-}
-
-/** `+added -removed ~redescribed`, `reordered`, or undefined when both lists are the same. */
-function keyDifferences(current: KeyDescription[], wanted: KeyDescription[]): string | undefined {
-  const currentByKey = new Map(current.map((k) => [k.key, k.description]));
-  const wantedKeys = new Set(wanted.map((k) => k.key));
-  const parts = [
-    ...wanted.filter((k) => !currentByKey.has(k.key)).map((k) => `+${k.key}`),
-    ...current.filter((k) => !wantedKeys.has(k.key)).map((k) => `-${k.key}`),
-    ...wanted
-      .filter((k) => currentByKey.has(k.key) && currentByKey.get(k.key) !== k.description)
-      .map((k) => `~${k.key}`),
-  ];
-  if (parts.length > 0) return parts.join(' ');
-  const sameOrder = current.length === wanted.length && current.every((k, i) => k.key === wanted[i]?.key);
-  return sameOrder ? undefined : 'reordered';
-}
-
-function shorten(text: string): string {
-  const shown = text.length > MAX_SHOWN_DESCRIPTION ? `${text.slice(0, MAX_SHOWN_DESCRIPTION - 1)}…` : text;
-  return JSON.stringify(shown);
-}
-
-/** `name=value` for each field of a task beyond its definition, values shortened as descriptions are. */
-export function describeExtraFields(extraFields: Task['extraFields']): string[] {
-  return Object.entries(extraFields ?? {}).map(([field, value]) => {
-    const text = JSON.stringify(value) ?? 'null';
-    const shown = text.length > MAX_SHOWN_DESCRIPTION ? `${text.slice(0, MAX_SHOWN_DESCRIPTION - 1)}…` : text;
-    return `${field}=${shown}`;
-  });
-}
-
-/**
- * The plan's lines for one entry: `+ create k`, `~ update k: ...`, `= k unchanged`, then the task's fields
- * the sync leaves as they are: `    kept: timeoutSeconds=300, concurrentExecLimit=2`.
- */
-export function describeEntry(entry: SyncEntry): string {
-  if (entry.action === 'create') return `+ create ${entry.key}`;
-  const head =
-    entry.action === 'update'
-      ? `~ update ${entry.key}: ${entry.changes.join(', ')}`
-      : `= ${entry.key} unchanged`;
-  return entry.kept.length === 0 ? head : `${head}\n    kept as on the service: ${entry.kept.join(', ')}`;
-}
 
 export const tasksCommand: Command = {
   name: 'tasks',
