@@ -13,14 +13,13 @@ import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { WorkerEvents } from '../../daemon/events.ts';
 import { Emulator, type EmulatedExecution, type NewVariable } from '../../emulator/index.ts';
-import type { LoadedHandler } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { isPlainObject } from '../../schema/plain-object.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { enqueueIntoSession } from '../dev/enqueue.ts';
-import { cliCommand } from '../invocation.ts';
 import { HandlerSet } from '../dev/handler-set.ts';
 import { HandlerWatch } from '../dev/handler-watch.ts';
+import { printBanner, printReports } from '../dev/session-output.ts';
 import { parseVariableOptions } from '../variable-option.ts';
 import {
   findLiveSession,
@@ -330,79 +329,7 @@ function devConfig(options: SessionOptions, keys: { apiKey: string; wakeToken: s
   return loadConfig({ env, overrides: { ...overrides, 'handlers.isolation': 'thread' } });
 }
 
-interface Banner {
-  url: string;
-  apiKey: string;
-  wakeToken: string;
-  adminToken: string;
-  consoleUrl: string;
-  file: string;
-  handlersDir: string;
-  workerUrl: string;
-  handlers: LoadedHandler[];
-  budget: WorkerConfig['budget'];
-  variables: NewVariable[];
-}
-
-function printBanner(say: (line: string) => void, b: Banner): void {
-  const first = b.handlers[0];
-  const example = first?.key ?? 'my-task';
-  const input = JSON.stringify(Object.fromEntries((first?.inputKeys ?? []).map((k) => [k.key, '...'])));
-  say(`df-worker dev: emulator on ${b.url} (API key ${b.apiKey}, this session's alone)`);
-  say(`  console: ${b.consoleUrl}`);
-  say(`  admin routes: ${b.url}/__admin (Authorization: Bearer ${b.adminToken})`);
-  say(`  worker: ${b.workerUrl} (/metrics, /readyz, POST /wake with Authorization: Bearer ${b.wakeToken})`);
-  say(
-    `  budget and emulator limits: ${b.budget.perSecond}/s, ${b.budget.perMinute}/min, ${b.budget.perMonth}/month; ` +
-      'every enqueue wakes the worker',
-  );
-  say(
-    `  handlers: ${path.relative(process.cwd(), b.handlersDir) || '.'} (watched): ${b.handlers.map((h) => h.key).join(', ') || 'none'}`,
-  );
-  if (b.variables.length > 0) {
-    say(
-      `  variables: ${b.variables.map((v) => v.id).join(', ')} (ctx.service.variables.get(id); ` +
-        'GET /v1/data-factory/variables lists them)',
-    );
-  }
-  say(`  session file: ${path.relative(process.cwd(), b.file)}`);
-  say('Enqueue from another terminal:');
-  say(`  ${cliCommand(`dev --enqueue ${example} '${input}'`)}`);
-  say(
-    `  curl -X POST ${b.url}/__admin/executions -H 'authorization: Bearer ${b.adminToken}' ` +
-      `-H 'content-type: application/json' -d '{"taskKey":"${example}","input":${input}}'`,
-  );
-  say('Ctrl-C stops the session.');
-}
-
 /** The level of the lines the console keeps: info, or lower when DF_LOG_LEVEL asks for more. */
 function captureLevel(level: string): string {
   return level === 'debug' || level === 'trace' ? level : 'info';
-}
-
-/** Prints each tracked execution once it has its first report, with its pickup and report times. */
-function printReports(
-  emulator: Emulator,
-  tracked: Map<string, EmulatedExecution>,
-  say: (line: string) => void,
-): void {
-  for (const id of tracked.keys()) {
-    const execution = emulator.execution(id);
-    const report = execution?.reports[0];
-    if (!execution || !report) continue;
-    tracked.delete(id);
-    const created = Date.parse(execution.createdAt);
-    const pickup = execution.claimedAt
-      ? `picked up in ${Date.parse(execution.claimedAt) - created} ms, `
-      : '';
-    say(
-      `${report.status === 'COMPLETED' ? '✔' : '✖'} ${id} ${execution.taskKey} ${report.status} ` +
-        `(${pickup}reported in ${Date.parse(report.at) - created} ms): ${preview(report.output)}`,
-    );
-  }
-}
-
-function preview(output: unknown): string {
-  const text = JSON.stringify(output);
-  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
 }

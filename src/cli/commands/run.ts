@@ -8,7 +8,6 @@ import { ConfigError } from '../../config/errors.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { MAX_TIMER_MS } from '../../config/formats.ts';
 import { loadConfig } from '../../config/load.ts';
-import type { WorkerConfig } from '../../config/schema.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { backoffFromConfig } from '../../daemon/service-wiring.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
