@@ -11,7 +11,8 @@ import type { ErrorCode } from '../errors/catalogue.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { classifyFailure } from '../reports/retry-policy.ts';
 import type { WorkerEvents } from './events.ts';
-import { backoffFromConfig, taskRefreshIntervalMs } from './service-wiring.ts';
+import { backoffFromConfig } from './service-wiring.ts';
+import { taskRefreshIntervalMs } from './task-refresh.ts';
 import { taskFitWarnings } from './task-fit.ts';
 import type { TaskMatch, TaskRegistry } from './task-registry.ts';
 

@@ -16,7 +16,8 @@ import {
 } from './core.ts';
 import { pollEvents } from './events.ts';
 import { JournalReplay } from './journal-replay.ts';
-import { backoffFromConfig, reportReserveFor } from './service-wiring.ts';
+import { reportReserveFor } from '../budget/report-reserve.ts';
+import { backoffFromConfig } from './service-wiring.ts';
 import { memoryState, openStateFolder, type StandaloneState } from './state-folder.ts';
 
 export { StartupError } from './task-list.ts';
@@ -223,7 +224,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
 
   async #writeProfile(): Promise<void> {
     try {
-      await this.#parts?.planner.save();
+      await this.#parts?.saveProfile();
     } catch (error) {
       this.#core!.logger.warn({ err: error as Error }, 'could not save the arrival profile');
     }
