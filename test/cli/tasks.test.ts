@@ -69,6 +69,38 @@ describe('planTaskSync', () => {
     });
   });
 
+  it("shows the handler's concurrency beside the task's concurrentExecLimit when either is set", () => {
+    const plan = planTaskSync(
+      [
+        serviceTask('limited', { extraFields: { concurrentExecLimit: 2 } }),
+        serviceTask('both', { extraFields: { concurrentExecLimit: 2 } }),
+        serviceTask('neither'),
+      ],
+      handlers(
+        defineTask({ key: 'limited', handle }),
+        defineTask({ key: 'both', concurrency: 4, handle }),
+        defineTask({ key: 'neither', handle }),
+        defineTask({ key: 'declared', concurrency: 3, handle }),
+      ),
+    );
+    expect(plan.entries.map(describeEntry)).toEqual([
+      '= both unchanged\n    kept as on the service: concurrentExecLimit=2\n' +
+        '    at once: handler concurrency 4, concurrentExecLimit 2 (slots above it stay idle)',
+      '+ create declared\n    at once: handler concurrency 3, concurrentExecLimit not set',
+      '= limited unchanged\n    kept as on the service: concurrentExecLimit=2\n' +
+        '    at once: handler concurrency not set, concurrentExecLimit 2',
+      '= neither unchanged',
+    ]);
+    // Shown, never synced: the create sends no concurrentExecLimit, the update none of its own.
+    expect(plan.entries[1]).toMatchObject({
+      action: 'create',
+      concurrency: { handler: 3, service: undefined },
+    });
+    expect(plan.entries[1]!.action === 'create' && plan.entries[1]!.definition).not.toHaveProperty(
+      'extraFields',
+    );
+  });
+
   it('names every kind of difference: description, removed, added, redescribed and reordered keys', () => {
     const key = (name: string, description = '') => ({ key: name, description });
     const definition = {

@@ -8,8 +8,17 @@ import type { TaskModule } from '../../handlers/define-task.ts';
 /** Longest description or field value a plan line shows; a longer one ends in `…`. */
 const MAX_SHOWN_DESCRIPTION = 40;
 
+/**
+ * How many executions of the task run at once, by both sides, when either sets it: the handler's declared
+ * `concurrency` and the service task's `concurrentExecLimit` (how many it hands out at once). Neither is synced.
+ */
+export interface ConcurrencyPair {
+  handler: number | undefined;
+  service: number | undefined;
+}
+
 /** What sync does for one handler's task. */
-export type SyncEntry =
+export type SyncEntry = (
   | { action: 'create'; key: string; definition: TaskDefinition }
   | {
       action: 'update';
@@ -20,7 +29,8 @@ export type SyncEntry =
       /** The task's fields beyond the definition, `name=value`: sent back unchanged, never compared. */
       kept: string[];
     }
-  | { action: 'unchanged'; key: string; taskId: string; kept: string[] };
+  | { action: 'unchanged'; key: string; taskId: string; kept: string[] }
+) & { concurrency?: ConcurrencyPair };
 
 export interface SyncPlan {
   /** One entry per handler, by task key. */
@@ -34,7 +44,13 @@ export function planTaskSync(tasks: Task[], handlers: ReadonlyMap<string, TaskMo
   const match = matchTasks(tasks, handlers);
   const entries: SyncEntry[] = [];
   for (const key of match.missing) {
-    entries.push({ action: 'create', key, definition: definitionOf(handlers.get(key)!) });
+    const handler = handlers.get(key)!;
+    entries.push({
+      action: 'create',
+      key,
+      definition: definitionOf(handler),
+      ...concurrencyOf(handler, undefined),
+    });
   }
   for (const { task, handler } of match.registered) {
     // Only what the handler declares changes: the PUT carries the task's other fields back as they are.
@@ -44,10 +60,11 @@ export function planTaskSync(tasks: Task[], handlers: ReadonlyMap<string, TaskMo
     };
     const changes = taskDifferences(task, definition);
     const kept = describeExtraFields(task.extraFields);
+    const concurrency = concurrencyOf(handler, task);
     entries.push(
       changes.length === 0
-        ? { action: 'unchanged', key: task.key, taskId: task.id, kept }
-        : { action: 'update', key: task.key, taskId: task.id, definition, changes, kept },
+        ? { action: 'unchanged', key: task.key, taskId: task.id, kept, ...concurrency }
+        : { action: 'update', key: task.key, taskId: task.id, definition, changes, kept, ...concurrency },
     );
   }
   entries.sort((a, b) => a.key.localeCompare(b.key));
@@ -100,15 +117,38 @@ export function describeExtraFields(extraFields: Task['extraFields']): string[] 
   });
 }
 
+/** `{ concurrency }` when the handler declares one or the task has a concurrentExecLimit; else nothing. */
+function concurrencyOf(handler: TaskModule, task: Task | undefined): { concurrency?: ConcurrencyPair } {
+  const limit = task?.extraFields?.concurrentExecLimit;
+  const service = typeof limit === 'number' && Number.isFinite(limit) && limit > 0 ? limit : undefined;
+  if (handler.concurrency === undefined && service === undefined) return {};
+  return { concurrency: { handler: handler.concurrency, service } };
+}
+
 /**
  * The plan's lines for one entry: `+ create k`, `~ update k: ...`, `= k unchanged`, then the task's fields
- * the sync leaves as they are: `    kept: timeoutSeconds=300, concurrentExecLimit=2`.
+ * the sync leaves as they are (`    kept as on the service: timeoutSeconds=300, concurrentExecLimit=2`) and,
+ * when either side sets it, how many run at once: `    at once: handler concurrency 4, concurrentExecLimit 2`.
  */
 export function describeEntry(entry: SyncEntry): string {
-  if (entry.action === 'create') return `+ create ${entry.key}`;
-  const head =
-    entry.action === 'update'
-      ? `~ update ${entry.key}: ${entry.changes.join(', ')}`
-      : `= ${entry.key} unchanged`;
-  return entry.kept.length === 0 ? head : `${head}\n    kept as on the service: ${entry.kept.join(', ')}`;
+  const lines =
+    entry.action === 'create'
+      ? [`+ create ${entry.key}`]
+      : [
+          entry.action === 'update'
+            ? `~ update ${entry.key}: ${entry.changes.join(', ')}`
+            : `= ${entry.key} unchanged`,
+          ...(entry.kept.length === 0 ? [] : [`    kept as on the service: ${entry.kept.join(', ')}`]),
+        ];
+  if (entry.concurrency) lines.push(`    at once: ${describeConcurrency(entry.concurrency)}`);
+  return lines.join('\n');
+}
+
+function describeConcurrency({ handler, service }: ConcurrencyPair): string {
+  const declared = `handler concurrency ${handler ?? 'not set'}`;
+  const limit = `concurrentExecLimit ${service ?? 'not set'}`;
+  // The service hands out no more than its limit: the handler's slots above it stay idle (as the daemon warns).
+  const idle =
+    handler !== undefined && service !== undefined && handler > service ? ' (slots above it stay idle)' : '';
+  return `${declared}, ${limit}${idle}`;
 }
