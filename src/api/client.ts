@@ -2,7 +2,7 @@
 // page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook.
 import { systemClock, type Clock } from '../clock/clock.ts';
 import { ServiceClock } from '../clock/service-clock.ts';
-import { redactor } from '../errors/redact.ts';
+import { redactor } from '../secrets/redact.ts';
 import { defaultUserAgent, httpTransport } from './client-options.ts';
 import type {
   ExecutionReport,

@@ -18,7 +18,8 @@ import {
 import { describeError } from '../../errors/catalogue.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 import { loadHandlersIsolated, logLoadedHandlers } from '../../sandbox/load-handlers.ts';
-import { handlerEnvironmentFromConfig, secretValues } from '../../sandbox/secrets.ts';
+import { handlerEnvironmentFromConfig } from '../../sandbox/handler-environment.ts';
+import { secretValues } from '../../secrets/handler-secrets.ts';
 import { tracesEndpoint } from '../../tracing/settings.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
@@ -120,7 +121,7 @@ Options:
 async function startTracing(config: WorkerConfig): Promise<Tracing> {
   const [{ startTracing }, { redactor }, { version }, instanceId] = await Promise.all([
     import('../../tracing/sdk.ts'),
-    import('../../errors/redact.ts'),
+    import('../../secrets/redact.ts'),
     import('../version.ts'),
     config.cluster.redisUrl === ''
       ? hostname()

@@ -19,6 +19,7 @@ import { errorCode } from '../../journal/durable-file.ts';
 import { JournalUnavailableError } from '../../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../../journal/state-lock.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
+import { redactUrl } from '../../secrets/redact.ts';
 import { cliCommand } from '../invocation.ts';
 import { describeEntry, planTaskSync, type SyncEntry, type SyncPlan } from '../shared/task-sync-plan.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
@@ -296,13 +297,9 @@ function countActions(changes: SyncEntry[], tense: 'planned' | 'done'): string {
     : `${creates} created, ${updates} updated`;
 }
 
-/** The service's address without any user information, which could hold credentials. */
+/** The service's address as printed: any credentials, query or fragment masked (secrets/redact.ts). */
 function describeUrl(url: string): string {
-  const parsed = new URL(url);
-  parsed.username = '';
-  parsed.password = '';
-  parsed.search = '';
-  return parsed.href.replace(/\/$/, '');
+  return redactUrl(url).replace(/\/$/, '');
 }
 
 function monthExhausted(budget: Budget): string {
