@@ -12,7 +12,7 @@ export class UploadTooLargeError extends ServiceClientError {
 
   constructor(fileName: string, sizeBytes: number) {
     super(
-      `files.upload of "${fileName}" was not sent: ${sizeBytes} bytes is more than the service's 100 MB ` +
+      `files.upload of "${fileName}" was not sent: ${sizeBytes} bytes is more than the service's ${MAX_UPLOAD_BYTES / 1024 / 1024} MB ` +
         `(${MAX_UPLOAD_BYTES} bytes); split or compress the file`,
     );
     this.sizeBytes = sizeBytes;
