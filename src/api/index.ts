@@ -21,7 +21,14 @@ export {
 export type { RequestReach, ServiceErrorDetails, TimeoutPhase } from './errors.ts';
 export type { PathStyle } from './paths.ts';
 export { PathStyleError } from './path-style.ts';
-export { FILE_LIFETIME_DAYS, MAX_UPLOAD_BYTES, UploadTooLargeError } from './file-limits.ts';
+export { UploadTooLargeError } from './file-limits.ts';
+export {
+  FILE_LIFETIME_DAYS,
+  MAX_PAGE_SIZE,
+  MAX_UPLOAD_BYTES,
+  SERVICE_REQUEST_LIMITS,
+  type RequestLimits,
+} from './service-limits.ts';
 export type { PathStyleResolution, PathStyleSetting } from './path-style.ts';
 export { OPERATIONS } from './types.ts';
 export type {

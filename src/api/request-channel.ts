@@ -2,7 +2,7 @@
 // gate, goes through the transport, and its answer is told to the gate, the service clock and the metrics hook.
 import { systemClock, type Clock } from '../clock/clock.ts';
 import { ServiceClock } from '../clock/service-clock.ts';
-import { redactor } from '../errors/redact.ts';
+import { redactor } from '../secrets/redact.ts';
 import { defaultUserAgent, httpTransport } from './client-options.ts';
 import type { RequestGate, ResponseEvent, ServiceClientOptions, ServiceTransport } from './client-options.ts';
 import { ResponseValidationError, ServiceClientError } from './errors.ts';

@@ -6,11 +6,11 @@ import type { RateLimitPause } from './rate-limit-pause.ts';
 import type { BudgetStore } from './store.ts';
 
 export interface BudgetLimits {
-  /** Requests in any 1 s window. Default 5. */
+  /** Requests in any 1 s window (the service's: api/service-limits.ts). */
   perSecond: number;
-  /** Requests in any 60 s window. Default 50. */
+  /** Requests in any 60 s window. */
   perMinute: number;
-  /** Requests per calendar month in `timeZone`. Default 40,000. */
+  /** Requests per calendar month in `timeZone`. */
   perMonth: number;
 }
 

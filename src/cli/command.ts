@@ -1,5 +1,6 @@
 // What every CLI command provides: a name, a one-line summary for the usage text, and run(argv) -> exit code.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { EXIT_USAGE } from '../errors/exit-codes.ts';
 import { cliCommand } from './invocation.ts';
 
 export interface Command {
@@ -18,9 +19,6 @@ export function wantsHelp(argv: string[], command: Command): boolean {
   }
   return false;
 }
-
-/** Exit code for a command line that cannot be understood (bad option, missing argument). */
-export const EXIT_USAGE = 2;
 
 /** Prints a usage problem with the pointer to the command's help, and returns EXIT_USAGE. */
 export function usageError(command: string, message: string): number {

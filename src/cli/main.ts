@@ -8,7 +8,7 @@ import { nodeVersionProblem } from '../runtime/node-version.ts';
 const unsupported = nodeVersionProblem();
 if (unsupported !== undefined) {
   process.stderr.write(`${unsupported}\n`);
-  process.exit(1);
+  process.exit(1); // EXIT_FAILURE (errors/exit-codes.ts), written out: nothing is imported before this check
 }
 const { enableCompileCache } = await import('node:module');
 
@@ -17,6 +17,8 @@ const { enableCompileCache } = await import('node:module');
 // `start`, and the handler workers share the cache (see sandbox/compile-cache.ts). A cache that cannot be
 // written is skipped quietly; NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 enableCompileCache();
+
+const { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } = await import('../errors/exit-codes.ts');
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -29,19 +31,19 @@ async function main(argv: string[]): Promise<number> {
   const { printUsage } = await import('./usage.ts');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     printUsage(process.stdout);
-    return name === undefined ? 1 : 0;
+    return name === undefined ? EXIT_FAILURE : EXIT_OK;
   }
   if (name === '--version' || name === '-v') {
     const { version } = await import('./version.ts');
     process.stdout.write(`${version}\n`);
-    return 0;
+    return EXIT_OK;
   }
   const { commands } = await import('./commands/index.ts');
   const command = commands.get(name);
   if (!command) {
     process.stderr.write(`df-worker: unknown command "${name}"\n\n`);
     printUsage(process.stderr);
-    return 2;
+    return EXIT_USAGE;
   }
   return command.run(rest);
 }
@@ -53,6 +55,6 @@ main(process.argv.slice(2)).then(
   async (error: unknown) => {
     const { describeError } = await import('../errors/catalogue.ts');
     process.stderr.write(`df-worker: ${describeError(error)}\n`);
-    process.exitCode = 1;
+    process.exitCode = EXIT_FAILURE;
   },
 );

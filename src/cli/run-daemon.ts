@@ -5,11 +5,9 @@ import { ConfigError } from '../config/errors.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { DaemonWorker, WorkerOptions } from '../daemon/contract.ts';
 import { Worker } from '../daemon/worker.ts';
+import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_SECOND_SIGNAL } from '../errors/exit-codes.ts';
 import { failCurrentAttempt } from '../runner/attempt-scope.ts';
 import { WorkerHttpServer } from '../telemetry/http-server.ts';
-
-/** sysexits EX_SOFTWARE: the daemon met an error of its own and exited rather than go on in doubt. */
-export const EXIT_INTERNAL_ERROR = 70;
 
 export interface RunningDaemon<W extends DaemonWorker = Worker> {
   worker: W;
@@ -109,7 +107,7 @@ async function serve<W extends DaemonWorker>(
   let resolveExit!: (code: number) => void;
   const exited = new Promise<number>((resolve) => (resolveExit = resolve));
   let stopping: Promise<void> | undefined;
-  const stop = (exitCode = 0) => {
+  const stop = (exitCode: number = EXIT_OK) => {
     stopping ??= (async () => {
       await worker.stop();
       await http?.close();
@@ -124,7 +122,7 @@ async function serve<W extends DaemonWorker>(
       signals++;
       if (signals > 1) {
         logger.warn({ signal }, 'second signal: exiting now; unreported outcomes stay in the journal');
-        process.exit(130);
+        process.exit(EXIT_SECOND_SIGNAL);
       }
       logger.info({ signal }, 'signal received: draining');
       void stop();

@@ -1,7 +1,7 @@
 // `df-worker check --online` with DF_REDIS_URL: one connection to Redis (through the sentinels when they are
 // set), PING, and what INFO says of its set-up, as lines to print; never throws for what Redis does.
 import { Redis, ReplyError } from 'ioredis';
-import { redactUrl } from '../config/describe.ts';
+import { redactUrl } from '../secrets/redact.ts';
 import { StartupError } from '../daemon/task-list.ts';
 import { redisOptions, type RedisSettings } from './redis.ts';
 import {

@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import type { ConnectionOptions } from 'node:tls';
 import { Redis, type RedisOptions } from 'ioredis';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
-import { redactUrl } from '../config/describe.ts';
+import { redactUrl } from '../secrets/redact.ts';
 import { clusterSchema } from '../config/cluster-schema.ts';
 import { parseHostPortList } from '../config/formats.ts';
 import type { WorkerConfig } from '../config/schema.ts';

@@ -1,6 +1,6 @@
 // Views of the schema and of a loaded configuration that are safe to print: the settings table for docs,
 // and a configuration with its secrets masked for `check` and startup logs.
-import { REDACTED } from '../errors/redact.ts';
+import { REDACTED, redactUrl } from '../secrets/redact.ts';
 import { FORMAT } from './formats.ts';
 import { listSettings } from './schema.ts';
 import type { WorkerConfig } from './schema.ts';
@@ -25,8 +25,6 @@ export function describeConfig(): SettingDescription[] {
   }));
 }
 
-export { REDACTED } from '../errors/redact.ts';
-
 const SENSITIVE_SETTINGS = listSettings()
   .filter(({ entry }) => entry.sensitive === true)
   .map(({ setting }) => setting.split('.'));
@@ -34,35 +32,6 @@ const SENSITIVE_SETTINGS = listSettings()
 const URL_SETTINGS = listSettings()
   .filter(({ entry }) => entry.format === FORMAT.httpUrl || entry.format === FORMAT.redisUrl)
   .map(({ setting }) => setting.split('.'));
-
-/**
- * `text` with the parts of a URL that may hold a secret (user name and password, query, fragment) masked:
- * `https://user:pw@host/?api_key=k` becomes `https://***@host/?***`. Text without a host (not a URL, or
- * `user:pw@host`, which parses as a scheme and a path) is masked from its first `?` or `#` and up to its
- * last `@`, since it may still be a mistyped URL with a secret in it.
- */
-export function redactUrl(text: string): string {
-  const url = URL.parse(text);
-  if (url === null || url.host === '') return redactUrlText(text);
-  if (url.username !== '' || url.password !== '') {
-    url.username = '***';
-    url.password = '';
-  }
-  if (url.search !== '') url.search = '***';
-  if (url.hash !== '') url.hash = '***';
-  return url.href;
-}
-
-function redactUrlText(text: string): string {
-  const cut = text.search(/[?#]/);
-  const head = cut < 0 ? text : text.slice(0, cut);
-  const tail = cut < 0 ? '' : `${text[cut]}***`;
-  const at = head.lastIndexOf('@');
-  if (at < 0) return head + tail;
-  const authority = head.indexOf('//');
-  const start = authority >= 0 && authority < at ? authority + 2 : 0;
-  return `${head.slice(0, start)}***${head.slice(at)}${tail}`;
-}
 
 /** The object holding the last name of `path` under `root`, when every step on the way is an object. */
 function parentOf(root: Record<string, unknown>, path: string[]): Record<string, unknown> | undefined {
@@ -75,7 +44,7 @@ function parentOf(root: Record<string, unknown>, path: string[]): Record<string,
 }
 
 /**
- * A copy of `config` with every sensitive setting (api.key, http.wakeToken) replaced by '[redacted]' and the
+ * A copy of `config` with every sensitive setting (api.key, http.wakeToken) replaced by REDACTED and the
  * credentials, query and fragment of every URL setting (api.url) masked.
  */
 export function redactedConfig(config: WorkerConfig): object {

@@ -3,6 +3,6 @@ export { loadConfig, PACKAGE_DEFAULTS_FILE } from './load.ts';
 export type { LoadConfigOptions } from './load.ts';
 export { ConfigError } from './errors.ts';
 export type { ConfigProblem } from './errors.ts';
-export { describeConfig, redactedConfig, REDACTED } from './describe.ts';
+export { describeConfig, redactedConfig } from './describe.ts';
 export type { SettingDescription } from './describe.ts';
 export type { WorkerConfig } from './schema.ts';

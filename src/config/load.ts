@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import { checkRelations, checkServiceAccess, checkKey } from './checks.ts';
-import { redactUrl } from './describe.ts';
+import { redactUrl } from '../secrets/redact.ts';
 import { nearestName } from '../errors/nearest-name.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { ConfigError } from './errors.ts';

@@ -1,6 +1,7 @@
 // The configuration schema: the one source of truth for every setting, its environment variable, default,
 // format and documentation. `WorkerConfig` is derived from it, so a setting is added in one place.
 import { clusterSchema } from './cluster-schema.ts';
+import { SERVICE_REQUEST_LIMITS } from '../api/service-limits.ts';
 import { FORMAT } from './formats.ts';
 import { flag, flagOrAuto, integer, milliseconds, number, oneOf, string, withDefault } from './settings.ts';
 import type { Setting } from './settings.ts';
@@ -150,19 +151,19 @@ export const schema = {
   budget: {
     perSecond: integer({
       env: 'DF_BUDGET_PER_SECOND',
-      default: 5,
+      default: SERVICE_REQUEST_LIMITS.perSecond,
       min: 1,
       doc: 'Requests per second the worker allows itself with this API key. At most DF_BUDGET_PER_MINUTE.',
     }),
     perMinute: integer({
       env: 'DF_BUDGET_PER_MINUTE',
-      default: 50,
+      default: SERVICE_REQUEST_LIMITS.perMinute,
       min: 1,
-      doc: "Requests per minute the worker allows itself; the service's default limit is 50 per key. At most DF_BUDGET_PER_MONTH.",
+      doc: `Requests per minute the worker allows itself; the service's default limit is ${SERVICE_REQUEST_LIMITS.perMinute} per key. At most DF_BUDGET_PER_MONTH.`,
     }),
     perMonth: integer({
       env: 'DF_BUDGET_PER_MONTH',
-      default: 40_000,
+      default: SERVICE_REQUEST_LIMITS.perMonth,
       min: 1,
       doc: 'Requests per calendar month (in DF_BUDGET_TIME_ZONE) the worker allows itself with this key.',
     }),

@@ -11,7 +11,7 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
-import { Reporter } from '../scheduler/reporter.ts';
+import { Reporter } from '../reports/reporter.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerOptions, WorkerState } from './contract.ts';
 import { summariseError } from '../runner/errors.ts';
@@ -19,7 +19,8 @@ import { splitInput } from '../runner/input.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
 import { WorkerEvents, type WorkerEventMap } from './events.ts';
 import { ExecutionPipeline, type ExecutionJournal, type PipelineObserver } from './execution-pipeline.ts';
-import { backoffFromConfig, clientFromConfig, plannerFromConfig } from './service-wiring.ts';
+import { plannerFromConfig } from './planner-from-config.ts';
+import { backoffFromConfig, clientFromConfig } from './service-wiring.ts';
 import { KeyRotation } from './key-rotation.ts';
 import { TaskList, type TaskListOptions } from './task-list.ts';
 import { TaskRegistry } from './task-registry.ts';
@@ -71,7 +72,9 @@ export interface CoreParts<G extends BudgetGate> extends ModeState<G> {
   registry: TaskRegistry;
   taskList: TaskList;
   pipeline: ExecutionPipeline;
-  planner: PollPlanner & { save: () => Promise<void> };
+  planner: PollPlanner;
+  /** Saves what the planner learnt of arrivals (a no-op when the profile is kept in memory). */
+  saveProfile: () => Promise<void>;
   sandbox: Sandbox;
 }
 
@@ -289,12 +292,13 @@ export class DaemonCore<G extends BudgetGate> {
       ...(opened.fence ? { fence: opened.fence } : {}),
     });
     const successors = config.scheduler.pipelinePacing ? new SuccessorPacing(clock) : undefined;
-    const planner = await plannerFromConfig(config, opened.budget, {
+    const { planner, saveProfile } = await plannerFromConfig(config, opened.budget, {
       inMemory: !opened.keepProfile,
       logger,
       ...(successors ? { successors } : {}),
     });
     parts.planner = planner;
+    parts.saveProfile = saveProfile;
     if (successors) {
       const served = registry.tasks.map((t) => t.task.key);
       const pipeline = { source: client, pacing: successors, planner, logger, served };

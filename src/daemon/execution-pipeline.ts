@@ -9,9 +9,9 @@ import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts
 import type { ResponseEvent, ServiceClient } from '../api/client.ts';
 import type { AttemptHost } from '../runner/attempt-host.ts';
 import { truncateMessage } from '../runner/errors.ts';
-import type { Redact } from '../runner/redact.ts';
+import type { Redact } from '../secrets/redact.ts';
 import { runExecution, type AttemptEvent, type ExecutionOutcome } from '../runner/run-execution.ts';
-import type { Reporter } from '../scheduler/reporter.ts';
+import type { Reporter } from '../reports/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
 import type { ClaimOrigin } from './events.ts';

@@ -15,7 +15,8 @@ import { requestsShownByJournal } from '../journal/journal-contents.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import type { CoreHandle } from './core.ts';
 import type { ExecutionJournal } from './execution-pipeline.ts';
-import { budgetFromConfig, reportReserveFor } from './service-wiring.ts';
+import { reportReserveFor } from '../budget/report-reserve.ts';
+import { budgetFromConfig } from './service-wiring.ts';
 
 export interface StandaloneState {
   budget: Budget;

@@ -9,9 +9,10 @@ import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { ErrorCode } from '../errors/catalogue.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
-import { classifyFailure } from '../scheduler/retry-policy.ts';
+import { classifyFailure } from '../reports/retry-policy.ts';
 import type { WorkerEvents } from './events.ts';
-import { backoffFromConfig, taskRefreshIntervalMs } from './service-wiring.ts';
+import { backoffFromConfig } from './service-wiring.ts';
+import { taskRefreshIntervalMs } from './task-refresh.ts';
 import { taskFitWarnings } from './task-fit.ts';
 import type { TaskMatch, TaskRegistry } from './task-registry.ts';
 

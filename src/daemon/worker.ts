@@ -2,6 +2,7 @@
 // own scheduler, which claims beside the replay of what a previous run left in the journal.
 import { withFailureMessage } from '../runner/failure-output.ts';
 import type { Budget } from '../budget/budget.ts';
+import { EXIT_STATE_LOCK_LOST } from '../errors/exit-codes.ts';
 import type { DeadLetter, Journal } from '../journal/journal.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import type { WorkerOptions } from './contract.ts';
@@ -15,17 +16,12 @@ import {
 } from './core.ts';
 import { pollEvents } from './events.ts';
 import { JournalReplay } from './journal-replay.ts';
-import { backoffFromConfig, reportReserveFor } from './service-wiring.ts';
+import { reportReserveFor } from '../budget/report-reserve.ts';
+import { backoffFromConfig } from './service-wiring.ts';
 import { memoryState, openStateFolder, type StandaloneState } from './state-folder.ts';
 
 export { StartupError } from './task-list.ts';
 export type { DaemonWorker, Readiness, WorkerOptions } from './contract.ts';
-
-/**
- * Exit code of a daemon that stopped because its state folder's lock vanished or changed owner (sysexits
- * EX_TEMPFAIL): another daemon may use the folder and the key; a supervisor restarting it meets that lock.
- */
-export const EXIT_STATE_LOCK_LOST = 75;
 
 /** How often what the planner learnt of arrivals is saved, so a crash loses that much of it at most. */
 const PROFILE_SAVE_MS = 3_600_000;
@@ -228,7 +224,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
 
   async #writeProfile(): Promise<void> {
     try {
-      await this.#parts?.planner.save();
+      await this.#parts?.saveProfile();
     } catch (error) {
       this.#core!.logger.warn({ err: error as Error }, 'could not save the arrival profile');
     }

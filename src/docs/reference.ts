@@ -3,6 +3,7 @@
 // the code or from one another: `npm run docs` rewrites them, a test fails when they differ.
 import { describeConfig } from '../config/describe.ts';
 import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
+import { EXIT_CODES } from '../errors/exit-codes.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
 import { renderFigures } from './figures.ts';
 
@@ -46,6 +47,18 @@ export function errorCodesTable(): string {
   return ['| Code | Meaning | Error class |', '|---|---|---|', ...rows].join('\n');
 }
 
+export const EXIT_CODES_MARKERS = [
+  '<!-- exit-codes-table:start -->',
+  '<!-- exit-codes-table:end -->',
+] as const;
+
+export function exitCodesTable(): string {
+  const rows = Object.entries(EXIT_CODES).map(
+    ([name, entry]) => `| ${entry.code} | \`${name}\` | ${cell(entry.meaning)} |`,
+  );
+  return ['| Exit code | Name | Meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
 /** Replaces the text between two markers; throws when the markers are missing. */
 export function replaceBetween(text: string, markers: readonly [string, string], content: string): string {
   const start = text.indexOf(markers[0]);
@@ -72,7 +85,11 @@ export const GENERATED_DOCS: readonly GeneratedDoc[] = [
   { path: 'helm/README.md', table: tables(METRICS_MARKERS, metricsTable) },
   { path: 'helm/CLUSTERING.md' },
   { path: '.github/CONTRIBUTING.md' },
-  { path: 'src/errors/README.md', table: tables(ERROR_CODES_MARKERS, errorCodesTable) },
+  {
+    path: 'src/errors/README.md',
+    table: (text: string) =>
+      tables(EXIT_CODES_MARKERS, exitCodesTable)(tables(ERROR_CODES_MARKERS, errorCodesTable)(text)),
+  },
 ].map(({ path, table }: { path: string; table?: (text: string) => string }) => ({
   path,
   render: (text: string) => renderFigures(table === undefined ? text : table(text)),

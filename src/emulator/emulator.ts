@@ -14,7 +14,7 @@ import { FaultTable } from './faults.ts';
 import { ResponseTimeoutSettings } from './response-timeouts.ts';
 import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
-import { MAX_UPLOAD_BYTES } from '../api/file-limits.ts';
+import { MAX_UPLOAD_BYTES } from '../api/service-limits.ts';
 import { ServiceGateway, type ServiceCall } from './gateway.ts';
 import { Store, type EmulatedFile, type EmulatedVariable } from './store.ts';
 import type {

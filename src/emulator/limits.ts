@@ -1,8 +1,9 @@
 // The service's per-key rate limits (part 8): sliding 1 s and 60 s windows and a UTC calendar month.
 // Pure: the caller passes the clock's reading, so a month of budget is tested in milliseconds.
+import { SERVICE_REQUEST_LIMITS } from '../api/service-limits.ts';
 import type { EmulatorLimits } from './types.ts';
 
-export const DEFAULT_LIMITS: EmulatorLimits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
+export const DEFAULT_LIMITS: EmulatorLimits = { ...SERVICE_REQUEST_LIMITS };
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60_000;

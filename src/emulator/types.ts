@@ -19,18 +19,18 @@ export type EmulatorOperation = Operation | 'variables.create' | 'variables.list
 
 /** Request budgets per API key (service API part 8). 0 or Infinity disables that limit. */
 export interface EmulatorLimits {
-  /** Requests accepted in any sliding 1 s window. Default 5. */
+  /** Requests accepted in any sliding 1 s window. Default: the service's (api/service-limits.ts). */
   perSecond: number;
-  /** Requests accepted in any sliding 60 s window. Default 50. */
+  /** Requests accepted in any sliding 60 s window. Default: the service's. */
   perMinute: number;
-  /** Requests accepted in one calendar month, UTC. Default 40000. */
+  /** Requests accepted in one calendar month, UTC. Default: the service's. */
   perMonth: number;
 }
 
 export interface EmulatorOptions {
   /** Accepted API keys. Default `['emulator-key']`. */
   apiKeys?: string[];
-  /** Per-key limits; missing members take their defaults (5 per second, 50 per minute, 40000 per month). */
+  /** Per-key limits; missing members take the service's (api/service-limits.ts). */
   limits?: Partial<EmulatorLimits>;
   /** Time for rate-limit windows and record timestamps. Default `systemClock`. */
   clock?: Clock;

@@ -2,6 +2,7 @@
 // pending execution per poll, oldest first; 5 a second, 50 a minute, the month's quota; a claim is reported
 // at once): a fixed poller, an oracle that knows each step's arrival to the minute, and successor pacing
 // (the scheduler's own module) over idle polls of the tasks that can arrive unannounced.
+import { SERVICE_REQUEST_LIMITS } from '../api/service-limits.ts';
 import type { Clock } from '../clock/clock.ts';
 import { PipelineModel } from '../scheduler/pipeline-model.ts';
 import { SuccessorPacing, type SuccessorPacingOptions } from '../scheduler/successor-pacing.ts';
@@ -33,17 +34,17 @@ export type ChainedPolicy =
 export interface ChainedOptions {
   startsAt: number;
   endsAt: number;
-  /** Default 40,000. */
+  /** Default: the service's (api/service-limits.ts). */
   perMonth?: number;
 }
 
-const PER_SECOND = 5;
-const PER_MINUTE = 50;
+const PER_SECOND = SERVICE_REQUEST_LIMITS.perSecond;
+const PER_MINUTE = SERVICE_REQUEST_LIMITS.perMinute;
 const MINUTE = 60_000;
 
 /** A month of `file`'s job runs polled by `policy`. Claims carry `step`: which custom step of its job. */
 export function chainedPoller(file: JobsFile, policy: ChainedPolicy, o: ChainedOptions): ReplayResult {
-  const perMonth = o.perMonth ?? 40_000;
+  const perMonth = o.perMonth ?? SERVICE_REQUEST_LIMITS.perMonth;
   const runs = new PipelineRuns(file);
   const tasks = [...new Set([...runs.tasks(), ...(file.extraTasks ?? [])])].sort();
   const model = new PipelineModel(file.jobs, tasks);
@@ -217,7 +218,7 @@ export function shortestInHindsight(
   policy: (intervalMs: number) => ChainedPolicy,
   o: ChainedOptions,
 ): ReplayResult {
-  const perMonth = o.perMonth ?? 40_000;
+  const perMonth = o.perMonth ?? SERVICE_REQUEST_LIMITS.perMonth;
   const run = (ms: number) => chainedPoller(file, policy(ms), o);
   let low = 1_000;
   let high = 86_400_000;

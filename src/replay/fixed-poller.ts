@@ -1,6 +1,7 @@
 // The baselines: fixed-interval pollers over the same arrivals and the same service rules (one pending
 // execution handed out per poll, oldest first; 5 requests a second, 50 a minute, the month's quota). A
 // synchronous event simulation: a month of 40,000 requests takes milliseconds.
+import { SERVICE_REQUEST_LIMITS } from '../api/service-limits.ts';
 import type { Arrival, ClaimRecord, ReplayResult, RequestRecord } from './types.ts';
 import { summarize } from './summary.ts';
 
@@ -11,7 +12,7 @@ export interface FixedPollerOptions {
   repollAfterHit?: boolean;
   startsAt: number;
   endsAt: number;
-  /** The month's quota; the poller stops when it is used up. Default 40,000. */
+  /** The month's quota; the poller stops when it is used up. Default: the service's (api/service-limits.ts). */
   perMonth?: number;
   /** A hit is reported this long after it, in ms. Default 0. */
   handlerMs?: number;
@@ -19,11 +20,11 @@ export interface FixedPollerOptions {
   intervalAt?: (t: number) => number;
 }
 
-const PER_SECOND = 5;
-const PER_MINUTE = 50;
+const PER_SECOND = SERVICE_REQUEST_LIMITS.perSecond;
+const PER_MINUTE = SERVICE_REQUEST_LIMITS.perMinute;
 
 export function fixedPoller(arrivals: readonly Arrival[], o: FixedPollerOptions): ReplayResult {
-  const perMonth = o.perMonth ?? 40_000;
+  const perMonth = o.perMonth ?? SERVICE_REQUEST_LIMITS.perMonth;
   const handlerMs = o.handlerMs ?? 0;
   const tasks = [...new Set(arrivals.map((a) => a.task))].sort();
   const pending = new Map(tasks.map((t) => [t, [] as ClaimRecord[]]));
@@ -98,7 +99,7 @@ export function bestFixedInHindsight(
   arrivals: readonly Arrival[],
   o: Omit<FixedPollerOptions, 'intervalMs'>,
 ): ReplayResult {
-  const perMonth = o.perMonth ?? 40_000;
+  const perMonth = o.perMonth ?? SERVICE_REQUEST_LIMITS.perMonth;
   const run = (intervalMs: number) => fixedPoller(arrivals, { ...o, intervalMs });
   const runsOut = (r: ReplayResult) => r.requests.length >= perMonth;
   const longest = run(86_400_000);
@@ -150,7 +151,7 @@ export function bestByHourInHindsight(
   /** The quiet hours' intervals tried, as multiples of the busy hours'. */
   quietFactors: readonly number[] = QUIET_FACTORS,
 ): ReplayResult {
-  const perMonth = o.perMonth ?? 40_000;
+  const perMonth = o.perMonth ?? SERVICE_REQUEST_LIMITS.perMonth;
   const rates: number[] = [];
   for (let t = o.startsAt; t < o.endsAt; t += HOUR_MS) rates.push(ratePerHour(t + HOUR_MS / 2));
   const levels = [...new Set(rates.filter((r) => r > 0))].sort((a, b) => b - a);

@@ -3,6 +3,7 @@
 // for a month of given arrivals, in virtual time. Its state is kept in memory, its handlers run in process on
 // the virtual clock, and requests go in process (no socket) but through the emulator's whole request path:
 // key, 5/s, 50/min and month limits, the request log. A month of 20,000 executions replays in seconds.
+import { SERVICE_REQUEST_LIMITS } from '../api/service-limits.ts';
 import { setImmediate as turn } from 'node:timers/promises';
 import { pino } from 'pino';
 import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
@@ -38,8 +39,6 @@ export interface ReplayOptions {
 }
 
 const API_KEY = 'replay-key';
-/** Limits of the service itself (API part 8), whatever the daemon's configured budget says. */
-const SERVICE_LIMITS = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
 
 export async function replayMonth(options: ReplayOptions): Promise<ReplayResult> {
   const env: Record<string, string | undefined> = {
@@ -65,7 +64,8 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
   const handlerMs = options.handlerMs ?? 0;
 
   const clock = new ManualClock(startsAt);
-  const emulator = new Emulator({ clock, apiKeys: [API_KEY], limits: SERVICE_LIMITS });
+  // The service's own limits, whatever the daemon's configured budget says.
+  const emulator = new Emulator({ clock, apiKeys: [API_KEY], limits: { ...SERVICE_REQUEST_LIMITS } });
   const runs = options.jobs ? new PipelineRuns(options.jobs) : undefined;
   const keys = [
     ...new Set([

@@ -1,7 +1,8 @@
 // What a replayed month comes to: pickup latency percentiles, requests, 429s, and when the month ran out.
+import { SERVICE_REQUEST_LIMITS } from '../api/service-limits.ts';
 import type { ClaimRecord, ReplayResult, ReplaySummary } from './types.ts';
 
-export function summarize(result: ReplayResult, perMonth = 40_000): ReplaySummary {
+export function summarize(result: ReplayResult, perMonth = SERVICE_REQUEST_LIMITS.perMonth): ReplaySummary {
   const pickups = result.claims
     .filter((c) => c.claimedAt !== null)
     .map((c) => c.claimedAt! - c.arrivedAt)

@@ -12,7 +12,7 @@ import { attemptTmpPath, removeAttemptTmpDir, sweepAttemptTmpDirsOnce } from './
 import { HandlerCrashError, HandlerTimeoutError, summariseError, truncateMessage } from './errors.ts';
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput, type OutputCheck } from './output.ts';
-import { redactDeep, type Redact } from './redact.ts';
+import { redactDeep, type Redact } from '../secrets/redact.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
 
 export interface RunExecutionArgs {

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { pino } from 'pino';
 import type { HostResult } from '../runner/attempt-host.ts';
 import { NonRetryableError } from '../handlers/define-task.ts';
-import { redactDeep, type Redact } from '../runner/redact.ts';
+import { redactDeep, type Redact } from '../secrets/redact.ts';
 import { toErrorRecord } from '../api/error-record.ts';
 import { performServiceCall, ServiceCallRefusedError, type ServiceCall } from '../handlers/task-service.ts';
 import type { HandlerPoolOptions } from './pool-options.ts';

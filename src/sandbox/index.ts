@@ -4,19 +4,16 @@ import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { LoadedHandler } from '../handlers/loader.ts';
 import { inlineHost, withOutputLimit, type AttemptHost } from '../runner/attempt-host.ts';
-import { redactor, type Redact } from '../runner/redact.ts';
+import { redactor, type Redact } from '../secrets/redact.ts';
 import { HandlerPool, type PoolObserver } from './handler-pool.ts';
 import { loadHandlersIsolated } from './load-handlers.ts';
 export { loadHandlersIsolatedPartly } from './load-handlers.ts';
-import { handlerEnvironmentFromConfig, secretValues } from './secrets.ts';
+import { secretValues } from '../secrets/handler-secrets.ts';
+import { handlerEnvironmentFromConfig } from './handler-environment.ts';
 
 export { HandlerPool, type PoolObserver, type WorkerGoneReason } from './handler-pool.ts';
-export {
-  handlerEnvironment,
-  handlerEnvironmentFromConfig,
-  secretValues,
-  SECRET_VARIABLES,
-} from './secrets.ts';
+export { handlerEnvironment, secretValues, SECRET_VARIABLES } from '../secrets/handler-secrets.ts';
+export { handlerEnvironmentFromConfig } from './handler-environment.ts';
 export { saveCompileCache } from './compile-cache.ts';
 
 export interface Sandbox {

@@ -1,13 +1,14 @@
 // Entry of the one-shot child process that imports the handler modules at start (the folder is its argument),
 // so their top-level code runs with the handlers' environment (no secrets) and cannot block, exit or crash the
 // daemon while it loads them.
+import { EXIT_OK } from '../errors/exit-codes.ts';
 import { HandlersDirectoryError } from '../handlers/load-errors.ts';
 import { loadHandlers } from '../handlers/loader.ts';
 import { saveCompileCache } from './compile-cache.ts';
 import type { LoadReport } from './load-handlers.ts';
 
 // The daemon going away (even kill -9) closes the channel: nothing is left to report to.
-process.once('disconnect', () => process.exit(0));
+process.once('disconnect', () => process.exit(EXIT_OK));
 const dir = process.argv[2] ?? '';
 let report: LoadReport;
 try {

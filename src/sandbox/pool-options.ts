@@ -1,7 +1,7 @@
 // What the handler pool is set up with: each option with its unit, the DF_* setting it comes from, and its
 // default.
 import type { Logger } from 'pino';
-import type { Redact } from '../runner/redact.ts';
+import type { Redact } from '../secrets/redact.ts';
 import type { WorkerGoneReason } from './pool-worker.ts';
 import type { Isolation } from './worker-channel.ts';
 

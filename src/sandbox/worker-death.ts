@@ -1,7 +1,7 @@
 // Why a handler worker went away because of its handler: out of memory (its heap limit, the memory watch, or the
 // container's limit reached and the kernel's OOM killer), process.exit, or a crash; and the message that tells
 // the user what happened to the attempt and which setting to change.
-import type { Redact } from '../runner/redact.ts';
+import type { Redact } from '../secrets/redact.ts';
 import type { PoolWorker, WorkerGoneReason } from './pool-worker.ts';
 import { oomKillCount } from './process-memory.ts';
 import type { Isolation, WorkerDeath } from './worker-channel.ts';

@@ -7,7 +7,7 @@ import { topLevelString } from '../api/json-prefix.ts';
 import type { TaskExecution } from '../api/types.ts';
 import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
-import { classifyFailure } from './retry-policy.ts';
+import { classifyFailure } from '../reports/retry-policy.ts';
 import { mayTakeSlot } from './slot-share.ts';
 
 export interface PolledTask {

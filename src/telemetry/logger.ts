@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import type PinoPretty from 'pino-pretty';
 import { errorCodeOf } from '../errors/catalogue.ts';
-import { REDACTED } from '../errors/redact.ts';
+import { REDACTED } from '../secrets/redact.ts';
 
 export type Logger = pino.Logger;
 
@@ -33,8 +33,6 @@ export interface LoggerOptions {
    */
   mixin?: () => Record<string, unknown>;
 }
-
-export { REDACTED } from '../errors/redact.ts';
 
 // Specific paths only: a bare `key` would hide harmless fields such as an idempotency or task key.
 export const REDACTED_PATHS = [

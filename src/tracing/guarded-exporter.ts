@@ -5,7 +5,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
-import type { Redact } from '../errors/redact.ts';
+import type { Redact } from '../secrets/redact.ts';
 
 type ExportResult = Parameters<Parameters<SpanExporter['export']>[1]>[0];
 

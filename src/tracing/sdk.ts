@@ -13,7 +13,7 @@ import {
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Logger } from 'pino';
-import type { Redact } from '../errors/redact.ts';
+import type { Redact } from '../secrets/redact.ts';
 import { GuardedExporter } from './guarded-exporter.ts';
 import { listenForTraces } from './listener.ts';
 import { PrimedIdGenerator } from './primed-ids.ts';

@@ -1,6 +1,7 @@
 // The service's 100 MB upload limit, kept by the client: a larger file is refused before a byte is sent.
 import { describe, expect, it } from 'vitest';
-import { MAX_UPLOAD_BYTES, UploadTooLargeError } from '../../src/api/file-limits.ts';
+import { UploadTooLargeError } from '../../src/api/file-limits.ts';
+import { MAX_UPLOAD_BYTES } from '../../src/api/service-limits.ts';
 import { failure, useEmulatorAndClients } from './emulator-fixture.ts';
 
 const fx = useEmulatorAndClients();

@@ -42,7 +42,7 @@ describe.runIf(clusteredTestsRun)('df-worker check --online with DF_REDIS_URL', 
     const result = await cli(['check', '--online'], env(`redis://:redis-secret-7a@127.0.0.1:${redis.port}`));
     expect(result.stdout).toMatch(
       new RegExp(
-        `^redis: redis://\\*\\*\\*@127\\.0\\.0\\.1:${redis.port} answered PING \\(Redis \\d+\\.\\d+\\.\\d+, role master, maxmemory-policy noeviction\\)$`,
+        `^redis: redis://\\[redacted\\]@127\\.0\\.0\\.1:${redis.port} answered PING \\(Redis \\d+\\.\\d+\\.\\d+, role master, maxmemory-policy noeviction\\)$`,
         'm',
       ),
     );
@@ -54,7 +54,7 @@ describe.runIf(clusteredTestsRun)('df-worker check --online with DF_REDIS_URL', 
     const result = await cli(['check', '--online'], env(`redis://:not-it-3f@127.0.0.1:${redis.port}`));
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(
-      /^redis: redis:\/\/\*\*\*@127\.0\.0\.1:\d+: Redis refused the credentials \(WRONGPASS .*DF_REDIS_URL$/m,
+      /^redis: redis:\/\/\[redacted\]@127\.0\.0\.1:\d+: Redis refused the credentials \(WRONGPASS .*DF_REDIS_URL$/m,
     );
     expect(result.stdout).not.toContain('not-it-3f');
   });

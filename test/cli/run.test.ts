@@ -3,16 +3,13 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { humanLogLines, runCommand, splitLoadErrors, summariseOutcome } from '../../src/cli/commands/run.ts';
 import {
   describeJsonError,
-  humanLogLines,
   InputError,
   jsonErrorOffset,
   readInputArgument,
-  runCommand,
-  splitLoadErrors,
-  summariseOutcome,
-} from '../../src/cli/commands/run.ts';
+} from '../../src/cli/shared/json-input.ts';
 import { HandlerLoadError } from '../../src/handlers/load-errors.ts';
 import { READ_SECRET_HANDLER } from './fixtures/read-secret-handler.ts';
 import { captureOutput, cli, tempDir } from './run-cli.ts';

@@ -58,7 +58,8 @@ describe('df-worker tasks sync and the fields it does not manage', () => {
       '~ update changed: retryCount 0 -> 3\n    kept as on the service: timeoutSeconds=3600, ' +
         'timeoutPolicy="TIME_OUT_WF", responseTimeoutSeconds=600, retryLogic="FIXED", retryDelaySeconds=60, ' +
         'backoffScaleFactor=1, concurrentExecLimit=2, pollTimeoutSeconds=30, ownerEmail="team@example.com", ' +
-        'inputTemplate={"region":"eu","nested":[1,{"deep":true…\n',
+        'inputTemplate={"region":"eu","nested":[1,{"deep":true…\n' +
+        '    at once: handler concurrency not set, concurrentExecLimit 2\n',
     );
   });
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/api/client.ts';
 import type { Task } from '../../src/api/types.ts';
-import { describeEntry, planTaskSync, taskDifferences } from '../../src/cli/commands/tasks.ts';
+import { describeEntry, planTaskSync, taskDifferences } from '../../src/cli/shared/task-sync-plan.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { defineTask, type TaskModule } from '../../src/handlers/define-task.ts';
 import { StateFolderLockedError, StateLock } from '../../src/journal/state-lock.ts';
@@ -67,6 +67,38 @@ describe('planTaskSync', () => {
       action: 'create',
       definition: { key: 'enrich-product', description: '', retryCount: 1, inputKeys: [], outputKeys: [] },
     });
+  });
+
+  it("shows the handler's concurrency beside the task's concurrentExecLimit when either is set", () => {
+    const plan = planTaskSync(
+      [
+        serviceTask('limited', { extraFields: { concurrentExecLimit: 2 } }),
+        serviceTask('both', { extraFields: { concurrentExecLimit: 2 } }),
+        serviceTask('neither'),
+      ],
+      handlers(
+        defineTask({ key: 'limited', handle }),
+        defineTask({ key: 'both', concurrency: 4, handle }),
+        defineTask({ key: 'neither', handle }),
+        defineTask({ key: 'declared', concurrency: 3, handle }),
+      ),
+    );
+    expect(plan.entries.map(describeEntry)).toEqual([
+      '= both unchanged\n    kept as on the service: concurrentExecLimit=2\n' +
+        '    at once: handler concurrency 4, concurrentExecLimit 2 (slots above it stay idle)',
+      '+ create declared\n    at once: handler concurrency 3, concurrentExecLimit not set',
+      '= limited unchanged\n    kept as on the service: concurrentExecLimit=2\n' +
+        '    at once: handler concurrency not set, concurrentExecLimit 2',
+      '= neither unchanged',
+    ]);
+    // Shown, never synced: the create sends no concurrentExecLimit, the update none of its own.
+    expect(plan.entries[1]).toMatchObject({
+      action: 'create',
+      concurrency: { handler: 3, service: undefined },
+    });
+    expect(plan.entries[1]!.action === 'create' && plan.entries[1]!.definition).not.toHaveProperty(
+      'extraFields',
+    );
   });
 
   it('names every kind of difference: description, removed, added, redescribed and reordered keys', () => {

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commands } from '../../src/cli/commands/index.ts';
-import { EXIT_USAGE } from '../../src/cli/command.ts';
+import { EXIT_USAGE } from '../../src/errors/exit-codes.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { captureOutput, cli, REPO_ROOT } from './run-cli.ts';
 

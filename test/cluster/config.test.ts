@@ -11,7 +11,7 @@ describe('DF_REDIS_URL', () => {
     const config = loadConfig({ env: { DF_REDIS_URL: 'redis://:s3cret@redis:6379/2' } });
     expect(config.cluster.redisUrl).toBe('redis://:s3cret@redis:6379/2');
     expect(JSON.stringify(redactedConfig(config))).not.toContain('s3cret');
-    expect(JSON.stringify(redactedConfig(config))).toContain('redis://***@redis:6379/2');
+    expect(JSON.stringify(redactedConfig(config))).toContain('redis://[redacted]@redis:6379/2');
     let error: unknown;
     try {
       loadConfig({ env: { DF_REDIS_URL: 'http://user:s3cret@redis:6379' } });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from '../../src/config/describe.ts';
+import { redactUrl } from '../../src/secrets/redact.ts';
 import { describeConfig, loadConfig, redactedConfig } from '../../src/config/index.ts';
 
 function valueAt(root: unknown, setting: string): unknown {
@@ -40,14 +40,14 @@ describe('describeConfig', () => {
 describe('redactUrl', () => {
   it('masks the credentials, query and fragment of a URL and keeps the rest', () => {
     expect(redactUrl('https://user:s3cr3tPW@api.example.com/?api_key=SECRETKEY')).toBe(
-      'https://***@api.example.com/?***',
+      'https://[redacted]@api.example.com/?[redacted]',
     );
-    expect(redactUrl('http://127.0.0.1:8080/v1#token')).toBe('http://127.0.0.1:8080/v1#***');
+    expect(redactUrl('http://127.0.0.1:8080/v1#token')).toBe('http://127.0.0.1:8080/v1#[redacted]');
     expect(redactUrl('https://api.example.com/df')).toBe('https://api.example.com/df');
   });
 
   it('masks what looks like credentials or a query in text that is not a URL', () => {
-    expect(redactUrl('//user:pw@host/x?key=abc')).toBe('//***@host/x?***');
+    expect(redactUrl('//user:pw@host/x?key=abc')).toBe('//[redacted]@host/x?[redacted]');
     expect(redactUrl('not a url')).toBe('not a url');
   });
 });
@@ -56,7 +56,9 @@ describe('redactedConfig', () => {
   it('masks the credentials and query of api.url', () => {
     const config = loadConfig({ env: {}, cwd: '/' });
     const withSecrets = { ...config, api: { ...config.api, url: 'https://u:pw@h.example/?api_key=k1' } };
-    expect(redactedConfig(withSecrets)).toMatchObject({ api: { url: 'https://***@h.example/?***' } });
+    expect(redactedConfig(withSecrets)).toMatchObject({
+      api: { url: 'https://[redacted]@h.example/?[redacted]' },
+    });
     expect(withSecrets.api.url).toBe('https://u:pw@h.example/?api_key=k1');
   });
 });

@@ -258,7 +258,7 @@ describe('loadConfig service URL', () => {
       const error = configError({ env: { DF_API_URL: URL_WITH_SECRETS, DF_API_KEY: SECRET }, require });
       expect(error.problems).toEqual([expect.objectContaining({ setting: 'api.url', env: 'DF_API_URL' })]);
       expect(error.message).toContain(
-        'DF_API_URL (api.url): must be the service\'s base URL without a user name, password, query or fragment (put the API key in DF_API_KEY or DF_API_KEY_FILE), got "https://***@api.example.com/?***"',
+        'DF_API_URL (api.url): must be the service\'s base URL without a user name, password, query or fragment (put the API key in DF_API_KEY or DF_API_KEY_FILE), got "https://[redacted]@api.example.com/?[redacted]"',
       );
       for (const secret of ['s3cr3tPW', 'SECRETKEY', 'user:', SECRET]) {
         expect(JSON.stringify(error.problems)).not.toContain(secret);
@@ -289,8 +289,8 @@ describe('loadConfig service URL', () => {
 
   it('refuses a DF_API_URL with a bare user name or a fragment', () => {
     for (const [url, shown] of [
-      ['http://token@127.0.0.1:8080/v1', 'http://***@127.0.0.1:8080/v1'],
-      ['https://api.example.com/v1#key=abc', 'https://api.example.com/v1#***'],
+      ['http://token@127.0.0.1:8080/v1', 'http://[redacted]@127.0.0.1:8080/v1'],
+      ['https://api.example.com/v1#key=abc', 'https://api.example.com/v1#[redacted]'],
     ]) {
       const error = configError({ env: { DF_API_URL: url } });
       expect(error.problems.map((problem) => problem.env)).toEqual(['DF_API_URL']);
@@ -302,23 +302,25 @@ describe('loadConfig service URL', () => {
     const path = await writeJson('worker.json', { api: { url: URL_WITH_SECRETS } });
     const error = configError({ env: { DF_CONFIG: path } });
     expect(error.message).toContain(
-      `got "https://***@api.example.com/?***" (from the DF_CONFIG file ${path})`,
+      `got "https://[redacted]@api.example.com/?[redacted]" (from the DF_CONFIG file ${path})`,
     );
     expect(error.message).not.toContain('s3cr3tPW');
   });
 
   it('masks the password and query of a URL it refuses for its scheme or shape', () => {
     const wrongScheme = configError({ env: { DF_API_URL: 'ftp://user:PASSW0RD@h/' } });
-    expect(wrongScheme.message).toContain('must be an http:// or https:// URL, got "ftp://***@h/"');
+    expect(wrongScheme.message).toContain('must be an http:// or https:// URL, got "ftp://[redacted]@h/"');
     // Parses as the scheme `user:` with an opaque path, so the password sits in the "path".
     const schemeless = configError({
       env: { DF_API_URL: 'user:PASSW0RD@api.example.com/?api_key=SECRETKEY' },
     });
     expect(schemeless.message).toContain(
-      'must be an http:// or https:// URL, got "***@api.example.com/?***"',
+      'must be an http:// or https:// URL, got "[redacted]@api.example.com/?[redacted]"',
     );
     const unparsable = configError({ env: { DF_API_URL: '//user:PASSW0RD@h?api_key=SECRETKEY' } });
-    expect(unparsable.message).toContain('must be an absolute http:// or https:// URL, got "//***@h?***"');
+    expect(unparsable.message).toContain(
+      'must be an absolute http:// or https:// URL, got "//[redacted]@h?[redacted]"',
+    );
     for (const error of [wrongScheme, schemeless, unparsable]) {
       expect(error.message).not.toContain('PASSW0RD');
       expect(error.message).not.toContain('SECRETKEY');

@@ -14,7 +14,7 @@ import { Emulator } from '../../src/emulator/index.ts';
 import { defineTask, NonRetryableError, type TaskSpec } from '../../src/handlers/define-task.ts';
 import { Journal } from '../../src/journal/journal.ts';
 import { SHUTDOWN_MESSAGE, type ExecutionOutcome } from '../../src/runner/run-execution.ts';
-import { Reporter } from '../../src/scheduler/reporter.ts';
+import { Reporter } from '../../src/reports/reporter.ts';
 import { driveClockUntil, inProcessTransport, serviceOnClock, runOnClock } from '../clock/virtual-time.ts';
 
 const KEY = 'pipeline-test-key';

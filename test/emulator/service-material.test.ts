@@ -1,7 +1,7 @@
 // What the emulator takes from the service's own material: one path spelling only when told, the task fields
 // beyond the description kept (and reset by a PUT that lacks them), and the 100 MB upload limit.
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_UPLOAD_BYTES } from '../../src/api/file-limits.ts';
+import { MAX_UPLOAD_BYTES } from '../../src/api/service-limits.ts';
 import type { Emulator } from '../../src/emulator/index.ts';
 import { call, KEY, startEmulator } from './helpers.ts';
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { JsonObject } from '../../src/api/types.ts';
 import { systemClock } from '../../src/clock/clock.ts';
 import { defineTask, type TaskModule } from '../../src/handlers/define-task.ts';
-import { redactor } from '../../src/runner/redact.ts';
+import { redactor } from '../../src/secrets/redact.ts';
 import { runExecution, type ExecutionOutcome } from '../../src/runner/run-execution.ts';
 import { HandlerPool, type WorkerGoneReason } from '../../src/sandbox/handler-pool.ts';
 import type { Isolation } from '../../src/sandbox/worker-channel.ts';

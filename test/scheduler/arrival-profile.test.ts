@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { Budget } from '../../src/budget/budget.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { plannerFromConfig } from '../../src/daemon/service-wiring.ts';
+import { plannerFromConfig } from '../../src/daemon/planner-from-config.ts';
 import { ArrivalProfile } from '../../src/scheduler/arrival-profile.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 import { DEFAULT_BACKOFF } from '../../src/clock/backoff.ts';
@@ -299,7 +299,7 @@ describe('ArrivalProfile', () => {
       const config = loadConfig({ env: { DF_STATE_DIR: dir } });
       const clock = new ManualClock(now);
       const budget = new Budget({ limits: config.budget, clock });
-      const planner = await plannerFromConfig(config, budget);
+      const { planner } = await plannerFromConfig(config, budget);
       planner.setTasks([{ id: 't', key: 'work' }], now);
       // A restart on a Sunday: the task is polled at the floor, and as soon as Monday's business hours begin.
       const sunday = now + 6 * 24 * HOUR + 10 * HOUR;

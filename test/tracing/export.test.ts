@@ -12,7 +12,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redactor } from '../../src/errors/redact.ts';
+import { redactor } from '../../src/secrets/redact.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { forwardedSpan, readableSpans, spanUpdate } from '../../src/tracing/forwarded-span.ts';
 import { GuardedExporter } from '../../src/tracing/guarded-exporter.ts';

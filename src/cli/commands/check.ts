@@ -9,6 +9,7 @@ import { findUnknownSettings, ignoredVariables } from '../../config/unknown-sett
 import { describeError } from '../../errors/catalogue.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
+import { EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 import { wantsHelp, type Command, parseCommandArgs, usageError } from '../command.ts';
 import { checkOnline, type HandlerToCheck } from '../online-check.ts';
 
@@ -117,7 +118,7 @@ Options:
   -h, --help      this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('check', {
       args: argv,
       options: {
@@ -172,6 +173,6 @@ Options:
       lines.push(`check failed: ${total} ${total === 1 ? 'problem' : 'problems'}; fix them and run it again`);
     }
     process.stdout.write(`${lines.join('\n')}\n`);
-    return total === 0 ? 0 : 1;
+    return total === 0 ? EXIT_OK : EXIT_FAILURE;
   },
 };

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
+import { SERVICE_REQUEST_LIMITS, SERVICE_REQUEST_LIMITS_TEXT } from '../../api/service-limits.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { maxInWindow } from '../../budget/sliding-window.ts';
 import { Emulator } from '../../emulator/index.ts';
@@ -15,7 +16,7 @@ import { parseCommandArgs, usageError, wantsHelp, type Command } from '../comman
 import { demoInput } from '../demo-feed.ts';
 import { outcomeLine } from '../demo-output.ts';
 import { describeStartupFailure, runDaemon } from '../run-daemon.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
 const DEMO_KEY = 'demo-key';
 
@@ -25,7 +26,7 @@ export const demoCommand: Command = {
   help: `
 Usage: df-worker demo [--executions N] [--interval-ms MS]
 
-Starts the local emulator with the service's limits (5/s, 50/min, 40,000/month), creates a task for every
+Starts the local emulator with the service's limits (${SERVICE_REQUEST_LIMITS_TEXT}), creates a task for every
 handler in DF_HANDLERS_DIR (default ./handlers), feeds executions to them, and runs the worker against it,
 printing each outcome beside the execution's input (the fifth execution lacks a declared input key, to show
 that failure). Logs (JSON) go to stderr at DF_LOG_LEVEL (default warn for the demo).
@@ -33,11 +34,11 @@ that failure). Logs (JSON) go to stderr at DF_LOG_LEVEL (default warn for the de
 Options:
   --executions N    exit 0 once N executions are reported (default 0: run until Ctrl-C)
   --interval-ms MS  time between two new executions (default 3000: each costs two or three requests, and the
-                    budget allows 50 a minute)
+                    budget allows ${SERVICE_REQUEST_LIMITS.perMinute} a minute)
   -h, --help        this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('demo', {
       args: argv,
       options: {
@@ -106,7 +107,7 @@ Options:
       } catch (error) {
         const message = describeStartupFailure(error);
         process.stderr.write(`df-worker: ${describeError(error, `could not start: ${message}`)}\n`);
-        return 1;
+        return EXIT_FAILURE;
       }
       const snapshot = daemon.worker.budget?.snapshot();
       if (snapshot) {

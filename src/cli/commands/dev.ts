@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { SERVICE_REQUEST_LIMITS_TEXT } from '../../api/service-limits.ts';
 import type { JsonObject } from '../../api/types.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
@@ -12,14 +13,13 @@ import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { WorkerEvents } from '../../daemon/events.ts';
 import { Emulator, type EmulatedExecution, type NewVariable } from '../../emulator/index.ts';
-import type { LoadedHandler } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { isPlainObject } from '../../schema/plain-object.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { enqueueIntoSession } from '../dev/enqueue.ts';
-import { cliCommand } from '../invocation.ts';
 import { HandlerSet } from '../dev/handler-set.ts';
 import { HandlerWatch } from '../dev/handler-watch.ts';
+import { printBanner, printReports } from '../dev/session-output.ts';
 import { parseVariableOptions } from '../variable-option.ts';
 import {
   findLiveSession,
@@ -29,8 +29,9 @@ import {
   writeSessionFile,
 } from '../dev/session-file.ts';
 import { describeStartupFailure, runDaemon, type RunningDaemon } from '../run-daemon.ts';
-import { describeJsonError, warnUnknownSettings } from './run.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { describeJsonError } from '../shared/json-input.ts';
+import { warnUnknownSettings } from '../shared/unknown-settings.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
 /** How often the session looks for new reports to print, in ms. */
 const REPORT_WATCH_MS = 25;
@@ -68,10 +69,10 @@ Options:
   -h, --help        this help
 
 Settings: DF_BUDGET_PER_SECOND/MINUTE/MONTH set both the emulator's limits and the daemon's budget (default
-the service's: 5/s, 50/min, 40,000/month); DF_LOG_LEVEL (default warn) the daemon's JSON logs on stderr.
+the service's: ${SERVICE_REQUEST_LIMITS_TEXT}); DF_LOG_LEVEL (default warn) the daemon's JSON logs on stderr.
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('dev', {
       args: argv,
       allowPositionals: true,
@@ -139,21 +140,21 @@ async function enqueue(
   } catch (error) {
     if (!(error instanceof NoDevSessionError)) throw error;
     process.stderr.write(`df-worker dev: ${describeError(error)}\n`);
-    return 1;
+    return EXIT_FAILURE;
   }
   const result = await enqueueIntoSession({ session: devSession, taskKey, input, waitMs, say });
   switch (result.kind) {
     case 'refused':
       process.stderr.write(`df-worker dev: ${result.message}\n`);
-      return 1;
+      return EXIT_FAILURE;
     case 'queued':
-      return 0;
+      return EXIT_OK;
     case 'waiting':
       process.stderr.write(
         `df-worker dev: ${result.execution.id} was ${result.execution.claimedAt ? 'picked up but not reported' : 'not picked up'} ` +
           `within ${waitMs} ms; see the dev session's terminal (a task whose handler does not load is paused)\n`,
       );
-      return 1;
+      return EXIT_FAILURE;
     case 'reported': {
       const report = result.execution.reports[0]!;
       say(
@@ -161,7 +162,7 @@ async function enqueue(
           `${result.pickupMs} ms after the enqueue, reported after ${result.reportedMs} ms`,
       );
       say(JSON.stringify(report.output, null, 2));
-      return report.status === 'COMPLETED' ? 0 : 1;
+      return report.status === 'COMPLETED' ? EXIT_OK : EXIT_FAILURE;
     }
   }
 }
@@ -182,7 +183,7 @@ async function session(options: SessionOptions): Promise<number> {
       `df-worker dev: a dev session already runs for this state folder (pid ${running.pid}, emulator ` +
         `${running.url}); stop it first, or give this one another --state-dir\n`,
     );
-    return 1;
+    return EXIT_FAILURE;
   }
   // Keys of this session alone: a page that knows a fixed key could drive the emulator through the service routes.
   const apiKey = randomBytes(16).toString('hex');
@@ -243,14 +244,14 @@ async function session(options: SessionOptions): Promise<number> {
       first = await loader.load();
     } catch (error) {
       process.stderr.write(`df-worker dev: ${describeError(error, describeStartupFailure(error))}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     try {
       daemon = await runDaemon(config, logger, { handlers: first, events, loopbackHostsOnly: true });
     } catch (error) {
       const message = describeStartupFailure(error);
       process.stderr.write(`df-worker dev: ${describeError(error, `could not start: ${message}`)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     local.attachWorker(daemon.worker);
     const file = await writeSessionFile(options.stateDir, {
@@ -328,79 +329,7 @@ function devConfig(options: SessionOptions, keys: { apiKey: string; wakeToken: s
   return loadConfig({ env, overrides: { ...overrides, 'handlers.isolation': 'thread' } });
 }
 
-interface Banner {
-  url: string;
-  apiKey: string;
-  wakeToken: string;
-  adminToken: string;
-  consoleUrl: string;
-  file: string;
-  handlersDir: string;
-  workerUrl: string;
-  handlers: LoadedHandler[];
-  budget: WorkerConfig['budget'];
-  variables: NewVariable[];
-}
-
-function printBanner(say: (line: string) => void, b: Banner): void {
-  const first = b.handlers[0];
-  const example = first?.key ?? 'my-task';
-  const input = JSON.stringify(Object.fromEntries((first?.inputKeys ?? []).map((k) => [k.key, '...'])));
-  say(`df-worker dev: emulator on ${b.url} (API key ${b.apiKey}, this session's alone)`);
-  say(`  console: ${b.consoleUrl}`);
-  say(`  admin routes: ${b.url}/__admin (Authorization: Bearer ${b.adminToken})`);
-  say(`  worker: ${b.workerUrl} (/metrics, /readyz, POST /wake with Authorization: Bearer ${b.wakeToken})`);
-  say(
-    `  budget and emulator limits: ${b.budget.perSecond}/s, ${b.budget.perMinute}/min, ${b.budget.perMonth}/month; ` +
-      'every enqueue wakes the worker',
-  );
-  say(
-    `  handlers: ${path.relative(process.cwd(), b.handlersDir) || '.'} (watched): ${b.handlers.map((h) => h.key).join(', ') || 'none'}`,
-  );
-  if (b.variables.length > 0) {
-    say(
-      `  variables: ${b.variables.map((v) => v.id).join(', ')} (ctx.service.variables.get(id); ` +
-        'GET /v1/data-factory/variables lists them)',
-    );
-  }
-  say(`  session file: ${path.relative(process.cwd(), b.file)}`);
-  say('Enqueue from another terminal:');
-  say(`  ${cliCommand(`dev --enqueue ${example} '${input}'`)}`);
-  say(
-    `  curl -X POST ${b.url}/__admin/executions -H 'authorization: Bearer ${b.adminToken}' ` +
-      `-H 'content-type: application/json' -d '{"taskKey":"${example}","input":${input}}'`,
-  );
-  say('Ctrl-C stops the session.');
-}
-
 /** The level of the lines the console keeps: info, or lower when DF_LOG_LEVEL asks for more. */
 function captureLevel(level: string): string {
   return level === 'debug' || level === 'trace' ? level : 'info';
-}
-
-/** Prints each tracked execution once it has its first report, with its pickup and report times. */
-function printReports(
-  emulator: Emulator,
-  tracked: Map<string, EmulatedExecution>,
-  say: (line: string) => void,
-): void {
-  for (const id of tracked.keys()) {
-    const execution = emulator.execution(id);
-    const report = execution?.reports[0];
-    if (!execution || !report) continue;
-    tracked.delete(id);
-    const created = Date.parse(execution.createdAt);
-    const pickup = execution.claimedAt
-      ? `picked up in ${Date.parse(execution.claimedAt) - created} ms, `
-      : '';
-    say(
-      `${report.status === 'COMPLETED' ? '✔' : '✖'} ${id} ${execution.taskKey} ${report.status} ` +
-        `(${pickup}reported in ${Date.parse(report.at) - created} ms): ${preview(report.output)}`,
-    );
-  }
-}
-
-function preview(output: unknown): string {
-  const text = JSON.stringify(output);
-  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
 }

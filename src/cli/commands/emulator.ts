@@ -1,7 +1,9 @@
 // `df-worker emulator`: the local stand-in for the service, for trying handlers without an account.
 import { randomBytes } from 'node:crypto';
+import { SERVICE_REQUEST_LIMITS } from '../../api/service-limits.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { SERVED_SPELLINGS } from '../../emulator/path-spelling.ts';
+import { EXIT_OK } from '../../errors/exit-codes.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { parseVariableOptions } from '../variable-option.ts';
 
@@ -22,9 +24,9 @@ Options:
   --port N         port to listen on (default 8080; 0 = any free port)
   --host H         address to bind (default 127.0.0.1)
   --key KEY        accepted API key, repeatable (default: a random key of this run, printed at start)
-  --per-second N   burst limit per key (default 5; 0 = no limit)
-  --per-minute N   limit per key per minute (default 50; 0 = no limit)
-  --per-month N    limit per key per month (default 40000; 0 = no limit)
+  --per-second N   burst limit per key (default ${SERVICE_REQUEST_LIMITS.perSecond}; 0 = no limit)
+  --per-minute N   limit per key per minute (default ${SERVICE_REQUEST_LIMITS.perMinute}; 0 = no limit)
+  --per-month N    limit per key per month (default ${SERVICE_REQUEST_LIMITS.perMonth}; 0 = no limit)
   --variable ID=VALUE
                    a variable it holds from the start, for ctx.service.variables.get(ID); repeatable
   --path-style S   which spelling of /v1/data_factory/... (underscore) and /v1/data-factory/... (hyphen) it
@@ -36,7 +38,7 @@ Options:
   -h, --help       this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('emulator', {
       args: argv,
       options: {
@@ -102,6 +104,6 @@ Options:
       process.once('SIGTERM', () => resolve());
     });
     await emulator.close();
-    return 0;
+    return EXIT_OK;
   },
 };

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describeError, type ErrorCode } from '../../errors/catalogue.ts';
+import { EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
 import { cliCommand, PACKAGE_ROOT, shellQuote } from '../invocation.ts';
 import { installedPackageSpec, type PackageSpec } from '../package-spec.ts';
@@ -141,7 +142,7 @@ Options:
   -h, --help           this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('init', {
       args: argv,
       options: {
@@ -170,10 +171,10 @@ Options:
     } catch (error) {
       if (!(error instanceof ProjectFolderNotEmptyError)) throw error;
       process.stderr.write(`df-worker init: ${describeError(error)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     process.stdout.write(nextSteps(dir, written, template, packageSpec));
-    return 0;
+    return EXIT_OK;
   },
 };
 

@@ -10,7 +10,7 @@ import { DEAD_LETTER_FOLDER, JOURNAL_FOLDER } from '../../journal/journal-folder
 import type { DeadLetter, JournalEntry } from '../../journal/journal.ts';
 import { describeJournal } from '../../journal/journal-contents.ts';
 import { wantsHelp, type Command, parseCommandArgs } from '../command.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
 export type JournalDescription = Awaited<ReturnType<typeof describeJournal>>;
 
@@ -85,7 +85,7 @@ Options:
   -h, --help        this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('journal', {
       args: argv,
       options: { 'state-dir': { type: 'string' }, json: { type: 'boolean', default: false } },
@@ -114,7 +114,7 @@ Options:
         } else {
           process.stdout.write(`no journal at ${stateDir}\n`);
         }
-        return 0;
+        return EXIT_OK;
       }
       journal = await describeJournal(stateDir);
     } catch (error) {
@@ -123,11 +123,11 @@ Options:
       process.stderr.write(
         `df-worker journal: cannot read the journal in ${stateDir} (${code}); check the folder's permissions\n`,
       );
-      return 1;
+      return EXIT_FAILURE;
     }
     process.stdout.write(
       values.json ? `${JSON.stringify(journal, null, 2)}\n` : formatJournal(stateDir, journal),
     );
-    return 0;
+    return EXIT_OK;
   },
 };

@@ -16,7 +16,7 @@ import {
   type HandlerLanguage,
 } from '../templates/handler.ts';
 import { packageScope, type PackageScope } from '../../handlers/module-scope.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 import type { ErrorCode } from '../../errors/catalogue.ts';
 
 /** Every extension the loader picks up: a handler under another one would make the key defined twice. */
@@ -118,7 +118,7 @@ Options:
   -h, --help  this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('new', {
       args: argv,
       options: { dir: { type: 'string' }, js: { type: 'boolean', default: false } },
@@ -150,10 +150,10 @@ Options:
     } catch (error) {
       if (!(error instanceof ScaffoldExistsError)) throw error;
       process.stderr.write(`df-worker new: ${describeError(error)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     process.stdout.write(nextSteps(key, scaffold, parsed.values.dir));
-    return 0;
+    return EXIT_OK;
   },
 };
 

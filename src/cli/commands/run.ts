@@ -1,6 +1,5 @@
 // `df-worker run <task-key> --input JSON`: runs one handler once on a hand-given input, through the same runner
 // (input and output checks, retries, timeout) the daemon uses, without a service.
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino, type DestinationStream } from 'pino';
 import { ServiceClient } from '../../api/client.ts';
@@ -9,174 +8,23 @@ import { ConfigError } from '../../config/errors.ts';
 import { Emulator } from '../../emulator/index.ts';
 import { MAX_TIMER_MS } from '../../config/formats.ts';
 import { loadConfig } from '../../config/load.ts';
-import type { WorkerConfig } from '../../config/schema.ts';
-import { unknownSettingWarnings } from '../../config/unknown-settings.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import { backoffFromConfig } from '../../daemon/service-wiring.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError, type HandlerLoadError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
-import { isPlainObject } from '../../schema/plain-object.ts';
 import type { ExecutionOutcome } from '../../runner/run-execution.ts';
 import { runTaskLocally } from '../../runner/run-locally.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
 import { parseVariableOptions } from '../variable-option.ts';
-import { EXIT_CONFIG } from './start.ts';
-import type { ErrorCode } from '../../errors/catalogue.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
+import { InputError, readInputArgument } from '../shared/json-input.ts';
+import { warnUnknownSettings } from '../shared/unknown-settings.ts';
 
 /** How long `run` waits for whatever a handler left running before it exits anyway, in milliseconds. */
 const LINGER_MS = 1_000;
-
-/** The --input argument is unusable: unreadable file, not JSON, or not a JSON object. */
-export class InputError extends Error {
-  readonly code: ErrorCode = 'DFW_CLI_INPUT_INVALID';
-
-  constructor(message: string) {
-    super(message);
-    this.name = 'InputError';
-  }
-}
-
-/** The input object from `--input`: JSON text, or `@file` holding it (relative to `cwd`). */
-export async function readInputArgument(argument: string, cwd: string): Promise<JsonObject> {
-  let text = argument;
-  let source = '--input';
-  if (argument.startsWith('@')) {
-    const file = path.resolve(cwd, argument.slice(1));
-    source = `the --input file ${file}`;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? String(error);
-      throw new InputError(`cannot read ${source} (${code === 'ENOENT' ? 'it does not exist' : code})`);
-    }
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new InputError(`${source} is not valid JSON: ${describeJsonError(text)}`);
-  }
-  if (!isPlainObject(value)) {
-    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
-    throw new InputError(`${source} must be a JSON object such as {"text": "hello"}, got ${got}`);
-  }
-  return value;
-}
-
-/** Where JSON text goes wrong, as "unexpected X at line L, column C (position P)". */
-export function describeJsonError(text: string): string {
-  const offset = jsonErrorOffset(text) ?? 0;
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  const column = offset - (before.lastIndexOf('\n') + 1) + 1;
-  const found = offset >= text.length ? 'end of input' : JSON.stringify(text[offset]);
-  return `unexpected ${found} at line ${line}, column ${column} (position ${offset})`;
-}
-
-/**
- * Offset of the first character at which `text` stops being JSON (its length when it ends too early), or
- * undefined when it is valid. V8's own message gives no position for an unexpected token, and quotes the text.
- */
-export function jsonErrorOffset(text: string): number | undefined {
-  let i = 0;
-  const stop = (): never => {
-    throw new JsonStop(i);
-  };
-  const space = () => {
-    while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
-  };
-  const expect = (char: string) => {
-    if (text[i] !== char) stop();
-    i++;
-  };
-  const string = () => {
-    expect('"');
-    for (;;) {
-      const char = text[i];
-      if (char === undefined || char < ' ') stop();
-      if (char === '"') {
-        i++;
-        return;
-      }
-      if (char !== '\\') {
-        i++;
-        continue;
-      }
-      i++;
-      if (text[i] === 'u') {
-        for (let digit = 0; digit < 4; digit++) {
-          i++;
-          if (!/[0-9a-fA-F]/.test(text[i] ?? '')) stop();
-        }
-      } else if (!'"\\/bfnrt'.includes(text[i] ?? 'x')) {
-        stop();
-      }
-      i++;
-    }
-  };
-  const sequence = (close: string, member: () => void) => {
-    i++;
-    space();
-    if (text[i] === close) {
-      i++;
-      return;
-    }
-    for (;;) {
-      member();
-      space();
-      if (text[i] === close) {
-        i++;
-        return;
-      }
-      expect(',');
-      space();
-    }
-  };
-  const value = (): void => {
-    space();
-    const char = text[i];
-    if (char === '{') {
-      return sequence('}', () => {
-        string();
-        space();
-        expect(':');
-        value();
-      });
-    }
-    if (char === '[') return sequence(']', value);
-    if (char === '"') return string();
-    const number = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
-    number.lastIndex = i;
-    if (number.test(text)) {
-      i = number.lastIndex;
-      return;
-    }
-    const literal = ['true', 'false', 'null'].find((word) => word[0] === char);
-    if (literal === undefined) stop();
-    for (const expected of literal!) expect(expected);
-  };
-  try {
-    value();
-    space();
-    if (i < text.length) stop();
-    return undefined;
-  } catch (error) {
-    if (error instanceof JsonStop) return error.offset;
-    throw error;
-  }
-}
-
-/** Unwinds the JSON scan at the first bad character; never escapes jsonErrorOffset. */
-class JsonStop extends Error {
-  readonly offset: number;
-  constructor(offset: number) {
-    super(`JSON stops being valid at position ${offset}`);
-    this.offset = offset;
-  }
-}
 
 /** Load failures that concern the wanted task (its own file, or its key defined twice) vs. the others. */
 export function splitLoadErrors(
@@ -225,7 +73,7 @@ Options:
   -h, --help          this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('run', {
       args: argv,
       options: {
@@ -271,7 +119,7 @@ Options:
     }
     warnUnknownSettings('run', config);
     const handler = await findHandler(values.dir ?? config.handlers.dir, key);
-    if (handler === undefined) return 1;
+    if (handler === undefined) return EXIT_FAILURE;
 
     const logger = createLogger({ level: config.log.level, destination: humanLogLines(process.stderr) });
     const task: TaskModule = timeoutMs === undefined ? handler : { ...handler, timeoutMs };
@@ -307,19 +155,9 @@ Options:
     // A handler may leave work behind (a connection pool, a fetch that ignores ctx.signal after a timeout), which
     // would keep a one-shot command alive: exit anyway, with the code main sets, once the output is written.
     setTimeout(() => process.exit(), LINGER_MS).unref();
-    return outcome.status === 'COMPLETED' ? 0 : 1;
+    return outcome.status === 'COMPLETED' ? EXIT_OK : EXIT_FAILURE;
   },
 };
-
-/**
- * Names, on stderr, each DF_* variable that is no setting, with the setting it was probably meant to be:
- * `dev` and `run` go on, as `start` does.
- */
-export function warnUnknownSettings(command: string, config?: WorkerConfig): void {
-  for (const line of unknownSettingWarnings(process.env, config)) {
-    process.stderr.write(`df-worker ${command}: ${line}\n`);
-  }
-}
 
 /** The handler of `key`, with other broken files shown as warnings; undefined (reason printed) when unusable. */
 async function findHandler(dir: string, key: string): Promise<TaskModule | undefined> {

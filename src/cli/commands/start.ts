@@ -16,17 +16,16 @@ import {
   unknownSettingWarnings,
 } from '../../config/unknown-settings.ts';
 import { describeError } from '../../errors/catalogue.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 import { loadHandlersIsolated, logLoadedHandlers } from '../../sandbox/load-handlers.ts';
-import { handlerEnvironmentFromConfig, secretValues } from '../../sandbox/secrets.ts';
+import { handlerEnvironmentFromConfig } from '../../sandbox/handler-environment.ts';
+import { secretValues } from '../../secrets/handler-secrets.ts';
 import { tracesEndpoint } from '../../tracing/settings.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
 import { cliCommand } from '../invocation.ts';
 
 /** How long after start the compile cache is written, in ms. */
 const COMPILE_CACHE_SAVE_DELAY_MS = 2_000;
-
-/** sysexits EX_CONFIG: the configuration is wrong; restarting will not help. */
-export const EXIT_CONFIG = 78;
 
 export const startCommand: Command = {
   name: 'start',
@@ -42,7 +41,7 @@ Options:
   -h, --help      this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('start', { args: argv, options: { config: { type: 'string' } } });
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
@@ -113,7 +112,7 @@ Options:
       logger.fatal({ err: error as Error }, `df-worker could not start: ${message}`);
       process.stderr.write(`df-worker: ${describeError(error, `could not start: ${message}`)}\n`);
       await tracing?.shutdown();
-      return 1;
+      return EXIT_FAILURE;
     }
   },
 };
@@ -122,7 +121,7 @@ Options:
 async function startTracing(config: WorkerConfig): Promise<Tracing> {
   const [{ startTracing }, { redactor }, { version }, instanceId] = await Promise.all([
     import('../../tracing/sdk.ts'),
-    import('../../errors/redact.ts'),
+    import('../../secrets/redact.ts'),
     import('../version.ts'),
     config.cluster.redisUrl === ''
       ? hostname()

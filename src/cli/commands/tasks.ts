@@ -3,7 +3,7 @@
 import path from 'node:path';
 import type { ServiceClient } from '../../api/client.ts';
 import { ServiceClientError, ServiceError } from '../../api/errors.ts';
-import type { KeyDescription, Task, TaskDefinition } from '../../api/types.ts';
+import type { Task } from '../../api/types.ts';
 import type { Budget } from '../../budget/budget.ts';
 import { BudgetExhaustedError } from '../../budget/budget.ts';
 import { systemClock } from '../../clock/clock.ts';
@@ -12,7 +12,6 @@ import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
 import { budgetFromConfig, clientFromConfig } from '../../daemon/service-wiring.ts';
-import { definitionOf, matchTasks } from '../../daemon/task-registry.ts';
 import type { TaskModule } from '../../handlers/define-task.ts';
 import { HandlersDirectoryError } from '../../handlers/load-errors.ts';
 import { loadHandlers } from '../../handlers/loader.ts';
@@ -20,118 +19,14 @@ import { errorCode } from '../../journal/durable-file.ts';
 import { JournalUnavailableError } from '../../journal/errors.ts';
 import { StateFolderLockedError, StateLock } from '../../journal/state-lock.ts';
 import { wantsHelp, type Command, usageError, parseCommandArgs } from '../command.ts';
+import { redactUrl } from '../../secrets/redact.ts';
 import { cliCommand } from '../invocation.ts';
-import { EXIT_CONFIG } from './start.ts';
+import { describeEntry, planTaskSync, type SyncEntry, type SyncPlan } from '../shared/task-sync-plan.ts';
+import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 
-const MAX_SHOWN_DESCRIPTION = 40;
 /** Tries per request when the service answers 429; a longer Retry-After than the cap fails the request. */
 const RATE_LIMITED_TRIES = 3;
 const MAX_RATE_LIMIT_WAIT_MS = 5 * 60_000;
-
-/** What sync does for one handler's task. */
-export type SyncEntry =
-  | { action: 'create'; key: string; definition: TaskDefinition }
-  | {
-      action: 'update';
-      key: string;
-      taskId: string;
-      definition: TaskDefinition;
-      changes: string[];
-      /** The task's fields beyond the definition, `name=value`: sent back unchanged, never compared. */
-      kept: string[];
-    }
-  | { action: 'unchanged'; key: string; taskId: string; kept: string[] };
-
-export interface SyncPlan {
-  /** One entry per handler, by task key. */
-  entries: SyncEntry[];
-  /** Keys of service tasks with no handler here: listed, never changed. */
-  unmanaged: string[];
-}
-
-/** Compares the service's tasks with the handlers' declarations; pure, so dry run and real run agree. */
-export function planTaskSync(tasks: Task[], handlers: ReadonlyMap<string, TaskModule>): SyncPlan {
-  const match = matchTasks(tasks, handlers);
-  const entries: SyncEntry[] = [];
-  for (const key of match.missing) {
-    entries.push({ action: 'create', key, definition: definitionOf(handlers.get(key)!) });
-  }
-  for (const { task, handler } of match.registered) {
-    // Only what the handler declares changes: the PUT carries the task's other fields back as they are.
-    const definition: TaskDefinition = {
-      ...definitionOf(handler),
-      ...(task.extraFields ? { extraFields: task.extraFields } : {}),
-    };
-    const changes = taskDifferences(task, definition);
-    const kept = describeExtraFields(task.extraFields);
-    entries.push(
-      changes.length === 0
-        ? { action: 'unchanged', key: task.key, taskId: task.id, kept }
-        : { action: 'update', key: task.key, taskId: task.id, definition, changes, kept },
-    );
-  }
-  entries.sort((a, b) => a.key.localeCompare(b.key));
-  return { entries, unmanaged: [...match.unhandled].sort() };
-}
-
-/** How the service's task differs from the handler's definition, one item per member: `retryCount 0 -> 2`. */
-export function taskDifferences(task: TaskDefinition, definition: TaskDefinition): string[] {
-  const changes: string[] = [];
-  if (task.description !== definition.description) {
-    changes.push(`description ${shorten(task.description)} -> ${shorten(definition.description)}`);
-  }
-  if (task.retryCount !== definition.retryCount) {
-    changes.push(`retryCount ${task.retryCount} -> ${definition.retryCount}`);
-  }
-  for (const member of ['inputKeys', 'outputKeys'] as const) {
-    const change = keyDifferences(task[member], definition[member]);
-    if (change !== undefined) changes.push(`${member} ${change}`);
-  }
-  return changes;
-}
-
-/** `+added -removed ~redescribed`, `reordered`, or undefined when both lists are the same. */
-function keyDifferences(current: KeyDescription[], wanted: KeyDescription[]): string | undefined {
-  const currentByKey = new Map(current.map((k) => [k.key, k.description]));
-  const wantedKeys = new Set(wanted.map((k) => k.key));
-  const parts = [
-    ...wanted.filter((k) => !currentByKey.has(k.key)).map((k) => `+${k.key}`),
-    ...current.filter((k) => !wantedKeys.has(k.key)).map((k) => `-${k.key}`),
-    ...wanted
-      .filter((k) => currentByKey.has(k.key) && currentByKey.get(k.key) !== k.description)
-      .map((k) => `~${k.key}`),
-  ];
-  if (parts.length > 0) return parts.join(' ');
-  const sameOrder = current.length === wanted.length && current.every((k, i) => k.key === wanted[i]?.key);
-  return sameOrder ? undefined : 'reordered';
-}
-
-function shorten(text: string): string {
-  const shown = text.length > MAX_SHOWN_DESCRIPTION ? `${text.slice(0, MAX_SHOWN_DESCRIPTION - 1)}…` : text;
-  return JSON.stringify(shown);
-}
-
-/** `name=value` for each field of a task beyond its definition, values shortened as descriptions are. */
-export function describeExtraFields(extraFields: Task['extraFields']): string[] {
-  return Object.entries(extraFields ?? {}).map(([field, value]) => {
-    const text = JSON.stringify(value) ?? 'null';
-    const shown = text.length > MAX_SHOWN_DESCRIPTION ? `${text.slice(0, MAX_SHOWN_DESCRIPTION - 1)}…` : text;
-    return `${field}=${shown}`;
-  });
-}
-
-/**
- * The plan's lines for one entry: `+ create k`, `~ update k: ...`, `= k unchanged`, then the task's fields
- * the sync leaves as they are: `    kept: timeoutSeconds=300, concurrentExecLimit=2`.
- */
-export function describeEntry(entry: SyncEntry): string {
-  if (entry.action === 'create') return `+ create ${entry.key}`;
-  const head =
-    entry.action === 'update'
-      ? `~ update ${entry.key}: ${entry.changes.join(', ')}`
-      : `= ${entry.key} unchanged`;
-  return entry.kept.length === 0 ? head : `${head}\n    kept as on the service: ${entry.kept.join(', ')}`;
-}
 
 export const tasksCommand: Command = {
   name: 'tasks',
@@ -160,7 +55,7 @@ Options:
   -h, --help  this help
 `,
   async run(argv) {
-    if (wantsHelp(argv, this)) return 0;
+    if (wantsHelp(argv, this)) return EXIT_OK;
     const parsed = parseCommandArgs('tasks', {
       args: argv,
       options: { 'dry-run': { type: 'boolean', default: false }, dir: { type: 'string' } },
@@ -186,7 +81,7 @@ Options:
     }
     const dir = path.resolve(parsed.values.dir ?? config.handlers.dir);
     const handlers = await loadAllHandlers(dir);
-    if (handlers === undefined) return 1;
+    if (handlers === undefined) return EXIT_FAILURE;
     return await sync(config, dir, handlers, parsed.values['dry-run']);
   },
 };
@@ -219,7 +114,7 @@ async function sync(
   dryRun: boolean,
 ): Promise<number> {
   const lock = await lockStateFolder(config.state.dir);
-  if (lock === undefined) return 1;
+  if (lock === undefined) return EXIT_FAILURE;
   try {
     return await syncWithBudget(config, dir, handlers, dryRun);
   } finally {
@@ -277,11 +172,11 @@ async function syncWithBudget(
       await budget.load();
     } catch (error) {
       process.stderr.write(`df-worker tasks: ${stateFolderUnusable(config.state.dir, error)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     if (budget.snapshot().month.remaining < 1) {
       process.stderr.write(`df-worker tasks: ${monthExhausted(budget)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     let tasks: Task[];
     try {
@@ -290,22 +185,22 @@ async function syncWithBudget(
       if (!isRequestFailure(error, stop.signal)) throw error;
       const text = `could not list the service's tasks: ${(error as Error).message}`;
       process.stderr.write(`df-worker tasks: ${describeError(error, text)}\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     const plan = planTaskSync(tasks, handlers);
     printPlan(plan, config.api.url, dir);
     const changes = plan.entries.filter((entry) => entry.action !== 'unchanged');
     if (dryRun) {
       process.stdout.write(`dry run: ${countActions(changes, 'planned')}; nothing was changed\n`);
-      return 0;
+      return EXIT_OK;
     }
     if (changes.length === 0) {
       process.stdout.write('nothing to change\n');
-      return 0;
+      return EXIT_OK;
     }
     if (budget.snapshot().month.remaining < changes.length) {
       process.stderr.write(`df-worker tasks: ${monthExhausted(budget)}; nothing was changed\n`);
-      return 1;
+      return EXIT_FAILURE;
     }
     return await applyChanges(client, send, changes, stop.signal);
   } finally {
@@ -347,14 +242,14 @@ async function applyChanges(
   }
   if (made === changes.length) {
     process.stdout.write(`done: ${countActions(changes, 'done')}\n`);
-    return 0;
+    return EXIT_OK;
   }
   const notTried = changes.length - made - failed;
   process.stdout.write(
     `${made} of ${changes.length} changes made, ${failed} failed` +
       `${notTried === 0 ? '' : `, ${notTried} not tried (interrupted)`}; run it again to retry\n`,
   );
-  return 1;
+  return EXIT_FAILURE;
 }
 
 /** Sends one request through the budget, retrying it after a 429 RATE_LIMIT answer. */
@@ -402,13 +297,9 @@ function countActions(changes: SyncEntry[], tense: 'planned' | 'done'): string {
     : `${creates} created, ${updates} updated`;
 }
 
-/** The service's address without any user information, which could hold credentials. */
+/** The service's address as printed: any credentials, query or fragment masked (secrets/redact.ts). */
 function describeUrl(url: string): string {
-  const parsed = new URL(url);
-  parsed.username = '';
-  parsed.password = '';
-  parsed.search = '';
-  return parsed.href.replace(/\/$/, '');
+  return redactUrl(url).replace(/\/$/, '');
 }
 
 function monthExhausted(budget: Budget): string {

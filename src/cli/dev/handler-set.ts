@@ -7,7 +7,7 @@ import type { Emulator } from '../../emulator/index.ts';
 import type { LoadedHandler } from '../../handlers/loader.ts';
 import { handlerEnvironmentFromConfig, loadHandlersIsolatedPartly } from '../../sandbox/index.ts';
 import { parseTask } from '../../api/validate.ts';
-import { describeEntry, planTaskSync } from '../commands/tasks.ts';
+import { describeEntry, planTaskSync } from '../shared/task-sync-plan.ts';
 
 export class HandlerSet {
   readonly #config: WorkerConfig;

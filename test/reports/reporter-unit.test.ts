@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { backoffDelayMs, type BackoffOptions } from '../../src/clock/backoff.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { Emulator, type FaultRule } from '../../src/emulator/index.ts';
-import { Reporter } from '../../src/scheduler/reporter.ts';
+import { Reporter } from '../../src/reports/reporter.ts';
 import { driveClockUntil, serviceOnClock, runOnClock, seededRandom } from '../clock/virtual-time.ts';
 
 const KEY = 'reporter-unit-key';

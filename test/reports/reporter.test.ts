@@ -10,7 +10,7 @@ import { Budget } from '../../src/budget/budget.ts';
 import { fileBudgetStore } from '../../src/budget/store.ts';
 import { systemClock } from '../../src/clock/clock.ts';
 import { Emulator } from '../../src/emulator/index.ts';
-import { Reporter } from '../../src/scheduler/reporter.ts';
+import { Reporter } from '../../src/reports/reporter.ts';
 
 const KEY = 'reporter-test-key';
 const cleanups: (() => Promise<void>)[] = [];

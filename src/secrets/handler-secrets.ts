@@ -1,9 +1,8 @@
 // What handler code must never get hold of: the daemon's secret settings. Handlers run with a copy of the
-// environment without them, and whatever a handler returns, throws or logs is cleaned of their values
-// before the daemon logs or reports it.
+// environment without them (sandbox/handler-environment.ts builds it), and whatever a handler returns, throws
+// or logs is cleaned of their values (redact.ts) before the daemon logs or reports it.
 import type { WorkerConfig } from '../config/schema.ts';
 import { listSettings } from '../config/schema.ts';
-import { withCompileCache } from './compile-cache.ts';
 
 /**
  * Variables a handler's environment never holds: every sensitive setting, the key file's path (the file is
@@ -42,13 +41,3 @@ export function handlerEnvironment(
   }
   return scrubbed;
 }
-
-/** The environment handler code gets (the daemon's without its secrets), for loading modules as the pool does. */
-export function handlerEnvironmentFromConfig(
-  config: Pick<WorkerConfig, 'api' | 'http'>,
-  env: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
-  return withCompileCache(handlerEnvironment(env, secretValues(config)));
-}
-
-export { redactDeep, redactor, type Redact } from '../runner/redact.ts';
