@@ -1,8 +1,9 @@
 // The daemon core: handlers, service client, task list, execution pipeline and poll planner, wired once, with
-// one lifecycle (start fails fast, stop drains). A mode puts in what differs: where claims and the budget's
-// usage are kept (the state folder, Redis, memory) and who claims (this process's scheduler, the cluster's
-// coordinator). Standalone (worker.ts), clustered (cluster/clustered-worker.ts) and the month replay
-// (replay/replay.ts) are this core with a mode; what happens is emitted on `events` (events.ts).
+// one lifecycle (run(): start fails fast, the poll loop claims, stop drains). A mode, composed into the core,
+// puts in what differs: where claims and the budget's usage are kept (the state folder, Redis, memory) and who
+// runs the poll loop (this process, or the cluster's coordinator). Standalone (standalone/standalone-mode.ts),
+// clustered (clustered/clustered-mode.ts) and the month replay (replay/replay.ts) are this core with a mode;
+// what happens is emitted on `events` (events.ts).
 import type { Logger } from 'pino';
 import type { RequestGate, ResponseEvent, ServiceClient } from '../api/client.ts';
 import type { Budget } from '../budget/budget.ts';
@@ -12,12 +13,13 @@ import type { TaskModule } from '../handlers/define-task.ts';
 import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
+import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerOptions, WorkerState } from './contract.ts';
 import { summariseError } from '../runner/errors.ts';
 import { splitInput } from '../runner/input.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
-import { WorkerEvents, type WorkerEventMap } from './events.ts';
+import { pollEvents, WorkerEvents, type WorkerEventMap } from './events.ts';
 import { ExecutionPipeline, type ExecutionJournal, type PipelineObserver } from './execution-pipeline.ts';
 import { backoffFromConfig, clientFromConfig, plannerFromConfig } from './service-wiring.ts';
 import { KeyRotation } from './key-rotation.ts';
@@ -29,6 +31,32 @@ import { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 
 /** What every request passes and the metrics read: the process's Budget, or the cluster's shared windows. */
 export type BudgetGate = RequestGate & Pick<Budget, 'gateFor' | 'snapshot'>;
+
+/** What a mode gives the poll loop; the core adds its clock, logger and events (see pollLoopOn). */
+export type PollLoopOptions = Omit<
+  SchedulerOptions,
+  'clock' | 'logger' | 'unauthorizedRetryMs' | 'onPoll' | 'onPollAnswerLost'
+>;
+
+/** Builds poll loops (scheduler/scheduler.ts) on a core's clock, logger and events. */
+export type PollLoopFactory = (options: PollLoopOptions) => Scheduler;
+
+/**
+ * The poll loop every mode runs, on the core's clock, logger and events: standalone runs one for this process,
+ * the clustered coordinator one per lease term.
+ */
+export function pollLoopOn(
+  core: Pick<SchedulerOptions, 'clock' | 'logger' | 'unauthorizedRetryMs'> & { events: WorkerEvents },
+): PollLoopFactory {
+  return (options) =>
+    new Scheduler({
+      ...options,
+      clock: core.clock,
+      logger: core.logger,
+      unauthorizedRetryMs: core.unauthorizedRetryMs,
+      ...pollEvents(core.events),
+    });
+}
 
 /** What a mode may use of the core from its start on. */
 export interface CoreHandle {
@@ -44,7 +72,13 @@ export interface CoreHandle {
   /** Aborted when the daemon must exit: report retries stop. */
   readonly reportSignal: AbortSignal;
   readonly state: WorkerState;
-  stop(): Promise<void>;
+  /** Builds the poll loop that claims (the core's scheduler). */
+  readonly pollLoop: PollLoopFactory;
+  /**
+   * Stops the daemon (as stop() does). `exitCode`: the process's exit code when this stop is the first (the mode
+   * stopped it on its own: standalone's lost state lock); run() and `exited` resolve with it. Default 0.
+   */
+  stop(exitCode?: number): Promise<void>;
   /** Ends report retries now (a stop that cannot wait longer): what is not reported stays journaled. */
   abortReports(reason: string): void;
 }
@@ -95,8 +129,10 @@ export interface Claimer {
 export interface DaemonMode<G extends BudgetGate> {
   /** In the start and stop log lines: 'standalone', 'clustered'. */
   readonly label: string;
-  /** This replica's id (clustered mode): traces name the replica that ran an execution. */
+  /** This replica's id (clustered mode): the core's log lines and traces name the replica. */
   readonly replicaId?: string;
+  /** Adds the mode's own metrics to the core's registry, as the core is built. */
+  registerMetrics?(metrics: WorkerMetrics): void;
   /** Opens where claims and the budget's usage are kept; called once the handlers are loaded. */
   open(core: CoreHandle): Promise<ModeState<G>>;
   /** Starts claiming, once the task list was read and the pipeline built. */
@@ -125,14 +161,22 @@ export async function expires(clock: Clock, promise: Promise<unknown>, ms: numbe
   return result;
 }
 
-export class DaemonCore<G extends BudgetGate> {
+/**
+ * The daemon: one core, one mode (`new DaemonCore(options, new StandaloneMode())`, or the factories
+ * standaloneDaemon() and clusteredDaemon()). run() is its whole life; start() and stop() its two halves.
+ */
+export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMode<G>> {
   readonly metrics: WorkerMetrics;
   readonly events: WorkerEvents;
-  protected readonly config: WorkerConfig;
-  protected readonly logger: Logger;
-  protected readonly clock: Clock;
+  readonly config: WorkerConfig;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  /** What differs between standalone and clustered (and what only one of them offers, e.g. dead letters). */
+  readonly mode: M;
   readonly #options: WorkerOptions;
   readonly #mode: DaemonMode<G>;
+  readonly #exited = Promise.withResolvers<number>();
+  #exitCode = 0;
   #state: WorkerState = 'new';
   #handlers: ReadonlyMap<string, TaskModule> | undefined;
   #parts: Partial<CoreParts<G>> = {};
@@ -146,11 +190,13 @@ export class DaemonCore<G extends BudgetGate> {
   readonly #handle: CoreHandle;
   readonly #keys: KeyRotation;
 
-  constructor(options: WorkerOptions, mode: DaemonMode<G>, logger: Logger = options.logger) {
+  constructor(options: WorkerOptions, mode: M) {
     this.#options = options;
+    this.mode = mode;
     this.#mode = mode;
     this.config = options.config;
-    this.logger = logger;
+    this.logger =
+      mode.replicaId === undefined ? options.logger : options.logger.child({ replica: mode.replicaId });
     this.clock = options.clock ?? systemClock;
     this.#handlers = options.handlers;
     this.events = options.events ?? new WorkerEvents();
@@ -172,6 +218,7 @@ export class DaemonCore<G extends BudgetGate> {
     );
     this.#keys = new KeyRotation(this.config, this.logger, this.events);
     options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
+    mode.registerMetrics?.(this.metrics);
     const state = () => this.#state;
     this.#handle = {
       config: this.config,
@@ -185,7 +232,17 @@ export class DaemonCore<G extends BudgetGate> {
       get state() {
         return state();
       },
-      stop: () => this.stop(),
+      // A refused key is retried at the slowest back-off: an operator has to act anyway.
+      pollLoop: pollLoopOn({
+        clock: this.clock,
+        logger: this.logger,
+        events: this.events,
+        unauthorizedRetryMs: this.config.scheduler.errorBackoffMaxMs,
+      }),
+      stop: (exitCode = 0) => {
+        if (this.#stopping === undefined) this.#exitCode = exitCode;
+        return this.stop();
+      },
       abortReports: (reason) => this.#reportStop.abort(new Error(reason)),
     };
   }
@@ -203,13 +260,33 @@ export class DaemonCore<G extends BudgetGate> {
     return this.#parts.client;
   }
 
+  /** This replica's id (clustered mode). */
+  get replicaId(): string | undefined {
+    return this.#mode.replicaId;
+  }
+
+  /** Resolves with the process's exit code once the daemon has stopped: 0, or the mode's own (see CoreHandle). */
+  get exited(): Promise<number> {
+    return this.#exited.promise;
+  }
+
+  /**
+   * The daemon's whole life: start() (rejects as it does), then the mode's poll loop claims until stop() (a
+   * signal's) or the mode stops on its own, then the drain; resolves with the process's exit code. `started`
+   * is called once start() has resolved.
+   */
+  async run(started?: () => void): Promise<number> {
+    await this.start();
+    started?.();
+    return this.exited;
+  }
+
   /**
    * Loads handlers, opens the mode's state, reads the task list and starts claiming. A stop() meanwhile ends
    * the start early; it then resolves without polling (stop() drains what was begun).
    */
   async start(): Promise<void> {
-    if (this.#state !== 'new')
-      throw new Error(`${this.constructor.name}.start() called in state ${this.#state}`);
+    if (this.#state !== 'new') throw new Error(`DaemonCore.start() called in state ${this.#state}`);
     this.#state = 'starting';
     this.#starting = this.#start();
     try {
@@ -337,7 +414,8 @@ export class DaemonCore<G extends BudgetGate> {
    * not in `handlers` is no longer polled. Every task served is then polled at once.
    */
   async replaceHandlers(handlers: ReadonlyMap<string, TaskModule>): Promise<void> {
-    if (this.#state !== 'running') throw new Error(`Worker.replaceHandlers() called in state ${this.#state}`);
+    if (this.#state !== 'running')
+      throw new Error(`DaemonCore.replaceHandlers() called in state ${this.#state}`);
     this.#handlers = handlers;
     this.#parts.registry!.setHandlers(handlers);
     this.#parts.sandbox?.retire();
@@ -411,6 +489,7 @@ export class DaemonCore<G extends BudgetGate> {
     await this.#options.tracing?.flush();
     this.#state = 'stopped';
     logger.info({ ...this.#mode.stoppedFields?.() }, 'df-worker stopped');
+    this.#exited.resolve(this.#exitCode);
   }
 }
 

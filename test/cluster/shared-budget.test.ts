@@ -8,8 +8,8 @@ import { Budget, type RequestClass } from '../../src/budget/budget.ts';
 import { systemClock, type Clock } from '../../src/clock/clock.ts';
 import { flushMicrotasks, ManualClock } from '../../src/clock/manual-clock.ts';
 import { monthWindow } from '../../src/budget/month.ts';
-import { clusterKeys, connectRedis } from '../../src/cluster/redis.ts';
-import { SharedBudget } from '../../src/cluster/shared-budget.ts';
+import { clusterKeys, connectRedis } from '../../src/clustered/redis.ts';
+import { SharedBudget } from '../../src/clustered/shared-budget.ts';
 import { clusteredTestsRun, RedisServer } from './redis-server.ts';
 
 const logger = pino({ level: 'silent' });

@@ -12,9 +12,9 @@ import {
 import type { DamagedRecord, JournalEntry } from '../journal/journal.ts';
 import { Journal, requestsShownByJournal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
-import type { CoreHandle } from './core.ts';
-import type { ExecutionJournal } from './execution-pipeline.ts';
-import { budgetFromConfig, reportReserveFor } from './service-wiring.ts';
+import type { CoreHandle } from '../daemon/core.ts';
+import type { ExecutionJournal } from '../daemon/execution-pipeline.ts';
+import { budgetFromConfig, reportReserveFor } from '../daemon/service-wiring.ts';
 
 export interface StandaloneState {
   budget: Budget;

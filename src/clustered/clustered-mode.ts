@@ -1,7 +1,7 @@
-// Clustered mode's daemon (DF_REDIS_URL set): the daemon core (daemon/core.ts) around Redis. Every replica runs
-// handlers from the cluster's queue; the one holding the coordinator lease also polls, and adds each claimed
-// execution to the queue before anything else. Loaded only in clustered mode (dynamic import), so standalone
-// pays nothing.
+// Clustered mode (DF_REDIS_URL set), composed into the daemon core (daemon/core.ts) by clusteredDaemon(): Redis
+// holds the key's windows and the claims. Every replica runs handlers from the cluster's queue; the one holding
+// the coordinator lease also runs the poll loop, and adds each claimed execution to the queue before anything
+// else. Loaded only in clustered mode (dynamic import), so standalone pays nothing.
 import { Queue, Worker as QueueWorker } from 'bullmq';
 import { ReplyError, type Redis } from 'ioredis';
 import { memoryBudgetStore } from '../budget/store.ts';
@@ -67,6 +67,14 @@ const TASK_SYNC_LOCK_MS = 60_000;
 
 /** Redis's set-up (eviction policy, role) is read again when readiness is asked this long after, in ms. */
 const REINSPECT_MS = 30_000;
+
+/** The clustered daemon: the core with a ClusteredMode (`mode.coordinating`: whether this replica polls). */
+export type ClusteredDaemon = DaemonCore<SharedBudget, ClusteredMode>;
+
+/** Builds a replica of the clustered daemon (`df-worker start` with DF_REDIS_URL). */
+export function clusteredDaemon(options: WorkerOptions): ClusteredDaemon {
+  return new DaemonCore(options, new ClusteredMode(options.config));
+}
 
 /** Clustered mode: Redis holds the key's windows and the claims (a BullMQ queue); the coordinator polls. */
 export class ClusteredMode implements DaemonMode<SharedBudget> {
@@ -229,7 +237,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       logger,
       events,
       backoff,
-      unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
+      pollLoop: core.pollLoop,
       capacity: () => Math.max(this.#alive.capacity, config.concurrency),
       claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
       exitSignal: core.reportSignal,
@@ -400,24 +408,6 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       await clock.sleep(HEARTBEAT_MS, signal).catch(() => undefined);
       if (!signal.aborted) await this.#heartbeat();
     }
-  }
-}
-
-export class ClusteredWorker extends DaemonCore<SharedBudget> {
-  readonly replicaId: string;
-  readonly #mode: ClusteredMode;
-
-  constructor(options: WorkerOptions) {
-    const mode = new ClusteredMode(options.config);
-    super(options, mode, options.logger.child({ replica: mode.replicaId }));
-    this.#mode = mode;
-    this.replicaId = mode.replicaId;
-    mode.registerMetrics(this.metrics);
-  }
-
-  /** True while this replica holds the coordinator lease (and polls). */
-  get coordinating(): boolean {
-    return this.#mode.coordinating;
   }
 }
 

@@ -6,9 +6,10 @@ import type { Logger } from 'pino';
 import type { RequestGate, ServiceClient } from '../api/client.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import { pollEvents, type WorkerEvents } from '../daemon/events.ts';
+import type { PollLoopFactory } from '../daemon/core.ts';
+import type { WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
-import { Scheduler, type PolledTask } from '../scheduler/scheduler.ts';
+import type { PolledTask, Scheduler } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
 import type { ClaimIndex } from './claim-index.ts';
 import type { ClaimRoom } from './claim-room.ts';
@@ -37,8 +38,8 @@ export interface CoordinatorOptions {
   events: WorkerEvents;
   /** Between adds of a claimed execution to the queue while Redis refuses them (DF_RETRY_BASE_MS...). */
   backoff: BackoffOptions;
-  /** While the key is refused (401), one poll is tried this often, in ms. */
-  unauthorizedRetryMs: number;
+  /** Builds each term's poll loop (the core's: its clock, logger and events; see pollLoopOn). */
+  pollLoop: PollLoopFactory;
   /** Executions the live replicas run at once, added up (from their heartbeats). */
   capacity: () => number;
   /** Why no execution may be claimed now (Redis away), or undefined. */
@@ -171,14 +172,11 @@ export class Coordinator {
     const stop = new AbortController();
     const claimedAt = () => new Date(clock.now()).toISOString();
     const number = ++this.#terms;
-    const scheduler = new Scheduler({
+    const scheduler = this.#o.pollLoop({
       client: this.#o.client.withGate(this.#termGate(number, stop)),
       planner: this.#o.planner,
-      clock,
-      logger,
       // One claim at a time: each dispatch holds the slot until the cluster has room for the next.
       concurrency: 1,
-      unauthorizedRetryMs: this.#o.unauthorizedRetryMs,
       claimBlocker: () => this.#leaseLapsing() ?? this.#o.claimBlocker(),
       dispatch: (task, execution) =>
         this.#enqueue(
@@ -205,7 +203,6 @@ export class Coordinator {
           },
           stop.signal,
         ),
-      ...pollEvents(events),
       // The cluster's slots are the queue's: its executions queued or running against the live replicas'.
       slotView: () => ({
         busy: this.#queued.total,
@@ -292,7 +289,7 @@ export class Coordinator {
           // A second add of the same claim is a no-op while the job is kept; a new claim is a new job.
           jobId: claimJobId(data),
           // Retries only of a report a replica could not deliver before it stopped (the outcome is kept), at
-          // the queue worker's back-off (clustered-worker.ts: DF_RETRY_BASE_MS, DF_ERROR_BACKOFF_MAX_MS).
+          // the queue worker's back-off (clustered-mode.ts: DF_RETRY_BASE_MS, DF_ERROR_BACKOFF_MAX_MS).
           attempts: 1_000,
           backoff: { type: 'df-worker' },
           removeOnComplete: { age: COMPLETED_KEEP_MS / 1000 },
