@@ -147,6 +147,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       safetyMarginMs: config.budget.safetyMarginMs,
       replicaId: this.replicaId,
       logger,
+      backoff: backoffFromConfig(config),
     });
     this.#budget = budget;
     if (!core.pollSignal.aborted) await budget.load();
