@@ -9,15 +9,8 @@ import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { WorkerOptions } from '../daemon/contract.ts';
-import {
-  DaemonCore,
-  expires,
-  type Claimer,
-  type CoreHandle,
-  type CoreParts,
-  type DaemonMode,
-  type ModeState,
-} from '../daemon/core.ts';
+import { DaemonCore, expires } from '../daemon/core.ts';
+import type { Claimer, CoreHandle, CoreParts, DaemonMode, ModeState } from '../daemon/mode.ts';
 import { backoffFromConfig, budgetFromConfig } from '../daemon/service-wiring.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import { StartupError } from '../daemon/task-list.ts';

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { RequestGate, ServiceClient } from '../api/client.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import type { PollLoopFactory } from '../daemon/core.ts';
+import type { PollLoopFactory } from '../daemon/mode.ts';
 import type { WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import type { PolledTask, Scheduler } from '../scheduler/scheduler.ts';

@@ -1,7 +1,7 @@
 // The journal's dead letters, as an operator handles them (the console's page, df-worker dev): sent again
 // through the key's budget as every report, or discarded. Only the standalone daemon keeps a journal.
 import type { ServiceClient } from '../api/client.ts';
-import type { CoreHandle } from '../daemon/core.ts';
+import type { CoreHandle } from '../daemon/mode.ts';
 import type { Journal } from '../journal/journal.ts';
 import { withFailureMessage } from '../runner/failure-output.ts';
 

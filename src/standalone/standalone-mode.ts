@@ -5,14 +5,8 @@ import type { Budget } from '../budget/budget.ts';
 import type { DeadLetter, Journal } from '../journal/journal.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import type { WorkerOptions } from '../daemon/contract.ts';
-import {
-  DaemonCore,
-  type Claimer,
-  type CoreHandle,
-  type CoreParts,
-  type DaemonMode,
-  type ModeState,
-} from '../daemon/core.ts';
+import { DaemonCore } from '../daemon/core.ts';
+import type { Claimer, CoreHandle, CoreParts, DaemonMode, ModeState } from '../daemon/mode.ts';
 import {
   discardDeadLetter,
   retryDeadLetter,

@@ -12,7 +12,7 @@ import {
 import type { DamagedRecord, JournalEntry } from '../journal/journal.ts';
 import { Journal, requestsShownByJournal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
-import type { CoreHandle } from '../daemon/core.ts';
+import type { CoreHandle } from '../daemon/mode.ts';
 import type { ExecutionJournal } from '../daemon/execution-pipeline.ts';
 import { budgetFromConfig, reportReserveFor } from '../daemon/service-wiring.ts';
 
