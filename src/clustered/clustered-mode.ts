@@ -2,64 +2,32 @@
 // holds the key's windows and the claims. Every replica runs handlers from the cluster's queue; the one holding
 // the coordinator lease also runs the poll loop, and adds each claimed execution to the queue before anything
 // else. Loaded only in clustered mode (dynamic import), so standalone pays nothing.
-import { Queue, Worker as QueueWorker } from 'bullmq';
-import { ReplyError, type Redis } from 'ioredis';
+import type { Queue, Worker as QueueWorker } from 'bullmq';
 import { memoryBudgetStore } from '../budget/store.ts';
-import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
-import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { WorkerOptions } from '../daemon/contract.ts';
 import { DaemonCore, expires } from '../daemon/core.ts';
 import type { Claimer, CoreHandle, CoreParts, DaemonMode, ModeState } from '../daemon/mode.ts';
 import { backoffFromConfig, budgetFromConfig } from '../daemon/service-wiring.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
-import { StartupError } from '../daemon/task-list.ts';
-import { registerClusterMetrics, type ClusterCounters, type QueueCounts } from './cluster-metrics.ts';
-import { CoordinatorLease } from './coordinator-lease.ts';
+import { registerClusterMetrics, type ClusterCounters } from './cluster-metrics.ts';
+import { alone, CoordinatorLease } from './coordinator-lease.ts';
 import { ClaimIndex } from './claim-index.ts';
 import { ClaimRoom } from './claim-room.ts';
 import { Coordinator } from './coordinator.ts';
 import { executionProcessor } from './execution-processor.ts';
+import { Heartbeat, joinCluster } from './heartbeat.ts';
 import { JobFence } from './job-fence.ts';
+import { claimQueue, LOCK_DURATION_MS, queueWorker } from './queue.ts';
 import { QueuePruner } from './queue-pruner.ts';
 import { QueueJournal, type ExecutionJobData } from './queue-journal.ts';
-import {
-  bullConnectionOptions,
-  clusterKeys,
-  connectRedis,
-  REDIS_COMMAND_TIMEOUT_MS,
-  redisForLogs,
-  replicaIdFromConfig,
-  type ClusterKeys,
-} from './redis.ts';
-import {
-  describeRedisError,
-  inspectRedis,
-  REDIS_CLUSTER_REFUSED,
-  RedisHealth,
-  setupProblems,
-  type RedisSetup,
-} from './redis-health.ts';
-import { HEARTBEAT_MS, Replicas } from './replicas.ts';
+import { clusterKeys, redisForLogs, replicaIdFromConfig, type ClusterKeys } from './redis.ts';
+import { RedisLink } from './redis-link.ts';
+import { Replicas } from './replicas.ts';
 import { SharedBudget } from './shared-budget.ts';
-
-/**
- * A job's lock lasts this long unless its replica renews it (every half of it): a replica killed mid-handler
- * has its execution taken up again by another within about this time plus STALLED_CHECK_MS.
- */
-export const LOCK_DURATION_MS = 5_000;
-export const STALLED_CHECK_MS = 2_000;
-/**
- * Lock losses BullMQ tolerates before it fails a job by itself. Stalls are not crashes (the pipeline's poison
- * limit counts the runs that died, see JobFence), so this is only a bound on a job that stalls for ever.
- */
-const MAX_STALLS = 1_000;
 
 /** How long a replica may hold the task-sync lock (DF_TASK_SYNC), in ms. */
 const TASK_SYNC_LOCK_MS = 60_000;
-
-/** Redis's set-up (eviction policy, role) is read again when readiness is asked this long after, in ms. */
-const REINSPECT_MS = 30_000;
 
 /** The clustered daemon: the core with a ClusteredMode (`mode.coordinating`: whether this replica polls). */
 export type ClusteredDaemon = DaemonCore<SharedBudget, ClusteredMode>;
@@ -74,8 +42,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   readonly label = 'clustered';
   readonly replicaId: string;
   readonly #keys: ClusterKeys;
-  #core: CoreHandle | undefined;
-  #redis: Redis | undefined;
+  #link: RedisLink | undefined;
   #budget: SharedBudget | undefined;
   #queue: Queue<ExecutionJobData> | undefined;
   #queueWorker: QueueWorker<ExecutionJobData> | undefined;
@@ -83,17 +50,8 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   #replicas: Replicas | undefined;
   #coordinator: Coordinator | undefined;
   #fence: JobFence | undefined;
-  #pruner: QueuePruner | undefined;
-  #alive = { count: 0, capacity: 0 };
-  #queueCounts: QueueCounts | undefined;
-  /** True while another process holds this replica id (this one stood still longer than its heartbeat). */
-  #idTaken = false;
-  /** Whether the last heartbeat reached Redis; undefined before the first. */
-  #heartbeatOk: boolean | undefined;
+  #heartbeat: Heartbeat | undefined;
   #counters: ClusterCounters | undefined;
-  #health: RedisHealth | undefined;
-  /** What INFO said of Redis's set-up at the last look, and when (ms); undefined when INFO was refused. */
-  #setup: { at: number; setup: RedisSetup | undefined } | undefined;
 
   constructor(config: WorkerConfig) {
     this.replicaId = replicaIdFromConfig(config);
@@ -109,24 +67,24 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     this.#counters = registerClusterMetrics(metrics.registry, {
       replica: this.replicaId,
       coordinator: () => this.coordinating,
-      queue: () => this.#queueCounts,
-      replicas: () => this.#alive.count,
-      slots: () => this.#alive.capacity,
+      queue: () => this.#heartbeat?.queueCounts,
+      replicas: () => this.#heartbeat?.alive.count ?? 0,
+      slots: () => this.#heartbeat?.alive.capacity ?? 0,
     });
   }
 
   async open(core: CoreHandle): Promise<ModeState<SharedBudget>> {
-    this.#core = core;
     const { config, logger, clock, events } = core;
     logger.info(redisForLogs(config.cluster), 'clustered mode: connecting to Redis');
-    const health = new RedisHealth(logger, (kind) => this.#counters?.redisError(kind));
-    this.#health = health;
-    const redis = connectRedis(config.cluster, backoffFromConfig(config), (error) => health.observe(error));
-    this.#redis = redis;
-    await this.#connected(redis);
+    const link = new RedisLink(config, backoffFromConfig(config), core, (kind) =>
+      this.#counters?.redisError(kind),
+    );
+    this.#link = link;
+    const redis = link.redis;
+    await link.connected(core.pollSignal);
     // One process per replica id: refused while another's heartbeat under it lives (ReplicaIdInUseError).
     this.#replicas = new Replicas(redis, this.#keys.replicas, this.replicaId);
-    if (!core.pollSignal.aborted) await this.#join(this.#replicas);
+    if (!core.pollSignal.aborted) await joinCluster(this.#replicas, config.concurrency, core);
     // The local budget orders this replica's requests and paces; Redis holds the key's windows and month.
     const local = budgetFromConfig(config, clock, 2 * config.concurrency, memoryBudgetStore(), (pause) =>
       events.emit('rateLimited', pause),
@@ -176,20 +134,10 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
 
   async claim(core: CoreHandle, parts: CoreParts<SharedBudget>): Promise<Claimer> {
     const { config, logger, clock, events } = core;
-    const redis = this.#redis!;
+    const redis = this.#link!.redis;
     const backoff = backoffFromConfig(config);
-    const connection = bullConnectionOptions(config.cluster, backoff);
-    this.#queue = new Queue<ExecutionJobData>(this.#keys.queue, {
-      prefix: this.#keys.prefix,
-      // Adds fail at once while Redis is away: the coordinator retries them itself.
-      connection: {
-        ...connection,
-        maxRetriesPerRequest: 1,
-        enableOfflineQueue: false,
-        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-      },
-    });
-    this.#queue.on('error', () => undefined);
+    const queue = claimQueue(config, this.#keys, backoff);
+    this.#queue = queue;
     const processor = executionProcessor({
       pipeline: parts.pipeline,
       journal: parts.journal as QueueJournal,
@@ -200,30 +148,11 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       maxCrashes: config.journal.maxCrashesPerExecution,
       signal: core.pollSignal,
     });
-    this.#queueWorker = new QueueWorker<ExecutionJobData>(this.#keys.queue, processor, {
-      prefix: this.#keys.prefix,
-      connection,
-      concurrency: config.concurrency,
-      lockDuration: LOCK_DURATION_MS,
-      stalledInterval: STALLED_CHECK_MS,
-      // The pipeline fails a poison execution itself, as standalone does, once it has died that many times.
-      maxStalledCount: MAX_STALLS,
-      // A report not delivered before its replica stopped is retried at the daemon's back-off.
-      settings: { backoffStrategy: (attemptsMade) => backoffDelayMs(attemptsMade, backoff) },
-    });
-    this.#queueWorker.on('error', (error) => logger.debug({ err: error }, 'queue worker error'));
-    // This replica lives, yet lost these jobs' locks (a stall, a partition): not crashes of their executions.
-    this.#queueWorker.on('lockRenewalFailed', (jobIds) => {
-      logger.warn(
-        { jobIds },
-        'lost the lock of running jobs: another replica may run them; no report from here',
-      );
-      this.#fence!.lockLost(jobIds).catch(() => undefined);
-    });
-    this.#pruner = new QueuePruner({ queue: this.#queue, clock });
+    const fence = this.#fence!;
+    this.#queueWorker = queueWorker({ config, keys: this.#keys, backoff, processor, fence, logger });
     const coordinator = new Coordinator({
       lease: new CoordinatorLease(redis, this.#keys.lease, this.replicaId),
-      queue: this.#queue,
+      queue,
       client: parts.client,
       gate: parts.gate,
       planner: parts.planner,
@@ -232,14 +161,14 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       events,
       backoff,
       pollLoop: core.pollLoop,
-      capacity: () => Math.max(this.#alive.capacity, config.concurrency),
+      capacity: () => Math.max(this.#heartbeat?.alive.capacity ?? 0, config.concurrency),
       claimBlocker: () => (redis.status === 'ready' ? undefined : 'Redis is not reachable'),
       exitSignal: core.reportSignal,
       replicaId: this.replicaId,
       taskConcurrency: (taskKey) =>
         parts.registry.tasks.find((t) => t.task.key === taskKey)?.handler.concurrency,
       claimRoom: new ClaimRoom(redis, `${this.#keys.prefix}:claim-room:${this.replicaId}`, clock),
-      claims: new ClaimIndex(redis, this.#queue, this.#keys.prefix),
+      claims: new ClaimIndex(redis, queue, this.#keys.prefix),
       profiles: {
         load: async () => {
           const text = await redis.get(this.#keys.profile);
@@ -251,10 +180,21 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       },
     });
     this.#coordinator = coordinator;
-    await this.#heartbeat();
+    const heartbeat = new Heartbeat({
+      replicas: this.#replicas!,
+      queue,
+      budget: this.#budget!,
+      pruner: new QueuePruner({ queue, clock }),
+      coordinating: () => this.coordinating,
+      concurrency: config.concurrency,
+      clock,
+      logger,
+    });
+    this.#heartbeat = heartbeat;
+    await heartbeat.beat();
     const coordinatorRun = coordinator.run(core.pollSignal);
     return {
-      loops: [this.#heartbeatLoop()],
+      loops: [heartbeat.loop(core.pollSignal)],
       wake: (taskKey) => coordinator.wake(taskKey),
       keyChanged: () => coordinator.keyChanged(),
       get authorized() {
@@ -273,153 +213,18 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   }
 
   checks(): ReturnType<DaemonMode<SharedBudget>['checks']> {
-    const redisOk =
-      this.#redis?.status === 'ready' && this.#heartbeatOk === true && this.#budget?.redisDown !== true;
-    // What Redis last said (OOM, a refused password...) rather than only that it fails.
-    const said = this.#health?.last?.message ?? 'Redis does not answer';
-    const problems = this.#setup?.setup === undefined ? [] : setupProblems(this.#setup.setup);
-    if (
-      this.#redis?.status === 'ready' &&
-      this.#core!.clock.monotonic() - (this.#setup?.at ?? 0) > REINSPECT_MS
-    )
-      void this.#inspect(this.#redis);
-    return {
-      redis: redisOk ? { ok: true } : { ok: false, reason: `${said}: no new claims` },
-      redisSetup: problems.length === 0 ? { ok: true } : { ok: false, reason: problems.join('; ') },
-    };
+    const othersOk = this.#heartbeat?.ok === true && this.#budget?.redisDown !== true;
+    return (
+      this.#link?.checks(othersOk) ?? {
+        redis: { ok: false, reason: 'Redis does not answer: no new claims' },
+        redisSetup: { ok: true },
+      }
+    );
   }
 
   async close(): Promise<void> {
     await this.#replicas?.leave().catch(() => undefined);
     await this.#queue?.close().catch(() => undefined);
-    this.#redis?.disconnect();
-  }
-
-  /** Waits until Redis answers (a replica started while Redis is away waits for it, unready). */
-  async #connected(redis: Redis): Promise<void> {
-    const { logger, pollSignal: signal } = this.#core!;
-    if (signal.aborted) return;
-    const ready = new Promise<void>((resolve) => {
-      const done = () => {
-        redis.off('ready', done);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      redis.on('ready', done);
-      signal.addEventListener('abort', done);
-    });
-    // The error itself (refused password, untrusted certificate...) is logged as it is met (RedisHealth).
-    const warn = () =>
-      logger.warn({ reason: this.#health?.last?.message }, 'Redis does not answer yet; waiting for it');
-    redis.once('reconnecting', warn);
-    redis.connect().catch(() => undefined);
-    if (redis.status !== 'ready') await ready;
-    redis.off('reconnecting', warn);
-    if (signal.aborted) return;
-    const setup = await this.#inspect(redis);
-    if (setup?.clusterEnabled === true) throw new StartupError(REDIS_CLUSTER_REFUSED);
-    // After a reconnection (a failover, a restart) the server may be another one: its set-up is read again.
-    redis.on('ready', () => void this.#inspect(redis));
-  }
-
-  /** Reads Redis's set-up from INFO, logs each problem once, and keeps it for readiness. */
-  async #inspect(redis: Redis): Promise<RedisSetup | undefined> {
-    const { logger, clock } = this.#core!;
-    const health = this.#health!;
-    this.#setup = { at: clock.monotonic(), setup: this.#setup?.setup };
-    let setup: RedisSetup | undefined;
-    try {
-      setup = await inspectRedis(redis);
-    } catch (error) {
-      // Not an answer (the connection dropped): what was known stands, and the next look tries again.
-      if (!(error instanceof ReplyError)) {
-        this.#setup = { at: 0, setup: this.#setup.setup };
-        return this.#setup.setup;
-      }
-      const message = `Redis refused INFO (${(error as Error).message}): its eviction policy and role are not checked`;
-      health.once(message, () => logger.warn(message));
-    }
-    this.#setup = { at: clock.monotonic(), setup };
-    for (const problem of setup === undefined ? [] : setupProblems(setup))
-      health.once(problem, () => logger.error(problem));
-    return setup;
-  }
-
-  async #join(replicas: Replicas): Promise<void> {
-    const { config, clock, logger, pollSignal } = this.#core!;
-    await replicas.join(config.concurrency, {
-      sleep: (ms) => clock.sleep(ms, pollSignal),
-      onWait: (heardAgoMs) =>
-        logger.warn(
-          { heardAgoMs },
-          'another process has a heartbeat under this DF_REPLICA_ID; waiting for it to lapse',
-        ),
-    });
-  }
-
-  async #heartbeat(): Promise<void> {
-    const { config, logger } = this.#core!;
-    try {
-      const ours = await this.#replicas!.beat(config.concurrency);
-      if (!ours && this.#idTaken !== true)
-        logger.error(
-          { code: 'DFW_REPLICA_ID_IN_USE' },
-          'another process took over DF_REPLICA_ID while this one stood still',
-        );
-      this.#idTaken = !ours;
-      const alive = await this.#replicas!.alive();
-      let capacity = 0;
-      for (const beat of alive.values()) capacity += beat.concurrency;
-      this.#alive = { count: alive.size, capacity };
-      const counts = await this.#queue!.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
-      this.#queueCounts = {
-        waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
-        active: counts.active ?? 0,
-        delayed: counts.delayed ?? 0,
-        failed: counts.failed ?? 0,
-      };
-      await this.#budget!.refresh();
-      if (this.coordinating) {
-        // A failed prune is tried again at the next minute; it says nothing of whether claims may go on.
-        await this.#pruner!.maybePrune().catch((error: unknown) => {
-          logger.warn({ err: error as Error }, 'could not remove old jobs from the queue');
-        });
-      }
-      if (this.#heartbeatOk === false) logger.info('Redis answers again: claiming resumes');
-      this.#heartbeatOk = true;
-    } catch (error) {
-      if (this.#heartbeatOk !== false) {
-        const { message } = describeRedisError(error);
-        logger.error({ err: error as Error }, `${message}: no new claims until it does`);
-      }
-      this.#heartbeatOk = false;
-    }
-  }
-
-  async #heartbeatLoop(): Promise<void> {
-    const { clock, pollSignal: signal } = this.#core!;
-    while (!signal.aborted) {
-      await clock.sleep(HEARTBEAT_MS, signal).catch(() => undefined);
-      if (!signal.aborted) await this.#heartbeat();
-    }
-  }
-}
-
-/**
- * Runs `work` while holding `lock` (taken as soon as it is free; a lock whose holder died lapses after its TTL):
- * two replicas with DF_TASK_SYNC then never both create a task missing from the service.
- */
-async function alone<T>(
-  lock: CoordinatorLease,
-  clock: Clock,
-  backoff: BackoffOptions,
-  work: () => Promise<T>,
-): Promise<T> {
-  for (let attempt = 1; !(await lock.tryHold()); attempt++)
-    await clock.sleep(backoffDelayMs(attempt, backoff));
-  try {
-    return await work();
-  } finally {
-    await lock.release().catch(() => undefined);
+    this.#link?.redis.disconnect();
   }
 }
