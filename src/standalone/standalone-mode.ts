@@ -3,7 +3,6 @@
 // by standaloneDaemon().
 import type { Budget } from '../budget/budget.ts';
 import type { DeadLetter, Journal } from '../journal/journal.ts';
-import type { Scheduler } from '../scheduler/scheduler.ts';
 import type { WorkerOptions } from '../daemon/contract.ts';
 import { DaemonCore } from '../daemon/core.ts';
 import type { Claimer, CoreHandle, CoreParts, DaemonMode, ModeState } from '../daemon/mode.ts';
@@ -15,7 +14,13 @@ import {
 } from './dead-letters.ts';
 import { JournalReplay } from './journal-replay.ts';
 import { backoffFromConfig, reportReserveFor } from '../daemon/service-wiring.ts';
-import { memoryState, openStateFolder, type StandaloneState } from './state-folder.ts';
+import {
+  journalRecheckLoop,
+  memoryState,
+  openStateFolder,
+  profileSaveLoop,
+  type StandaloneState,
+} from './state-folder.ts';
 
 export { StartupError } from '../daemon/task-list.ts';
 export type { DaemonWorker, Readiness, WorkerOptions } from '../daemon/contract.ts';
@@ -38,9 +43,6 @@ export function standaloneDaemon(
  */
 export const EXIT_STATE_LOCK_LOST = 75;
 
-/** How often what the planner learnt of arrivals is saved, so a crash loses that much of it at most. */
-const PROFILE_SAVE_MS = 3_600_000;
-
 export interface StandaloneOptions {
   /** Keep the state in memory rather than in DF_STATE_DIR (the month replay); `keepProfile` still saves
    * what the planner learnt there. */
@@ -54,7 +56,6 @@ export class StandaloneMode implements DaemonMode<Budget> {
   #core: CoreHandle | undefined;
   #state: StandaloneState | undefined;
   #parts: CoreParts<Budget> | undefined;
-  #scheduler: Scheduler | undefined;
   #replay: JournalReplay | undefined;
   /** Why this daemon no longer holds the state folder, once it found out. */
   #lockLost: string | undefined;
@@ -125,7 +126,6 @@ export class StandaloneMode implements DaemonMode<Budget> {
         parts.budget.reportReserve = reportReserveFor(owed + (this.#replay?.waiting ?? 0));
       },
     });
-    this.#scheduler = scheduler;
     // The replay takes slots beside polling, never ahead of all of it: a poison execution left by a crash
     // must not keep other tasks from being polled.
     const replay = new JournalReplay({
@@ -146,8 +146,9 @@ export class StandaloneMode implements DaemonMode<Budget> {
     replay.recover(state.damaged);
     const loops = [scheduler.run(core.pollSignal)];
     // A profile kept in memory only has nothing to save.
-    if (this.#options.memory?.keepProfile !== false) loops.push(this.#profileSaveLoop());
-    if (journal) loops.push(this.#journalRecheckLoop());
+    if (this.#options.memory?.keepProfile !== false)
+      loops.push(profileSaveLoop(core, () => this.#writeProfile()));
+    if (journal) loops.push(journalRecheckLoop(core, journal, () => scheduler.wake()));
     return Promise.resolve({
       loops,
       wake: (taskKey) => scheduler.wake(taskKey),
@@ -232,42 +233,11 @@ export class StandaloneMode implements DaemonMode<Budget> {
     setImmediate(() => void core.stop(EXIT_STATE_LOCK_LOST));
   }
 
-  /** Saves what the planner learnt of arrivals every hour, so a crash loses an hour of it at most. */
-  async #profileSaveLoop(): Promise<void> {
-    const { clock, pollSignal: signal } = this.#core!;
-    while (!signal.aborted) {
-      try {
-        await clock.sleep(PROFILE_SAVE_MS, signal);
-      } catch {
-        return;
-      }
-      await this.#writeProfile();
-    }
-  }
-
   async #writeProfile(): Promise<void> {
     try {
       await this.#parts?.planner.save();
     } catch (error) {
       this.#core!.logger.warn({ err: error as Error }, 'could not save the arrival profile');
-    }
-  }
-
-  /** A journal that could not be written is tried again now and then; polling resumes once it can. */
-  async #journalRecheckLoop(): Promise<void> {
-    const { clock, config, logger, events, pollSignal: signal } = this.#core!;
-    const journal = this.#state!.journal!;
-    while (!signal.aborted) {
-      try {
-        await clock.sleep(config.journal.recheckMs, signal);
-        if (!journal.writable && (await journal.recheck())) {
-          logger.info('the journal is writable again');
-          this.#scheduler?.wake();
-        }
-        events.emit('journal', journal.counts);
-      } catch {
-        if (signal.aborted) return;
-      }
     }
   }
 }
