@@ -14,9 +14,8 @@ import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
 import type { ClaimIndex } from './claim-index.ts';
 import type { ClaimRoom } from './claim-room.ts';
 import { claimJobId, COMPLETED_KEEP_MS, FAILED_KEEP_MS, type ExecutionJobData } from './queue-journal.ts';
+import { QueueRoom } from './queue-room.ts';
 
-/** Wait between two looks at the queue while the cluster's handler slots are all taken, in ms. */
-const ROOM_CHECK_MS = 200;
 /** How often a coordinator saves what it learnt of arrivals, besides at the end of its term, in ms. */
 const PROFILE_SAVE_MS = 10 * 60_000;
 
@@ -84,13 +83,11 @@ export class Coordinator {
   /** Clock instant the last successful take or renewal of the lease began (its TTL runs from after it). */
   #renewedAt = -Infinity;
   #terms = 0;
-  /** The queue as last looked at: executions waiting or running, in all and by task id. */
-  #queued = { total: 0, byTask: new Map<string, number>() };
-  /** True while a look at the queue for a task held back is under way or waiting its turn. */
-  #watchingHeldBack = false;
+  readonly #room: QueueRoom;
 
   constructor(options: CoordinatorOptions) {
     this.#o = options;
+    this.#room = new QueueRoom(options.queue, options.clock, options.capacity);
   }
 
   /** True while this replica holds the lease and polls. */
@@ -204,18 +201,14 @@ export class Coordinator {
           stop.signal,
         ),
       // The cluster's slots are the queue's: its executions queued or running against the live replicas'.
-      slotView: () => ({
-        busy: this.#queued.total,
-        concurrency: this.#o.capacity(),
-        held: (taskId) => this.#queued.byTask.get(taskId) ?? 0,
-      }),
+      slotView: () => this.#room.slotView(),
       ...(this.#o.taskConcurrency
         ? { taskConcurrency: (task: PolledTask) => this.#o.taskConcurrency!(task.key) }
         : {}),
-      onHeldBack: () => this.#watchHeldBack(stop.signal),
+      onHeldBack: () => this.#room.watchHeldBack(stop.signal, () => this.#term?.scheduler.recheck()),
     });
     // The first poll waits for room too: the previous coordinator may have filled the queue.
-    scheduler.enqueue(() => this.#roomInCluster(stop.signal));
+    scheduler.enqueue(() => this.#room.wait(stop.signal));
     scheduler.wake();
     const done = scheduler
       .run(stop.signal)
@@ -323,40 +316,7 @@ export class Coordinator {
         "could not note the claim's job: a redelivery of it may run twice",
       );
     });
-    await this.#roomInCluster(termStop);
-  }
-
-  /**
-   * A task was held back for want of a slot: the queue is looked at again every ROOM_CHECK_MS until a look
-   * lets the scheduler decide anew (one look at a time, and none while no task is held back).
-   */
-  #watchHeldBack(stop: AbortSignal): void {
-    if (this.#watchingHeldBack || stop.aborted) return;
-    this.#watchingHeldBack = true;
-    void this.#o.clock
-      .sleep(ROOM_CHECK_MS, stop)
-      .then(() => this.#lookAtQueue())
-      .catch(() => undefined)
-      .finally(() => {
-        this.#watchingHeldBack = false;
-        this.#term?.scheduler.recheck();
-      });
-  }
-
-  /** Reads the executions queued or running (bounded by the cluster's capacity: see #roomInCluster). */
-  async #lookAtQueue(): Promise<number> {
-    const jobs = await this.#o.queue.getJobs(['waiting', 'active', 'prioritized']);
-    const byTask = new Map<string, number>();
-    let total = 0;
-    for (const job of jobs as Array<{ data?: Partial<ExecutionJobData> } | undefined>) {
-      // A job removed between the listing and its read comes back empty.
-      if (job === undefined || job === null) continue;
-      total++;
-      const taskId = job.data?.taskId;
-      if (taskId !== undefined) byTask.set(taskId, (byTask.get(taskId) ?? 0) + 1);
-    }
-    this.#queued = { total, byTask };
-    return total;
+    await this.#room.wait(termStop);
   }
 
   /**
@@ -384,19 +344,6 @@ export class Coordinator {
         'queued again; that job reports it once',
     );
     return true;
-  }
-
-  /** Resolves once the queue holds fewer executions than the live replicas run at once (or on `stop`). */
-  async #roomInCluster(stop: AbortSignal): Promise<void> {
-    while (!stop.aborted) {
-      try {
-        const queued = await this.#lookAtQueue();
-        if (queued < this.#o.capacity()) return;
-      } catch {
-        // Redis away: no new claim until it is back.
-      }
-      await this.#o.clock.sleep(ROOM_CHECK_MS, stop).catch(() => undefined);
-    }
   }
 }
 
