@@ -74,7 +74,6 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
   /** What differs between standalone and clustered (and what only one of them offers, e.g. dead letters). */
   readonly mode: M;
   readonly #options: WorkerOptions;
-  readonly #mode: DaemonMode<G>;
   readonly #exited = Promise.withResolvers<number>();
   #exitCode = 0;
   #state: WorkerState = 'new';
@@ -93,7 +92,6 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
   constructor(options: WorkerOptions, mode: M) {
     this.#options = options;
     this.mode = mode;
-    this.#mode = mode;
     this.config = options.config;
     this.logger =
       mode.replicaId === undefined ? options.logger : options.logger.child({ replica: mode.replicaId });
@@ -162,7 +160,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
 
   /** This replica's id (clustered mode). */
   get replicaId(): string | undefined {
-    return this.#mode.replicaId;
+    return this.mode.replicaId;
   }
 
   /** Resolves with the process's exit code once the daemon has stopped: 0, or the mode's own (see CoreHandle). */
@@ -214,7 +212,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     this.#handlers = handlers;
     logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
 
-    const opened = await this.#mode.open(this.#handle);
+    const opened = await this.mode.open(this.#handle);
     Object.assign(parts, opened);
     if (this.#pollStop.signal.aborted) return;
     const client = clientFromConfig(
@@ -280,7 +278,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     taskList.plan(planner);
     if (this.#pollStop.signal.aborted) return;
 
-    const claimer = await this.#mode.claim(this.#handle, parts as CoreParts<G>);
+    const claimer = await this.mode.claim(this.#handle, parts as CoreParts<G>);
     this.#claimer = claimer;
     this.#state = 'running';
     taskList.warnOfCostlyRefresh();
@@ -291,9 +289,9 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
         concurrency: config.concurrency,
         budget: config.budget,
         idlePollIntervalSeconds: Math.round(planner.idleIntervalMs(clock.monotonic()) / 1000),
-        mode: this.#mode.label,
+        mode: this.mode.label,
       },
-      this.#mode.label === 'clustered' ? 'df-worker started (clustered)' : 'df-worker started',
+      this.mode.label === 'clustered' ? 'df-worker started (clustered)' : 'df-worker started',
     );
   }
 
@@ -339,7 +337,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
             ? { ok: false, reason: this.#keys.refusedReason() }
             : { ok: true }
           : { ok: false, reason: 'the service has not answered yet' },
-      ...this.#mode.checks(),
+      ...this.mode.checks(),
     };
     const tasks = {
       served: this.#parts.registry?.tasks.map((t) => t.task.key) ?? [],
@@ -382,13 +380,13 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     this.#handlerStop.abort(new Error('worker stopped'));
     this.#reportStop.abort(new Error('worker stopped'));
     await this.#parts.sandbox?.close();
-    await this.#mode.close();
+    await this.mode.close();
     await this.#parts.client?.close();
     this.#keys.close();
     // Every execution's spans have ended by now; the last of them leave within the flush's bound.
     await this.#options.tracing?.flush();
     this.#state = 'stopped';
-    logger.info({ ...this.#mode.stoppedFields?.() }, 'df-worker stopped');
+    logger.info({ ...this.mode.stoppedFields?.() }, 'df-worker stopped');
     this.#exited.resolve(this.#exitCode);
   }
 }
