@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { maxInWindow } from '../src/budget/sliding-window.ts';
 import { loadConfig } from '../src/config/load.ts';
-import { standaloneDaemon, type StandaloneDaemon } from '../src/standalone/standalone-mode.ts';
+import { standaloneDaemon } from '../src/standalone/standalone-mode.ts';
 import { Emulator } from '../src/emulator/index.ts';
 import { defineTask, type TaskModule } from '../src/handlers/define-task.ts';
 

@@ -9,7 +9,7 @@ import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
 import type { JsonObject } from '../api/types.ts';
 import { ManualClock } from '../clock/manual-clock.ts';
 import { loadConfig } from '../config/index.ts';
-import { standaloneDaemon, type StandaloneDaemon } from '../standalone/standalone-mode.ts';
+import { standaloneDaemon } from '../standalone/standalone-mode.ts';
 import { Emulator, inProcessTransport } from '../emulator/index.ts';
 import { defineTask, type TaskModule } from '../handlers/define-task.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PathStyleError } from '../../src/api/path-style.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { standaloneDaemon, type StandaloneDaemon } from '../../src/standalone/standalone-mode.ts';
+import { standaloneDaemon } from '../../src/standalone/standalone-mode.ts';
 import { defineTask } from '../../src/handlers/define-task.ts';
 import { startHarness, waitFor, type Harness } from './harness.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
-import { standaloneDaemon, type StandaloneDaemon } from '../../src/standalone/standalone-mode.ts';
+import { standaloneDaemon } from '../../src/standalone/standalone-mode.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { defineTask } from '../../src/handlers/define-task.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';

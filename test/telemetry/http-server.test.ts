@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
-import { standaloneDaemon, type StandaloneDaemon } from '../../src/standalone/standalone-mode.ts';
+import { standaloneDaemon } from '../../src/standalone/standalone-mode.ts';
 import {
   WorkerHttpServer,
   type HttpServerOptions,
