@@ -7,8 +7,8 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { Budget } from '../src/budget/budget.ts';
 import { systemClock } from '../src/clock/clock.ts';
-import { clusterKeys, connectRedis } from '../src/cluster/redis.ts';
-import { SharedBudget } from '../src/cluster/shared-budget.ts';
+import { clusterKeys, connectRedis } from '../src/clustered/redis.ts';
+import { SharedBudget } from '../src/clustered/shared-budget.ts';
 import { RedisServer } from '../test/cluster/redis-server.ts';
 
 const { values } = parseArgs({ options: { takes: { type: 'string', default: '5000' } } });

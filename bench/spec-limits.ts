@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { maxInWindow } from '../src/budget/sliding-window.ts';
 import { loadConfig } from '../src/config/load.ts';
-import { Worker } from '../src/daemon/worker.ts';
+import { standaloneDaemon } from '../src/standalone/standalone-mode.ts';
 import { Emulator } from '../src/emulator/index.ts';
 import { defineTask, type TaskModule } from '../src/handlers/define-task.ts';
 
@@ -51,7 +51,7 @@ const config = loadConfig({
   overrides: { 'api.url': url, 'api.key': 'bench', 'state.dir': stateDir, 'http.port': 0, concurrency: 4 },
   require: 'service',
 });
-const worker = new Worker({ config, logger: pino({ level: 'warn' }), handlers });
+const worker = standaloneDaemon({ config, logger: pino({ level: 'warn' }), handlers });
 const started = Date.now();
 await worker.start();
 let firstReportAt = 0;

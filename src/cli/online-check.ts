@@ -44,7 +44,7 @@ export async function checkOnline(
   const service = await checkService(config, handlers);
   if (config.cluster.redisUrl === '') return service;
   // Loaded only in clustered mode, as the daemon loads it.
-  const { probeRedis } = await import('../cluster/redis-probe.ts');
+  const { probeRedis } = await import('../clustered/redis-probe.ts');
   const redis = await probeRedis(config.cluster);
   return { lines: [...service.lines, ...redis.lines], problems: service.problems + redis.problems };
 }

@@ -1,20 +1,28 @@
-// Runs a daemon (its contract: daemon/contract.ts) as a process: health server first (probes answer during
-// start-up), then the worker, then waits for SIGTERM/SIGINT to drain. Shared by `start` and `demo`.
+// The process around a daemon (its contract: daemon/contract.ts): the health server first (probes answer during
+// start-up), SIGTERM/SIGINT to drain, a daemon's own error to exit. `start` runs the core in it (core.run());
+// `demo` and `dev` run the standalone daemon in it through runDaemon().
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/errors.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { DaemonWorker, WorkerOptions } from '../daemon/contract.ts';
-import { Worker } from '../daemon/worker.ts';
-import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_SECOND_SIGNAL } from '../errors/exit-codes.ts';
+import { standaloneDaemon, type StandaloneDaemon } from '../standalone/standalone-mode.ts';
+import { EXIT_INTERNAL_ERROR, EXIT_SECOND_SIGNAL } from '../errors/exit-codes.ts';
 import { failCurrentAttempt } from '../runner/attempt-scope.ts';
 import { WorkerHttpServer } from '../telemetry/http-server.ts';
 
-export interface RunningDaemon<W extends DaemonWorker = Worker> {
-  worker: W;
+
+/** The process's side of a daemon: its HTTP port and signal handlers. */
+export interface DaemonShell {
   http: WorkerHttpServer | undefined;
   /** Where `http` listens, e.g. `http://127.0.0.1:9464`. */
   url: string | undefined;
-  /** Resolves with the exit code once the worker has stopped. */
+  /** Closes the HTTP port (once the daemon has stopped). */
+  close(): Promise<void>;
+}
+
+export interface RunningDaemon<W extends DaemonWorker = StandaloneDaemon> extends DaemonShell {
+  worker: W;
+  /** Resolves with the exit code once the worker has stopped and the HTTP port closed. */
   exited: Promise<number>;
   stop(): Promise<void>;
 }
@@ -32,41 +40,51 @@ export function describeStartupFailure(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-type DaemonOptions = Partial<WorkerOptions> & {
+export type DaemonOptions = Partial<WorkerOptions> & {
   http?: boolean;
   signals?: boolean;
   /** Every route of the HTTP port answers loopback Host names only (df-worker dev); else probes answer any. */
   loopbackHostsOnly?: boolean;
 };
 
-export function runDaemon(
+/** The standalone daemon, served and started (demo, dev); resolves once it runs. */
+export async function runDaemon(
   config: WorkerConfig,
   logger: Logger,
   options: DaemonOptions = {},
 ): Promise<RunningDaemon> {
-  return serve(new Worker({ ...options, config, logger }), config, logger, options);
+  const worker = standaloneDaemon({ ...options, config, logger });
+  const shell = await serveDaemon(worker, config, logger, options);
+  try {
+    await worker.start();
+  } catch (error) {
+    await worker.stop().catch(() => undefined);
+    await shell.close();
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
+  const closed = () => (closing ??= shell.close());
+  const exited = worker.exited.then(async (code) => {
+    await closed();
+    return code;
+  });
+  const stop = async () => {
+    await worker.stop();
+    await closed();
+  };
+  return { ...shell, worker, exited, stop };
 }
 
 /**
- * `df-worker start`: standalone, or clustered when DF_REDIS_URL is set. Clustered mode's code (BullMQ, ioredis)
- * is imported only then, so a standalone daemon never loads it.
+ * Serves `worker`'s probes and metrics (before it starts, so that probes answer during start-up) and, unless
+ * `signals` is false, drains it on SIGTERM/SIGINT and exits on an error of the daemon's own.
  */
-export async function runStartDaemon(
+export async function serveDaemon(
+  worker: DaemonWorker,
   config: WorkerConfig,
   logger: Logger,
   options: DaemonOptions = {},
-): Promise<RunningDaemon<DaemonWorker>> {
-  if (config.cluster.redisUrl === '') return runDaemon(config, logger, options);
-  const { ClusteredWorker } = await import('../cluster/clustered-worker.ts');
-  return serve(new ClusteredWorker({ ...options, config, logger }), config, logger, options);
-}
-
-async function serve<W extends DaemonWorker>(
-  worker: W,
-  config: WorkerConfig,
-  logger: Logger,
-  options: DaemonOptions,
-): Promise<RunningDaemon<W>> {
+): Promise<DaemonShell> {
   let http: WorkerHttpServer | undefined;
   let url: string | undefined;
   if (options.http ?? true) {
@@ -104,18 +122,6 @@ async function serve<W extends DaemonWorker>(
     logger.info({ url }, 'serving /metrics, /healthz and /readyz');
   }
 
-  let resolveExit!: (code: number) => void;
-  const exited = new Promise<number>((resolve) => (resolveExit = resolve));
-  let stopping: Promise<void> | undefined;
-  const stop = (exitCode: number = EXIT_OK) => {
-    stopping ??= (async () => {
-      await worker.stop();
-      await http?.close();
-      resolveExit(exitCode);
-    })();
-    return stopping;
-  };
-
   if (options.signals ?? true) {
     let signals = 0;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -125,7 +131,7 @@ async function serve<W extends DaemonWorker>(
         process.exit(EXIT_SECOND_SIGNAL);
       }
       logger.info({ signal }, 'signal received: draining');
-      void stop();
+      void worker.stop();
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
@@ -144,13 +150,11 @@ async function serve<W extends DaemonWorker>(
     process.on('uncaughtException', (error) => fatal(error, 'uncaught exception'));
   }
 
-  try {
-    await worker.start();
-  } catch (error) {
-    await worker.stop().catch(() => undefined);
-    await http?.close();
-    throw error;
-  }
-  void worker.stoppedOnItsOwn?.then((exitCode) => stop(exitCode));
-  return { worker, http, url, exited, stop: () => stop() };
+  return {
+    http,
+    url,
+    close: async () => {
+      await http?.close();
+    },
+  };
 }

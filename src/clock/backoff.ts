@@ -1,6 +1,7 @@
 // Delay between a failed attempt and the next one, the one formula for every retry in df-worker (handler
-// attempts, reports, polls, the task list at start): exponential with full jitter, so many workers retrying the
-// same flaky dependency spread out instead of hitting it in lockstep. The daemon's base and cap come from
+// attempts, reports, polls, the task list at start; in clustered mode Redis's reconnections and the shared
+// budget's retries, through clustered/redis.ts reconnectDelayMs): exponential with full jitter, so many
+// workers retrying the same flaky dependency spread out instead of hitting it in lockstep. The daemon's base and cap come from
 // DF_RETRY_BASE_MS and DF_ERROR_BACKOFF_MAX_MS. Here, beside the clock, so every layer may use it.
 
 export interface BackoffOptions {

@@ -1,7 +1,7 @@
 // The local web console of df-worker dev and df-worker emulator, loaded only by them (dynamic import), never by
 // the daemon's start. See console-pages.ts for its routes and sources.ts for where its figures come from.
 import type { WorkerEvents } from '../daemon/events.ts';
-import type { Worker } from '../daemon/worker.ts';
+import type { StandaloneDaemon } from '../standalone/standalone-mode.ts';
 import type { Emulator } from '../emulator/emulator.ts';
 import { UsageSamples } from './budget-chart.ts';
 import { consolePages, CONSOLE_PATH } from './console-pages.ts';
@@ -17,7 +17,7 @@ export interface LocalConsole {
   /** The destination of the daemon's JSON lines that the recorder reads (a tee of its logger). */
   logStream: { write(line: string): void };
   /** The worker whose budget and dead letters show, once it runs. */
-  attachWorker(worker: Worker): void;
+  attachWorker(worker: StandaloneDaemon): void;
   /** The console's URL with the admin token in its fragment (never sent to the server, kept by the page). */
   url(emulatorUrl: string, adminToken: string | undefined): string;
 }
@@ -32,17 +32,17 @@ export function mountConsole(
 ): LocalConsole {
   const recorder = new ExecutionRecorder();
   const sources: ConsoleSources = { service: emulator, samples: new UsageSamples() };
-  let worker: Worker | undefined;
+  let worker: StandaloneDaemon | undefined;
   if (options.events) {
     recorder.listen(options.events);
     sources.worker = {
       recorder,
       budget: () => worker?.budget?.snapshot(),
-      deadLetters: () => worker?.deadLetters() ?? Promise.resolve([]),
+      deadLetters: () => worker?.mode.deadLetters() ?? Promise.resolve([]),
       retryDeadLetter: (id) =>
-        worker?.retryDeadLetter(id) ??
+        worker?.mode.retryDeadLetter(id) ??
         Promise.resolve({ delivered: false, message: 'the worker is not running' }),
-      discardDeadLetter: (id) => worker?.discardDeadLetter(id) ?? Promise.resolve(false),
+      discardDeadLetter: (id) => worker?.mode.discardDeadLetter(id) ?? Promise.resolve(false),
     };
   }
   emulator.mount(

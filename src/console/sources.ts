@@ -3,7 +3,7 @@
 // worker side (attempts and their log lines, its budget, its dead letters).
 import type { Task, Variable } from '../api/types.ts';
 import type { BudgetSnapshot } from '../budget/budget.ts';
-import type { DeadLetterRetry } from '../daemon/worker.ts';
+import type { DeadLetterRetry } from '../standalone/dead-letters.ts';
 import type { KeyUsageFigures } from '../emulator/limits.ts';
 import type { EmulatedFile } from '../emulator/store.ts';
 import type { EmulatedExecution } from '../emulator/types.ts';

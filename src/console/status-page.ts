@@ -15,10 +15,10 @@ import { html } from './html.ts';
 import { page, pageHeaders } from './layout.ts';
 import type { ConsoleSources } from './sources.ts';
 
-/** What the page reads of the daemon: the standalone Worker has it all; clustered mode has no journal here. */
+/** What the page reads of the daemon: the standalone mode has it all; clustered mode has no journal here. */
 type StatusSource = DaemonWorker & {
   readonly budget?: { snapshot(): BudgetSnapshot } | undefined;
-  deadLetters?(): Promise<DeadLetter[]>;
+  readonly mode?: { readonly label: string; deadLetters?(): Promise<DeadLetter[]> };
 };
 
 const STATUS_PATH = '/status';
@@ -38,12 +38,12 @@ export function createStatusPage(
     worker: {
       recorder,
       budget: () => worker.budget?.snapshot(),
-      deadLetters: () => worker.deadLetters?.() ?? Promise.resolve([]),
+      deadLetters: () => worker.mode?.deadLetters?.() ?? Promise.resolve([]),
     },
   };
   return async () => {
     const readiness = worker.readiness();
-    const letters = worker.deadLetters ? await worker.deadLetters() : undefined;
+    const letters = worker.mode?.deadLetters ? await worker.mode.deadLetters() : undefined;
     const body = html`<section id="readiness" data-live>
         <h2>${readiness.ready ? 'Ready' : 'Not ready'}</h2>
         <table>

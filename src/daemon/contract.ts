@@ -1,5 +1,5 @@
-// What every daemon meets (the standalone Worker, clustered mode's ClusteredWorker): the contract the CLI
-// runs (src/cli/run-daemon.ts), and the options both take.
+// What every daemon meets (the core, daemon/core.ts, in either mode): the contract the CLI runs (the `start`
+// command, src/cli/run-daemon.ts), and the options both modes take.
 import type { Logger } from 'pino';
 import type { ServiceTransport } from '../api/client.ts';
 import type { Clock } from '../clock/clock.ts';
@@ -48,14 +48,16 @@ export interface Readiness {
   tasks: { served: string[]; withoutTask: string[] };
 }
 
-/** What the process runs: the standalone Worker, or clustered mode's ClusteredWorker. */
+/** What the process runs: the daemon core in standalone or clustered mode. */
 export interface DaemonWorker {
   readonly metrics: WorkerMetrics;
   readonly events: WorkerEvents;
+  /** start(), the claims until stop(), the drain: resolves with the process's exit code. */
+  run(): Promise<number>;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Resolves with the exit code once stopped: 0, or the mode's own (standalone: its state lock lost, 75). */
+  readonly exited: Promise<number>;
   readiness(): Readiness;
   wake(taskKey?: string): number;
-  /** Resolves with the exit code when the worker stopped on its own (standalone: its state lock lost). */
-  readonly stoppedOnItsOwn?: Promise<number>;
 }

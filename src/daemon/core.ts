@@ -1,115 +1,49 @@
 // The daemon core: handlers, service client, task list, execution pipeline and poll planner, wired once, with
-// one lifecycle (start fails fast, stop drains). A mode puts in what differs: where claims and the budget's
-// usage are kept (the state folder, Redis, memory) and who claims (this process's scheduler, the cluster's
-// coordinator). Standalone (worker.ts), clustered (cluster/clustered-worker.ts) and the month replay
-// (replay/replay.ts) are this core with a mode; what happens is emitted on `events` (events.ts).
+// one lifecycle (run(): start fails fast, the poll loop claims, stop drains). A mode, composed into the core,
+// puts in what differs: where claims and the budget's usage are kept (the state folder, Redis, memory) and who
+// runs the poll loop (this process, or the cluster's coordinator). Standalone (standalone/standalone-mode.ts),
+// clustered (clustered/clustered-mode.ts) and the month replay (replay/replay.ts) are this core with a mode;
+// what happens is emitted on `events` (events.ts).
 import type { Logger } from 'pino';
-import type { RequestGate, ResponseEvent, ServiceClient } from '../api/client.ts';
-import type { Budget } from '../budget/budget.ts';
+import type { ResponseEvent, ServiceClient } from '../api/client.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
-import { sandboxFromConfig, type Sandbox } from '../sandbox/index.ts';
-import type { PollPlanner } from '../scheduler/poll-planner.ts';
+import { sandboxFromConfig } from '../sandbox/index.ts';
 import { Reporter } from '../reports/reporter.ts';
+import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerOptions, WorkerState } from './contract.ts';
 import { summariseError } from '../runner/errors.ts';
 import { splitInput } from '../runner/input.ts';
 import type { TraceSlot } from '../tracing/trace-slot.ts';
-import { WorkerEvents, type WorkerEventMap } from './events.ts';
-import { ExecutionPipeline, type ExecutionJournal, type PipelineObserver } from './execution-pipeline.ts';
+import { pollEvents, WorkerEvents, type WorkerEventMap } from './events.ts';
+import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
 import { plannerFromConfig } from './planner-from-config.ts';
 import { backoffFromConfig, clientFromConfig } from './service-wiring.ts';
 import { KeyRotation } from './key-rotation.ts';
-import { TaskList, type TaskListOptions } from './task-list.ts';
+import type { BudgetGate, Claimer, CoreHandle, CoreParts, DaemonMode, PollLoopFactory } from './mode.ts';
+import { TaskList } from './task-list.ts';
 import { TaskRegistry } from './task-registry.ts';
 import { listenForTelemetry } from './telemetry-listener.ts';
 import { listenForSuccessors } from './successor-listener.ts';
 import { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 
-/** What every request passes and the metrics read: the process's Budget, or the cluster's shared windows. */
-export type BudgetGate = RequestGate & Pick<Budget, 'gateFor' | 'snapshot'>;
-
-/** What a mode may use of the core from its start on. */
-export interface CoreHandle {
-  readonly config: WorkerConfig;
-  readonly logger: Logger;
-  readonly clock: Clock;
-  readonly events: WorkerEvents;
-  readonly metrics: WorkerMetrics;
-  /** Aborted when stop() begins: no new poll. */
-  readonly pollSignal: AbortSignal;
-  /** Aborted when the grace period ends: running handlers are stopped and reported FAILED. */
-  readonly handlerSignal: AbortSignal;
-  /** Aborted when the daemon must exit: report retries stop. */
-  readonly reportSignal: AbortSignal;
-  readonly state: WorkerState;
-  stop(): Promise<void>;
-  /** Ends report retries now (a stop that cannot wait longer): what is not reported stays journaled. */
-  abortReports(reason: string): void;
-}
-
-/** What the mode opened: the budget, and where claims are kept until reported. */
-export interface ModeState<G extends BudgetGate> {
-  /** Orders and paces this process's requests; the poll planner reads it. */
-  budget: Budget;
-  /** What every request passes: `budget`, or the cluster's shared windows around it. */
-  gate: G;
-  journal: ExecutionJournal;
-  /** Records owed a report and dead letters, read after each report (standalone's journal). */
-  journalCounts?: () => { pending: number; deadLettered: number };
-  /** The poll planner's arrival profile is kept in the state folder; otherwise in memory only. */
-  keepProfile: boolean;
-  exclusive?: TaskListOptions['exclusive'];
-  /** Asked before each report leaves: false while this process may no longer own the execution (clustered). */
-  fence?: (executionId: string) => Promise<boolean>;
-}
-
-/** The core's parts, built: what a mode claims with. */
-export interface CoreParts<G extends BudgetGate> extends ModeState<G> {
-  client: ServiceClient;
-  registry: TaskRegistry;
-  taskList: TaskList;
-  pipeline: ExecutionPipeline;
-  planner: PollPlanner;
-  /** Saves what the planner learnt of arrivals (a no-op when the profile is kept in memory). */
-  saveProfile: () => Promise<void>;
-  sandbox: Sandbox;
-}
-
-/** Who claims: this process's scheduler, or the cluster's coordinator. */
-export interface Claimer {
-  /** Loops that end once polling stops (the core adds the task list's). */
-  loops: Promise<unknown>[];
-  wake(taskKey?: string): number;
-  /** Another key is in use (DF_API_KEY_FILE changed): while the last was refused, try it now. */
-  keyChanged?(): void;
-  /** False while the service refuses the key; undefined before a poll was answered. */
-  readonly authorized: boolean | undefined;
-  /** Executions this process runs now (logged as stop() begins). */
-  readonly inFlight?: number;
-  /** After polling stopped: resolves once no claim is still on its way (the mode bounds the wait). */
-  settleClaims?(): Promise<void>;
-  /** Resolves once every execution this process holds has ended; may be called more than once. */
-  drained(): Promise<void>;
-}
-
-export interface DaemonMode<G extends BudgetGate> {
-  /** In the start and stop log lines: 'standalone', 'clustered'. */
-  readonly label: string;
-  /** This replica's id (clustered mode): traces name the replica that ran an execution. */
-  readonly replicaId?: string;
-  /** Opens where claims and the budget's usage are kept; called once the handlers are loaded. */
-  open(core: CoreHandle): Promise<ModeState<G>>;
-  /** Starts claiming, once the task list was read and the pipeline built. */
-  claim(core: CoreHandle, parts: CoreParts<G>): Promise<Claimer>;
-  /** Checks of /readyz besides the core's. */
-  checks(): Readiness['checks'];
-  /** Once every execution ended and the handler workers are gone: gives back what the mode holds. */
-  close(): Promise<void>;
-  /** Fields of the 'df-worker stopped' log line. */
-  stoppedFields?(): Record<string, unknown>;
+/**
+ * The poll loop every mode runs, on the core's clock, logger and events: standalone runs one for this process,
+ * the clustered coordinator one per lease term.
+ */
+export function pollLoopOn(
+  core: Pick<SchedulerOptions, 'clock' | 'logger' | 'unauthorizedRetryMs'> & { events: WorkerEvents },
+): PollLoopFactory {
+  return (options) =>
+    new Scheduler({
+      ...options,
+      clock: core.clock,
+      logger: core.logger,
+      unauthorizedRetryMs: core.unauthorizedRetryMs,
+      ...pollEvents(core.events),
+    });
 }
 
 /** True when `ms` ran out on `clock` before `promise` settled (either way). */
@@ -128,14 +62,21 @@ export async function expires(clock: Clock, promise: Promise<unknown>, ms: numbe
   return result;
 }
 
-export class DaemonCore<G extends BudgetGate> {
+/**
+ * The daemon: one core, one mode (`new DaemonCore(options, new StandaloneMode())`, or the factories
+ * standaloneDaemon() and clusteredDaemon()). run() is its whole life; start() and stop() its two halves.
+ */
+export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMode<G>> {
   readonly metrics: WorkerMetrics;
   readonly events: WorkerEvents;
-  protected readonly config: WorkerConfig;
-  protected readonly logger: Logger;
-  protected readonly clock: Clock;
+  readonly config: WorkerConfig;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  /** What differs between standalone and clustered (and what only one of them offers, e.g. dead letters). */
+  readonly mode: M;
   readonly #options: WorkerOptions;
-  readonly #mode: DaemonMode<G>;
+  readonly #exited = Promise.withResolvers<number>();
+  #exitCode = 0;
   #state: WorkerState = 'new';
   #handlers: ReadonlyMap<string, TaskModule> | undefined;
   #parts: Partial<CoreParts<G>> = {};
@@ -149,11 +90,12 @@ export class DaemonCore<G extends BudgetGate> {
   readonly #handle: CoreHandle;
   readonly #keys: KeyRotation;
 
-  constructor(options: WorkerOptions, mode: DaemonMode<G>, logger: Logger = options.logger) {
+  constructor(options: WorkerOptions, mode: M) {
     this.#options = options;
-    this.#mode = mode;
+    this.mode = mode;
     this.config = options.config;
-    this.logger = logger;
+    this.logger =
+      mode.replicaId === undefined ? options.logger : options.logger.child({ replica: mode.replicaId });
     this.clock = options.clock ?? systemClock;
     this.#handlers = options.handlers;
     this.events = options.events ?? new WorkerEvents();
@@ -175,6 +117,7 @@ export class DaemonCore<G extends BudgetGate> {
     );
     this.#keys = new KeyRotation(this.config, this.logger, this.events);
     options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
+    mode.registerMetrics?.(this.metrics);
     const state = () => this.#state;
     this.#handle = {
       config: this.config,
@@ -188,7 +131,17 @@ export class DaemonCore<G extends BudgetGate> {
       get state() {
         return state();
       },
-      stop: () => this.stop(),
+      // A refused key is retried at the slowest back-off: an operator has to act anyway.
+      pollLoop: pollLoopOn({
+        clock: this.clock,
+        logger: this.logger,
+        events: this.events,
+        unauthorizedRetryMs: this.config.scheduler.errorBackoffMaxMs,
+      }),
+      stop: (exitCode = 0) => {
+        if (this.#stopping === undefined) this.#exitCode = exitCode;
+        return this.stop();
+      },
       abortReports: (reason) => this.#reportStop.abort(new Error(reason)),
     };
   }
@@ -206,13 +159,33 @@ export class DaemonCore<G extends BudgetGate> {
     return this.#parts.client;
   }
 
+  /** This replica's id (clustered mode). */
+  get replicaId(): string | undefined {
+    return this.mode.replicaId;
+  }
+
+  /** Resolves with the process's exit code once the daemon has stopped: 0, or the mode's own (see CoreHandle). */
+  get exited(): Promise<number> {
+    return this.#exited.promise;
+  }
+
+  /**
+   * The daemon's whole life: start() (rejects as it does), then the mode's poll loop claims until stop() (a
+   * signal's) or the mode stops on its own, then the drain; resolves with the process's exit code. `started`
+   * is called once start() has resolved.
+   */
+  async run(started?: () => void): Promise<number> {
+    await this.start();
+    started?.();
+    return this.exited;
+  }
+
   /**
    * Loads handlers, opens the mode's state, reads the task list and starts claiming. A stop() meanwhile ends
    * the start early; it then resolves without polling (stop() drains what was begun).
    */
   async start(): Promise<void> {
-    if (this.#state !== 'new')
-      throw new Error(`${this.constructor.name}.start() called in state ${this.#state}`);
+    if (this.#state !== 'new') throw new Error(`DaemonCore.start() called in state ${this.#state}`);
     this.#state = 'starting';
     this.#starting = this.#start();
     try {
@@ -240,7 +213,7 @@ export class DaemonCore<G extends BudgetGate> {
     this.#handlers = handlers;
     logger.info({ handlers: [...handlers.keys()], dir: config.handlers.dir }, 'handlers loaded');
 
-    const opened = await this.#mode.open(this.#handle);
+    const opened = await this.mode.open(this.#handle);
     Object.assign(parts, opened);
     if (this.#pollStop.signal.aborted) return;
     const client = clientFromConfig(
@@ -307,7 +280,7 @@ export class DaemonCore<G extends BudgetGate> {
     taskList.plan(planner);
     if (this.#pollStop.signal.aborted) return;
 
-    const claimer = await this.#mode.claim(this.#handle, parts as CoreParts<G>);
+    const claimer = await this.mode.claim(this.#handle, parts as CoreParts<G>);
     this.#claimer = claimer;
     this.#state = 'running';
     taskList.warnOfCostlyRefresh();
@@ -318,9 +291,9 @@ export class DaemonCore<G extends BudgetGate> {
         concurrency: config.concurrency,
         budget: config.budget,
         idlePollIntervalSeconds: Math.round(planner.idleIntervalMs(clock.monotonic()) / 1000),
-        mode: this.#mode.label,
+        mode: this.mode.label,
       },
-      this.#mode.label === 'clustered' ? 'df-worker started (clustered)' : 'df-worker started',
+      this.mode.label === 'clustered' ? 'df-worker started (clustered)' : 'df-worker started',
     );
   }
 
@@ -341,7 +314,8 @@ export class DaemonCore<G extends BudgetGate> {
    * not in `handlers` is no longer polled. Every task served is then polled at once.
    */
   async replaceHandlers(handlers: ReadonlyMap<string, TaskModule>): Promise<void> {
-    if (this.#state !== 'running') throw new Error(`Worker.replaceHandlers() called in state ${this.#state}`);
+    if (this.#state !== 'running')
+      throw new Error(`DaemonCore.replaceHandlers() called in state ${this.#state}`);
     this.#handlers = handlers;
     this.#parts.registry!.setHandlers(handlers);
     this.#parts.sandbox?.retire();
@@ -365,7 +339,7 @@ export class DaemonCore<G extends BudgetGate> {
             ? { ok: false, reason: this.#keys.refusedReason() }
             : { ok: true }
           : { ok: false, reason: 'the service has not answered yet' },
-      ...this.#mode.checks(),
+      ...this.mode.checks(),
     };
     const tasks = {
       served: this.#parts.registry?.tasks.map((t) => t.task.key) ?? [],
@@ -408,13 +382,14 @@ export class DaemonCore<G extends BudgetGate> {
     this.#handlerStop.abort(new Error('worker stopped'));
     this.#reportStop.abort(new Error('worker stopped'));
     await this.#parts.sandbox?.close();
-    await this.#mode.close();
+    await this.mode.close();
     await this.#parts.client?.close();
     this.#keys.close();
     // Every execution's spans have ended by now; the last of them leave within the flush's bound.
     await this.#options.tracing?.flush();
     this.#state = 'stopped';
-    logger.info({ ...this.#mode.stoppedFields?.() }, 'df-worker stopped');
+    logger.info({ ...this.mode.stoppedFields?.() }, 'df-worker stopped');
+    this.#exited.resolve(this.#exitCode);
   }
 }
 

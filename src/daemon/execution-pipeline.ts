@@ -58,7 +58,7 @@ export type ReportRefusal = { status: number; code?: string; message: string };
 
 /**
  * Where claims and outcomes are kept until reported: the state folder's journal (standalone), or the cluster's
- * queue (clustered mode, src/cluster/queue-journal.ts).
+ * queue (clustered mode, src/clustered/queue-journal.ts).
  */
 export type ExecutionJournal = Pick<
   Journal,

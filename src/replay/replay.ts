@@ -10,7 +10,7 @@ import { calendarMonthWindow, parseMonthKey } from '../budget/month.ts';
 import type { JsonObject } from '../api/types.ts';
 import { ManualClock } from '../clock/manual-clock.ts';
 import { loadConfig } from '../config/index.ts';
-import { Worker } from '../daemon/worker.ts';
+import { standaloneDaemon } from '../standalone/standalone-mode.ts';
 import { Emulator, inProcessTransport } from '../emulator/index.ts';
 import { defineTask, type TaskModule } from '../handlers/define-task.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
@@ -130,7 +130,7 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
       },
     };
   };
-  const worker = new Worker(
+  const worker = standaloneDaemon(
     {
       config,
       logger: pino({ level: 'silent' }),

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import { clusterKeys } from '../../src/cluster/redis.ts';
+import { clusterKeys } from '../../src/clustered/redis.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { runCli, type CliProcess } from '../cli/process.ts';
 import { waitFor } from '../daemon/harness.ts';

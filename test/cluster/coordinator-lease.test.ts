@@ -2,8 +2,8 @@
 // release, and taken by another once its holder stops renewing it.
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoordinatorLease } from '../../src/cluster/coordinator-lease.ts';
-import { connectRedis } from '../../src/cluster/redis.ts';
+import { CoordinatorLease } from '../../src/clustered/coordinator-lease.ts';
+import { connectRedis } from '../../src/clustered/redis.ts';
 import { clusteredTestsRun, RedisServer } from './redis-server.ts';
 
 describe.runIf(clusteredTestsRun)('CoordinatorLease', () => {

@@ -8,10 +8,11 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestGate } from '../../src/api/client.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
-import { Coordinator, type ProfileStore } from '../../src/cluster/coordinator.ts';
-import { CoordinatorLease, LEASE_RENEW_MS, LEASE_TTL_MS } from '../../src/cluster/coordinator-lease.ts';
-import type { ExecutionJobData } from '../../src/cluster/queue-journal.ts';
-import { bullConnectionOptions, connectRedis } from '../../src/cluster/redis.ts';
+import { Coordinator, type ProfileStore } from '../../src/clustered/coordinator.ts';
+import { CoordinatorLease, LEASE_RENEW_MS, LEASE_TTL_MS } from '../../src/clustered/coordinator-lease.ts';
+import type { ExecutionJobData } from '../../src/clustered/queue-journal.ts';
+import { bullConnectionOptions, connectRedis } from '../../src/clustered/redis.ts';
+import { pollLoopOn } from '../../src/daemon/core.ts';
 import { WorkerEvents } from '../../src/daemon/events.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
@@ -118,7 +119,12 @@ describe.runIf(clusteredTestsRun)('Coordinator', () => {
         logger: pino({ level: 'silent' }),
         events,
         backoff: { baseMs: 100, maxMs: 1_000 },
-        unauthorizedRetryMs: 60_000,
+        pollLoop: pollLoopOn({
+          clock,
+          logger: pino({ level: 'silent' }),
+          events,
+          unauthorizedRetryMs: 60_000,
+        }),
         capacity: options.capacity ?? (() => 4),
         claimBlocker: () => (connection.status === 'ready' ? undefined : 'Redis is not reachable'),
         exitSignal: stop.signal,

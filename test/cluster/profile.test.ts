@@ -2,7 +2,7 @@
 // term ends, and the replica taking over adopts it, so a rolling restart does not start pacing afresh.
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { clusterKeys } from '../../src/cluster/redis.ts';
+import { clusterKeys } from '../../src/clustered/redis.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { clusterFixture } from './cluster-rig.ts';
 import { clusteredTestsRun } from './redis-server.ts';

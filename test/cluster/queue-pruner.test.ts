@@ -2,7 +2,7 @@
 // completes (BullMQ's removeOnComplete by age prunes only on a later completion).
 import { Queue, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QueuePruner } from '../../src/cluster/queue-pruner.ts';
+import { QueuePruner } from '../../src/clustered/queue-pruner.ts';
 import { systemClock } from '../../src/clock/clock.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { clusteredTestsRun, RedisServer } from './redis-server.ts';

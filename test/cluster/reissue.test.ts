@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { claimJobId, type ExecutionJobData } from '../../src/cluster/queue-journal.ts';
+import { claimJobId, type ExecutionJobData } from '../../src/clustered/queue-journal.ts';
 import type { EmulatedExecution } from '../../src/emulator/index.ts';
 import { waitFor } from '../daemon/harness.ts';
 import { forwardToService } from '../faults/slow-answers-proxy.ts';

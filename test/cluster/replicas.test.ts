@@ -3,8 +3,8 @@
 // the process's own entry.
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis } from '../../src/cluster/redis.ts';
-import { REPLICA_TIMEOUT_MS, ReplicaIdInUseError, Replicas } from '../../src/cluster/replicas.ts';
+import { connectRedis } from '../../src/clustered/redis.ts';
+import { REPLICA_TIMEOUT_MS, ReplicaIdInUseError, Replicas } from '../../src/clustered/replicas.ts';
 import { clusteredTestsRun, RedisServer } from './redis-server.ts';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

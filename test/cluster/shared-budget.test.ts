@@ -8,8 +8,8 @@ import { Budget, type RequestClass } from '../../src/budget/budget.ts';
 import { systemClock, type Clock } from '../../src/clock/clock.ts';
 import { flushMicrotasks, ManualClock } from '../../src/clock/manual-clock.ts';
 import { monthWindow } from '../../src/budget/month.ts';
-import { clusterKeys, connectRedis } from '../../src/cluster/redis.ts';
-import { SharedBudget } from '../../src/cluster/shared-budget.ts';
+import { clusterKeys, connectRedis, RECONNECT_MAX_MS } from '../../src/clustered/redis.ts';
+import { SharedBudget } from '../../src/clustered/shared-budget.ts';
 import { clusteredTestsRun, RedisServer } from './redis-server.ts';
 
 const logger = pino({ level: 'silent' });
@@ -190,6 +190,81 @@ describe.runIf(clusteredTestsRun)('SharedBudget on a real Redis', () => {
     await settle(() => sent, 150);
     expect(sent).toBe(true);
     expect(budget.redisDown).toBe(false);
+  });
+
+  it('replicas that lost Redis retry at jittered instants, not in lockstep, each wait bounded', async () => {
+    // A Redis of this test's own: the others' server stays up.
+    const own = await RedisServer.start();
+    const clock = new ManualClock(Date.UTC(2026, 10, 10, 12));
+    const limits = { perSecond: 50, perMinute: 500, perMonth: 40_000 };
+    // When each replica's request tries Redis again: the clock's instant when it began to wait, plus the wait.
+    const retries: number[][] = [[], []];
+    const connections: Redis[] = [];
+    const budgets = await Promise.all(
+      retries.map(async (instants) => {
+        const redis = connectRedis(own.url);
+        clients.push(redis);
+        connections.push(redis);
+        await redis.connect();
+        const recording: Clock = {
+          now: () => clock.now(),
+          monotonic: () => clock.monotonic(),
+          sleep: (ms, signal) => {
+            instants.push(clock.monotonic() + ms);
+            return clock.sleep(ms, signal);
+          },
+        };
+        const local = new Budget({ limits, clock, safetyMarginMs: 0 });
+        await local.load();
+        const budget = new SharedBudget({
+          local,
+          redis,
+          keys: clusterKeys(apiKey),
+          clock: recording,
+          safetyMarginMs: 0,
+          replicaId: 'replica',
+          logger,
+          // The daemon's default back-off (DF_RETRY_BASE_MS 1 s), its jitter from Math.random as in production.
+          backoff: { baseMs: 1_000, maxMs: 300_000 },
+        });
+        await budget.load();
+        return budget;
+      }),
+    );
+    await own.stop();
+    const startedAt = clock.monotonic();
+    const sent = budgets.map(() => false);
+    budgets.forEach((b, i) => void b.acquire('executions.report').then(() => (sent[i] = true)));
+    // Six retries each, the clock moved to the next one each time.
+    for (let round = 0; round < 6; round++) {
+      await settle(() => clock.pending === 2);
+      expect(clock.pending).toBe(2);
+      await clock.advance(clock.nextWakeAt! - clock.monotonic());
+    }
+    await settle(() => retries.every((r) => r.length >= 6));
+    expect(budgets.every((b) => b.redisDown)).toBe(true);
+    expect(sent).toEqual([false, false]);
+    const [a, b] = retries.map((r) => r.slice(0, 6));
+    // Not in lockstep: the two replicas come back to Redis at different instants.
+    expect(a).not.toEqual(b);
+    expect(a!.filter((at) => b!.includes(at)).length).toBeLessThan(6);
+    // Bounded: no wait longer than the reconnection cap, so Redis's return is noticed within it.
+    for (const instants of [a!, b!]) {
+      let from = startedAt;
+      for (const at of instants) {
+        expect(at - from).toBeLessThanOrEqual(RECONNECT_MAX_MS);
+        from = at;
+      }
+    }
+    // Once Redis is back, each request goes at its next retry, within the cap.
+    await own.restart();
+    // ioredis reconnects on its own (real) timer, within RECONNECT_MAX_MS; the requests sleep on the clock.
+    await settle(() => connections.every((redis) => redis.status === 'ready'), 100);
+    expect(clock.pending).toBe(2);
+    await clock.advance(RECONNECT_MAX_MS);
+    await settle(() => sent.every(Boolean));
+    expect(sent).toEqual([true, true]);
+    await own.dispose();
   });
 
   /** The system clock shifted by `offsetMs`: a replica whose clock is wrong. */

@@ -4,7 +4,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { connectionOptions } from '../../src/cluster/redis.ts';
+import { connectionOptions } from '../../src/clustered/redis.ts';
 import { ConfigError, loadConfig, redactedConfig } from '../../src/config/index.ts';
 import { SECRET_VARIABLES } from '../../src/secrets/handler-secrets.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';

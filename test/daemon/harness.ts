@@ -7,7 +7,7 @@ import { pino } from 'pino';
 export { maxInWindow } from '../../src/budget/sliding-window.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import type { WorkerConfig } from '../../src/config/schema.ts';
-import { Worker } from '../../src/daemon/worker.ts';
+import { standaloneDaemon, type StandaloneDaemon } from '../../src/standalone/standalone-mode.ts';
 import { Emulator, type EmulatorOptions } from '../../src/emulator/index.ts';
 import { defineTask, type TaskModule, type TaskSpec } from '../../src/handlers/define-task.ts';
 
@@ -17,7 +17,7 @@ export interface Harness {
   emulator: Emulator;
   config: WorkerConfig;
   stateDir: string;
-  worker: Worker;
+  worker: StandaloneDaemon;
   logs: Record<string, unknown>[];
   close(): Promise<void>;
 }
@@ -66,7 +66,7 @@ export async function startHarness(options: {
     { level: 'debug' },
     { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) },
   );
-  const worker = new Worker({ config, logger, handlers: modules });
+  const worker = standaloneDaemon({ config, logger, handlers: modules });
   if (options.start ?? true) await worker.start();
   return {
     emulator,

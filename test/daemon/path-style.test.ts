@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PathStyleError } from '../../src/api/path-style.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { Worker } from '../../src/daemon/worker.ts';
+import { standaloneDaemon } from '../../src/standalone/standalone-mode.ts';
 import { defineTask } from '../../src/handlers/define-task.ts';
 import { startHarness, waitFor, type Harness } from './harness.ts';
 
@@ -78,7 +78,7 @@ describe('a server answering every data-factory path with an HTML 404', () => {
       require: 'service',
     });
     const handlers = new Map([['echo', defineTask({ key: 'echo', handle: () => ({}) })]]);
-    const worker = new Worker({ config, logger: pino({ level: 'silent' }), handlers });
+    const worker = standaloneDaemon({ config, logger: pino({ level: 'silent' }), handlers });
     const started = worker.start();
     await expect(started).rejects.toBeInstanceOf(PathStyleError);
     const error = (await started.catch((caught: unknown) => caught)) as PathStyleError;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
-import { Worker } from '../../src/daemon/worker.ts';
+import { standaloneDaemon } from '../../src/standalone/standalone-mode.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { defineTask } from '../../src/handlers/define-task.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
@@ -42,7 +42,7 @@ describe('the API key in logs', () => {
       });
       emulator.createTask({ key: 'echo' });
       const handlers = new Map([['echo', defineTask({ key: 'echo', handle: (i) => i })]]);
-      const worker = new Worker({
+      const worker = standaloneDaemon({
         config,
         logger: createLogger({ level: 'trace', destination: sink }),
         handlers,

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
-import { Worker } from '../../src/daemon/worker.ts';
+import { standaloneDaemon } from '../../src/standalone/standalone-mode.ts';
 import {
   WorkerHttpServer,
   type HttpServerOptions,
@@ -149,7 +149,7 @@ describe('worker HTTP server', () => {
 
 describe('metrics of a worker that has not started', () => {
   it('renders without the budget gauges instead of failing a scrape during start-up', async () => {
-    const worker = new Worker({ config: loadConfig({ env: {} }), logger: pino({ level: 'silent' }) });
+    const worker = standaloneDaemon({ config: loadConfig({ env: {} }), logger: pino({ level: 'silent' }) });
     const text = await worker.metrics.render();
     expect(text).toMatch(/dfworker_ready 0/);
     expect(text).not.toMatch(/dfworker_budget_limit_requests\{/);

@@ -16,8 +16,8 @@ describe('tracing off', () => {
       registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.push(r.url); return r; } });
       await import('./src/cli/commands/start.ts');
       await import('./src/cli/run-daemon.ts');
-      await import('./src/daemon/worker.ts');
-      await import('./src/cluster/clustered-worker.ts');
+      await import('./src/standalone/standalone-mode.ts');
+      await import('./src/clustered/clustered-mode.ts');
       await import('./src/sandbox/index.ts');
       console.log(JSON.stringify(seen));
     `;

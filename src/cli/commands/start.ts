@@ -1,8 +1,8 @@
 // `df-worker start`: the daemon. Config from DF_* variables and DF_CONFIG; exits 0 after a drained stop. The
-// daemon is one core (daemon/core.ts: start, claim, drain) in a mode: standalone (daemon/worker.ts) or
-// clustered (cluster/clustered-worker.ts), run as a process with probes and signals by cli/run-daemon.ts.
-// Only what start needs before the handler modules begin loading is imported here; the daemon's own modules
-// load after, beside them (see run()).
+// daemon is one core (daemon/core.ts: run() starts, its poll loop claims, stop drains) in a mode: standalone
+// (standalone/standalone-mode.ts) or clustered (clustered/clustered-mode.ts), served with probes and signals by
+// cli/run-daemon.ts. Only what start needs before the handler modules begin loading is imported here; the
+// daemon's own modules load after, beside them (see run()).
 import { hostname } from 'node:os';
 import { ConfigError } from '../../config/errors.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
@@ -72,9 +72,11 @@ Options:
         : loadHandlersIsolated(config.handlers.dir, { env: handlerEnvironmentFromConfig(config) });
     // It may fail while the modules below load: handled where the worker awaits it (handlersLoading).
     loading?.catch(() => undefined);
-    const [{ createLogger }, { describeStartupFailure, runStartDaemon }, { saveCompileCache }, tracing] =
+    const [{ createLogger }, { DaemonCore }, mode, { describeStartupFailure, serveDaemon }, cache, tracing] =
       await Promise.all([
         import('../../telemetry/logger.ts'),
+        import('../../daemon/core.ts'),
+        modeFromConfig(config),
         import('../run-daemon.ts'),
         import('../../sandbox/compile-cache.ts'),
         tracingWanted ? startTracing(config) : undefined,
@@ -93,21 +95,34 @@ Options:
       return handlers;
     });
     handlersLoading?.catch(() => undefined);
+    let daemon: InstanceType<typeof DaemonCore> | undefined;
+    let shell: Awaited<ReturnType<typeof serveDaemon>> | undefined;
     try {
-      const daemon = await runStartDaemon(config, logger, {
+      const options = {
+        config,
+        logger,
         taskSyncCommand: cliCommand('tasks sync'),
         ...(handlersLoading ? { handlersLoading } : {}),
         ...(tracing ? { tracing } : {}),
+      };
+      const core = new DaemonCore(options, mode);
+      // Probes answer from before the start on; the daemon is stopped by SIGTERM/SIGINT (serveDaemon).
+      shell = await serveDaemon(core, config, logger);
+      daemon = core;
+      const code = await core.run(() => {
+        // Every module of the daemon is loaded once it started; a daemon that is killed rather than stopped keeps
+        // them. Not at once: writing the cache of a first start takes some 100 ms, which would hold up the first
+        // polls.
+        setTimeout(cache.saveCompileCache, COMPILE_CACHE_SAVE_DELAY_MS).unref();
       });
-      // Every module of the daemon is loaded by now; a daemon that is killed rather than stopped keeps them. Not at
-      // once: writing the cache of a first start takes some 100 ms, which would hold up the first polls.
-      setTimeout(saveCompileCache, COMPILE_CACHE_SAVE_DELAY_MS).unref();
+      await shell.close();
       // The daemon has drained; whatever still holds the event loop is handler code left running (with
       // DF_HANDLER_ISOLATION=none, one that ignores ctx.signal): it must not keep a stopped daemon alive.
-      const code = await daemon.exited;
       await tracing?.shutdown();
       process.exit(code);
     } catch (error) {
+      await daemon?.stop().catch(() => undefined);
+      await shell?.close();
       const message = describeStartupFailure(error);
       logger.fatal({ err: error as Error }, `df-worker could not start: ${message}`);
       process.stderr.write(`df-worker: ${describeError(error, `could not start: ${message}`)}\n`);
@@ -117,6 +132,16 @@ Options:
   },
 };
 
+/** The daemon's mode: clustered when DF_REDIS_URL is set, its code (BullMQ, ioredis) imported only then. */
+async function modeFromConfig(config: WorkerConfig) {
+  if (config.cluster.redisUrl === '') {
+    const { StandaloneMode } = await import('../../standalone/standalone-mode.ts');
+    return new StandaloneMode();
+  }
+  const { ClusteredMode } = await import('../../clustered/clustered-mode.ts');
+  return new ClusteredMode(config);
+}
+
 /** The OpenTelemetry SDK, set up from its OTEL_* variables; service.instance.id is the replica id when clustered. */
 async function startTracing(config: WorkerConfig): Promise<Tracing> {
   const [{ startTracing }, { redactor }, { version }, instanceId] = await Promise.all([
@@ -125,7 +150,7 @@ async function startTracing(config: WorkerConfig): Promise<Tracing> {
     import('../version.ts'),
     config.cluster.redisUrl === ''
       ? hostname()
-      : import('../../cluster/redis.ts').then((m) => m.replicaIdFromConfig(config)),
+      : import('../../clustered/redis.ts').then((m) => m.replicaIdFromConfig(config)),
   ]);
   return startTracing({ redact: redactor(secretValues(config)), instanceId, version });
 }

@@ -1,6 +1,7 @@
 // Standalone mode's state: the state folder (DF_STATE_DIR) taken with a lock, its journal read, and the key's
-// budget restored from budget.json, checked against what the journal and the lock prove was sent. The month
-// replay keeps the same state in memory instead.
+// budget restored from budget.json, checked against what the journal and the lock prove was sent; while the
+// daemon runs, the arrival profile saved there hourly and a journal that could not be written tried again. The
+// month replay keeps the same state in memory instead.
 import type { Budget } from '../budget/budget.ts';
 import {
   budgetFile,
@@ -10,13 +11,16 @@ import {
   type CheckedBudgetStore,
 } from '../budget/store.ts';
 import type { DamagedRecord, JournalEntry } from '../journal/journal.ts';
-import { Journal } from '../journal/journal.ts';
 import { requestsShownByJournal } from '../journal/journal-contents.ts';
+import { Journal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
-import type { CoreHandle } from './core.ts';
-import type { ExecutionJournal } from './execution-pipeline.ts';
+import type { CoreHandle } from '../daemon/mode.ts';
+import type { ExecutionJournal } from '../daemon/execution-pipeline.ts';
 import { reportReserveFor } from '../budget/report-reserve.ts';
-import { budgetFromConfig } from './service-wiring.ts';
+import { budgetFromConfig } from '../daemon/service-wiring.ts';
+
+/** How often what the planner learnt of arrivals is saved, so a crash loses that much of it at most. */
+const PROFILE_SAVE_MS = 3_600_000;
 
 export interface StandaloneState {
   budget: Budget;
@@ -125,4 +129,38 @@ export async function memoryState(core: CoreHandle): Promise<StandaloneState> {
     pending: [],
     damaged: [],
   };
+}
+
+/** Saves what the planner learnt of arrivals (`save`) every hour, so a crash loses an hour of it at most. */
+export async function profileSaveLoop(core: CoreHandle, save: () => Promise<void>): Promise<void> {
+  const { clock, pollSignal: signal } = core;
+  while (!signal.aborted) {
+    try {
+      await clock.sleep(PROFILE_SAVE_MS, signal);
+    } catch {
+      return;
+    }
+    await save();
+  }
+}
+
+/** A journal that could not be written is tried again now and then; `writable` (polling resumes) once it can. */
+export async function journalRecheckLoop(
+  core: CoreHandle,
+  journal: Journal,
+  writable: () => void,
+): Promise<void> {
+  const { clock, config, logger, events, pollSignal: signal } = core;
+  while (!signal.aborted) {
+    try {
+      await clock.sleep(config.journal.recheckMs, signal);
+      if (!journal.writable && (await journal.recheck())) {
+        logger.info('the journal is writable again');
+        writable();
+      }
+      events.emit('journal', journal.counts);
+    } catch {
+      if (signal.aborted) return;
+    }
+  }
 }

@@ -4,6 +4,8 @@
 // DF_REPLICA_ID never renew each other's lease. The TTL runs on Redis's clock, never a replica's.
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
+import type { Clock } from '../clock/clock.ts';
 
 /** How long the lease lasts unless renewed, in ms: the longest a dead coordinator holds up polling. */
 export const LEASE_TTL_MS = 5_000;
@@ -85,5 +87,24 @@ export class CoordinatorLease {
     if (!this.#held) return;
     this.#held = false;
     await this.#redis.dfLeaseRelease(this.#key, this.#holder);
+  }
+}
+
+/**
+ * Runs `work` while holding `lock` (taken as soon as it is free; a lock whose holder died lapses after its TTL):
+ * two replicas with DF_TASK_SYNC then never both create a task missing from the service.
+ */
+export async function alone<T>(
+  lock: CoordinatorLease,
+  clock: Clock,
+  backoff: BackoffOptions,
+  work: () => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; !(await lock.tryHold()); attempt++)
+    await clock.sleep(backoffDelayMs(attempt, backoff));
+  try {
+    return await work();
+  } finally {
+    await lock.release().catch(() => undefined);
   }
 }

@@ -19,14 +19,12 @@ import type { GateAnswer, RequestGate } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import { classOf, type Budget, type BudgetSnapshot, type RequestClass } from '../budget/budget.ts';
 import { monthWindow, type MonthWindow } from '../budget/month.ts';
+import { DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import type { ClusterKeys } from './redis.ts';
+import { reconnectDelayMs, type ClusterKeys } from './redis.ts';
 
 /** Slots of each window that polls and handlers' calls leave to reports and control requests. */
 export const HEADROOM: Record<RequestClass, number> = { report: 0, control: 0, handler: 1, poll: 1 };
-
-/** Wait before trying Redis again while it does not answer; requests wait meanwhile, none is refused. */
-const REDIS_RETRY_MS = 500;
 
 /** Longest wait before looking again at a month the class has used up (the reserve may be given back). */
 const MONTH_RECHECK_MS = 60_000;
@@ -113,6 +111,12 @@ export interface SharedBudgetOptions {
   safetyMarginMs: number;
   replicaId: string;
   logger: Logger;
+  /**
+   * While Redis does not answer, a request waits and tries again (none is refused) after reconnectDelayMs(): the
+   * daemon's back-off (DF_RETRY_BASE_MS, full jitter, so replicas that lost Redis together do not come back in
+   * lockstep), capped at RECONNECT_MAX_MS so that Redis's return is noticed within it. Default DEFAULT_BACKOFF.
+   */
+  backoff?: BackoffOptions;
 }
 
 /** Cluster-wide figures of the last script answer, for the budget metrics. */
@@ -133,6 +137,7 @@ export class SharedBudget implements RequestGate {
   readonly #minuteSpanMs: number;
   readonly #replicaId: string;
   readonly #logger: Logger;
+  readonly #backoff: BackoffOptions;
   #seq = 0;
   #use: ClusterUse | undefined;
   #redisDown = false;
@@ -151,6 +156,7 @@ export class SharedBudget implements RequestGate {
     // Members of the sends' set must be unique across replicas, even two given the same DF_REPLICA_ID.
     this.#replicaId = `${options.replicaId}:${randomBytes(4).toString('hex')}`;
     this.#logger = options.logger;
+    this.#backoff = options.backoff ?? DEFAULT_BACKOFF;
     const redis = options.redis as Redis & Partial<BudgetCommands>;
     if (!redis.dfBudgetTake) {
       redis.defineCommand('dfBudgetTake', { numberOfKeys: 3, lua: TAKE_SCRIPT });
@@ -233,7 +239,7 @@ export class SharedBudget implements RequestGate {
     await local();
     const limits = this.local.limits;
     const member = `${this.#replicaId}:${this.#seq++}`;
-    for (;;) {
+    for (let failures = 0; ;) {
       signal?.throwIfAborted();
       const month = this.#monthAt(this.#clock.now() + this.#offsetMs);
       const allowance = cls === 'report' ? limits.perMonth : limits.perMonth - this.local.reportReserve;
@@ -261,9 +267,10 @@ export class SharedBudget implements RequestGate {
           );
         }
         this.#redisDown = true;
-        await this.#clock.sleep(REDIS_RETRY_MS, signal);
+        await this.#clock.sleep(reconnectDelayMs(++failures, this.#backoff), signal);
         continue;
       }
+      failures = 0;
       if (this.#redisDown) this.#logger.info('Redis answers again');
       this.#redisDown = false;
       const [taken, retryAt, used, second, minute, redisNow] = reply;

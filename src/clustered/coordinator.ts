@@ -6,16 +6,16 @@ import type { Logger } from 'pino';
 import type { RequestGate, ServiceClient } from '../api/client.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import { pollEvents, type WorkerEvents } from '../daemon/events.ts';
+import type { PollLoopFactory } from '../daemon/mode.ts';
+import type { WorkerEvents } from '../daemon/events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
-import { Scheduler, type PolledTask } from '../scheduler/scheduler.ts';
+import type { PolledTask, Scheduler } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
 import type { ClaimIndex } from './claim-index.ts';
 import type { ClaimRoom } from './claim-room.ts';
 import { claimJobId, COMPLETED_KEEP_MS, FAILED_KEEP_MS, type ExecutionJobData } from './queue-journal.ts';
+import { QueueRoom } from './queue-room.ts';
 
-/** Wait between two looks at the queue while the cluster's handler slots are all taken, in ms. */
-const ROOM_CHECK_MS = 200;
 /** How often a coordinator saves what it learnt of arrivals, besides at the end of its term, in ms. */
 const PROFILE_SAVE_MS = 10 * 60_000;
 
@@ -37,8 +37,8 @@ export interface CoordinatorOptions {
   events: WorkerEvents;
   /** Between adds of a claimed execution to the queue while Redis refuses them (DF_RETRY_BASE_MS...). */
   backoff: BackoffOptions;
-  /** While the key is refused (401), one poll is tried this often, in ms. */
-  unauthorizedRetryMs: number;
+  /** Builds each term's poll loop (the core's: its clock, logger and events; see pollLoopOn). */
+  pollLoop: PollLoopFactory;
   /** Executions the live replicas run at once, added up (from their heartbeats). */
   capacity: () => number;
   /** Why no execution may be claimed now (Redis away), or undefined. */
@@ -83,13 +83,11 @@ export class Coordinator {
   /** Clock instant the last successful take or renewal of the lease began (its TTL runs from after it). */
   #renewedAt = -Infinity;
   #terms = 0;
-  /** The queue as last looked at: executions waiting or running, in all and by task id. */
-  #queued = { total: 0, byTask: new Map<string, number>() };
-  /** True while a look at the queue for a task held back is under way or waiting its turn. */
-  #watchingHeldBack = false;
+  readonly #room: QueueRoom;
 
   constructor(options: CoordinatorOptions) {
     this.#o = options;
+    this.#room = new QueueRoom(options.queue, options.clock, options.capacity);
   }
 
   /** True while this replica holds the lease and polls. */
@@ -171,14 +169,11 @@ export class Coordinator {
     const stop = new AbortController();
     const claimedAt = () => new Date(clock.now()).toISOString();
     const number = ++this.#terms;
-    const scheduler = new Scheduler({
+    const scheduler = this.#o.pollLoop({
       client: this.#o.client.withGate(this.#termGate(number, stop)),
       planner: this.#o.planner,
-      clock,
-      logger,
       // One claim at a time: each dispatch holds the slot until the cluster has room for the next.
       concurrency: 1,
-      unauthorizedRetryMs: this.#o.unauthorizedRetryMs,
       claimBlocker: () => this.#leaseLapsing() ?? this.#o.claimBlocker(),
       dispatch: (task, execution) =>
         this.#enqueue(
@@ -205,20 +200,15 @@ export class Coordinator {
           },
           stop.signal,
         ),
-      ...pollEvents(events),
       // The cluster's slots are the queue's: its executions queued or running against the live replicas'.
-      slotView: () => ({
-        busy: this.#queued.total,
-        concurrency: this.#o.capacity(),
-        held: (taskId) => this.#queued.byTask.get(taskId) ?? 0,
-      }),
+      slotView: () => this.#room.slotView(),
       ...(this.#o.taskConcurrency
         ? { taskConcurrency: (task: PolledTask) => this.#o.taskConcurrency!(task.key) }
         : {}),
-      onHeldBack: () => this.#watchHeldBack(stop.signal),
+      onHeldBack: () => this.#room.watchHeldBack(stop.signal, () => this.#term?.scheduler.recheck()),
     });
     // The first poll waits for room too: the previous coordinator may have filled the queue.
-    scheduler.enqueue(() => this.#roomInCluster(stop.signal));
+    scheduler.enqueue(() => this.#room.wait(stop.signal));
     scheduler.wake();
     const done = scheduler
       .run(stop.signal)
@@ -292,7 +282,7 @@ export class Coordinator {
           // A second add of the same claim is a no-op while the job is kept; a new claim is a new job.
           jobId: claimJobId(data),
           // Retries only of a report a replica could not deliver before it stopped (the outcome is kept), at
-          // the queue worker's back-off (clustered-worker.ts: DF_RETRY_BASE_MS, DF_ERROR_BACKOFF_MAX_MS).
+          // the queue worker's back-off (clustered-mode.ts: DF_RETRY_BASE_MS, DF_ERROR_BACKOFF_MAX_MS).
           attempts: 1_000,
           backoff: { type: 'df-worker' },
           removeOnComplete: { age: COMPLETED_KEEP_MS / 1000 },
@@ -326,40 +316,7 @@ export class Coordinator {
         "could not note the claim's job: a redelivery of it may run twice",
       );
     });
-    await this.#roomInCluster(termStop);
-  }
-
-  /**
-   * A task was held back for want of a slot: the queue is looked at again every ROOM_CHECK_MS until a look
-   * lets the scheduler decide anew (one look at a time, and none while no task is held back).
-   */
-  #watchHeldBack(stop: AbortSignal): void {
-    if (this.#watchingHeldBack || stop.aborted) return;
-    this.#watchingHeldBack = true;
-    void this.#o.clock
-      .sleep(ROOM_CHECK_MS, stop)
-      .then(() => this.#lookAtQueue())
-      .catch(() => undefined)
-      .finally(() => {
-        this.#watchingHeldBack = false;
-        this.#term?.scheduler.recheck();
-      });
-  }
-
-  /** Reads the executions queued or running (bounded by the cluster's capacity: see #roomInCluster). */
-  async #lookAtQueue(): Promise<number> {
-    const jobs = await this.#o.queue.getJobs(['waiting', 'active', 'prioritized']);
-    const byTask = new Map<string, number>();
-    let total = 0;
-    for (const job of jobs as Array<{ data?: Partial<ExecutionJobData> } | undefined>) {
-      // A job removed between the listing and its read comes back empty.
-      if (job === undefined || job === null) continue;
-      total++;
-      const taskId = job.data?.taskId;
-      if (taskId !== undefined) byTask.set(taskId, (byTask.get(taskId) ?? 0) + 1);
-    }
-    this.#queued = { total, byTask };
-    return total;
+    await this.#room.wait(termStop);
   }
 
   /**
@@ -387,19 +344,6 @@ export class Coordinator {
         'queued again; that job reports it once',
     );
     return true;
-  }
-
-  /** Resolves once the queue holds fewer executions than the live replicas run at once (or on `stop`). */
-  async #roomInCluster(stop: AbortSignal): Promise<void> {
-    while (!stop.aborted) {
-      try {
-        const queued = await this.#lookAtQueue();
-        if (queued < this.#o.capacity()) return;
-      } catch {
-        // Redis away: no new claim until it is back.
-      }
-      await this.#o.clock.sleep(ROOM_CHECK_MS, stop).catch(() => undefined);
-    }
   }
 }
 

@@ -1,30 +1,44 @@
-// The standalone daemon: the core (core.ts) with the state folder (lock, journal, budget.json) and this process's
-// own scheduler, which claims beside the replay of what a previous run left in the journal.
-import { withFailureMessage } from '../runner/failure-output.ts';
+// Standalone mode: the state folder (lock, journal, budget.json) and a poll loop of this process's own, which
+// claims beside the replay of what a previous run left in the journal. Composed into the core (daemon/core.ts)
+// by standaloneDaemon().
 import type { Budget } from '../budget/budget.ts';
-import { EXIT_STATE_LOCK_LOST } from '../errors/exit-codes.ts';
 import type { DeadLetter, Journal } from '../journal/journal.ts';
-import { Scheduler } from '../scheduler/scheduler.ts';
-import type { WorkerOptions } from './contract.ts';
+import type { WorkerOptions } from '../daemon/contract.ts';
+import { DaemonCore } from '../daemon/core.ts';
+import type { Claimer, CoreHandle, CoreParts, DaemonMode, ModeState } from '../daemon/mode.ts';
 import {
-  DaemonCore,
-  type Claimer,
-  type CoreHandle,
-  type CoreParts,
-  type DaemonMode,
-  type ModeState,
-} from './core.ts';
-import { pollEvents } from './events.ts';
+  discardDeadLetter,
+  retryDeadLetter,
+  type DeadLetterDesk,
+  type DeadLetterRetry,
+} from './dead-letters.ts';
 import { JournalReplay } from './journal-replay.ts';
 import { reportReserveFor } from '../budget/report-reserve.ts';
-import { backoffFromConfig } from './service-wiring.ts';
-import { memoryState, openStateFolder, type StandaloneState } from './state-folder.ts';
+import { backoffFromConfig } from '../daemon/service-wiring.ts';
+import { EXIT_STATE_LOCK_LOST } from '../errors/exit-codes.ts';
+import {
+  journalRecheckLoop,
+  memoryState,
+  openStateFolder,
+  profileSaveLoop,
+  type StandaloneState,
+} from './state-folder.ts';
 
-export { StartupError } from './task-list.ts';
-export type { DaemonWorker, Readiness, WorkerOptions } from './contract.ts';
+export { StartupError } from '../daemon/task-list.ts';
+export type { DaemonWorker, Readiness, WorkerOptions } from '../daemon/contract.ts';
+export type { DeadLetterRetry } from './dead-letters.ts';
 
-/** How often what the planner learnt of arrivals is saved, so a crash loses that much of it at most. */
-const PROFILE_SAVE_MS = 3_600_000;
+/** The standalone daemon: the core with a StandaloneMode (its dead letters on `mode`). */
+export type StandaloneDaemon = DaemonCore<Budget, StandaloneMode>;
+
+/** Builds the standalone daemon (`df-worker start` without DF_REDIS_URL, dev, demo, the month replay). */
+export function standaloneDaemon(
+  options: WorkerOptions,
+  standalone: StandaloneOptions = {},
+): StandaloneDaemon {
+  return new DaemonCore(options, new StandaloneMode(standalone));
+}
+
 
 export interface StandaloneOptions {
   /** Keep the state in memory rather than in DF_STATE_DIR (the month replay); `keepProfile` still saves
@@ -39,24 +53,32 @@ export class StandaloneMode implements DaemonMode<Budget> {
   #core: CoreHandle | undefined;
   #state: StandaloneState | undefined;
   #parts: CoreParts<Budget> | undefined;
-  #scheduler: Scheduler | undefined;
   #replay: JournalReplay | undefined;
   /** Why this daemon no longer holds the state folder, once it found out. */
   #lockLost: string | undefined;
-  readonly #ownStop = Promise.withResolvers<number>();
 
   constructor(options: StandaloneOptions = {}) {
     this.#options = options;
   }
 
-  /** Resolves with the process's exit code when the worker stopped on its own (its state lock lost). */
-  get ownStop(): Promise<number> {
-    return this.#ownStop.promise;
-  }
-
   /** The state folder's journal, once open (undefined with the state in memory). */
   get journal(): Journal | undefined {
     return this.#state?.journal;
+  }
+
+  /** The journal's dead letters, oldest first; none while the state is in memory or before start(). */
+  deadLetters(): Promise<DeadLetter[]> {
+    return this.journal?.deadLetters() ?? Promise.resolve([]);
+  }
+
+  /** Sends a dead letter's report again through the key's budget; once accepted, the letter is removed. */
+  retryDeadLetter(executionId: string): Promise<DeadLetterRetry> {
+    return retryDeadLetter(this.#deadLetterDesk(), executionId);
+  }
+
+  /** Removes a dead letter without reporting it; false when none of this execution is kept. */
+  discardDeadLetter(executionId: string): Promise<boolean> {
+    return discardDeadLetter(this.#deadLetterDesk(), executionId);
   }
 
   async open(core: CoreHandle): Promise<ModeState<Budget>> {
@@ -78,15 +100,11 @@ export class StandaloneMode implements DaemonMode<Budget> {
     const state = this.#state!;
     const journal = state.journal;
     this.#parts = parts;
-    const scheduler = new Scheduler({
+    const scheduler = core.pollLoop({
       client: parts.client,
       planner: parts.planner,
-      clock,
-      logger,
       concurrency: config.concurrency,
       taskConcurrency: (task) => parts.registry.byId(task.taskId)?.handler.concurrency,
-      // A refused key is retried at the slowest back-off: an operator has to act anyway.
-      unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
       claimBlocker: () =>
         this.#lockBlocker() ??
         (journal?.writable === false
@@ -98,7 +116,6 @@ export class StandaloneMode implements DaemonMode<Budget> {
       dispatch: (task, execution) => parts.pipeline.process(task, execution),
       failUnreadable: (task, executionId, problem) =>
         parts.pipeline.failUnreadable(task, executionId, problem),
-      ...pollEvents(events),
       // A poll still unanswered when the reports' flush window ends is cut, its answer lost.
       cutPolls: core.reportSignal,
       // The journal's records are owed their reports too, until the replay has handed them all over.
@@ -106,7 +123,6 @@ export class StandaloneMode implements DaemonMode<Budget> {
         parts.budget.reportReserve = reportReserveFor(owed + (this.#replay?.waiting ?? 0));
       },
     });
-    this.#scheduler = scheduler;
     // The replay takes slots beside polling, never ahead of all of it: a poison execution left by a crash
     // must not keep other tasks from being polled.
     const replay = new JournalReplay({
@@ -127,8 +143,9 @@ export class StandaloneMode implements DaemonMode<Budget> {
     replay.recover(state.damaged);
     const loops = [scheduler.run(core.pollSignal)];
     // A profile kept in memory only has nothing to save.
-    if (this.#options.memory?.keepProfile !== false) loops.push(this.#profileSaveLoop());
-    if (journal) loops.push(this.#journalRecheckLoop());
+    if (this.#options.memory?.keepProfile !== false)
+      loops.push(profileSaveLoop(core, () => this.#writeProfile()));
+    if (journal) loops.push(journalRecheckLoop(core, journal, () => scheduler.wake()));
     return Promise.resolve({
       loops,
       wake: (taskKey) => scheduler.wake(taskKey),
@@ -172,6 +189,10 @@ export class StandaloneMode implements DaemonMode<Budget> {
     return { journalPending: this.#state?.journal?.counts.pending ?? 0 };
   }
 
+  #deadLetterDesk(): DeadLetterDesk {
+    return { journal: this.journal, client: this.#parts?.client, core: this.#core };
+  }
+
   /** Checked before every poll: a lost lock stops claiming at once (the timer may not have fired yet). */
   #lockBlocker(): string | undefined {
     const lost = this.#lockLost ?? this.#state?.lock?.verify();
@@ -206,20 +227,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
       });
     }
     // Not from within the scheduler's claim check: its loop must first reach the wait that stop() interrupts.
-    setImmediate(() => void core.stop().then(() => this.#ownStop.resolve(EXIT_STATE_LOCK_LOST)));
-  }
-
-  /** Saves what the planner learnt of arrivals every hour, so a crash loses an hour of it at most. */
-  async #profileSaveLoop(): Promise<void> {
-    const { clock, pollSignal: signal } = this.#core!;
-    while (!signal.aborted) {
-      try {
-        await clock.sleep(PROFILE_SAVE_MS, signal);
-      } catch {
-        return;
-      }
-      await this.#writeProfile();
-    }
+    setImmediate(() => void core.stop(EXIT_STATE_LOCK_LOST));
   }
 
   async #writeProfile(): Promise<void> {
@@ -228,82 +236,5 @@ export class StandaloneMode implements DaemonMode<Budget> {
     } catch (error) {
       this.#core!.logger.warn({ err: error as Error }, 'could not save the arrival profile');
     }
-  }
-
-  /** A journal that could not be written is tried again now and then; polling resumes once it can. */
-  async #journalRecheckLoop(): Promise<void> {
-    const { clock, config, logger, events, pollSignal: signal } = this.#core!;
-    const journal = this.#state!.journal!;
-    while (!signal.aborted) {
-      try {
-        await clock.sleep(config.journal.recheckMs, signal);
-        if (!journal.writable && (await journal.recheck())) {
-          logger.info('the journal is writable again');
-          this.#scheduler?.wake();
-        }
-        events.emit('journal', journal.counts);
-      } catch {
-        if (signal.aborted) return;
-      }
-    }
-  }
-}
-
-/** What sending a dead letter's report again gave: accepted (the letter is removed), or why not. */
-export type DeadLetterRetry = { delivered: true } | { delivered: false; message: string };
-
-export class Worker extends DaemonCore<Budget> {
-  readonly #mode: StandaloneMode;
-
-  constructor(options: WorkerOptions, standalone: StandaloneOptions = {}) {
-    const mode = new StandaloneMode(standalone);
-    super(options, mode);
-    this.#mode = mode;
-  }
-
-  /** Resolves with the process's exit code when the worker stopped on its own (its state lock lost). */
-  get stoppedOnItsOwn(): Promise<number> {
-    return this.#mode.ownStop;
-  }
-
-  /** The journal's dead letters, oldest first; none while the state is in memory or before start(). */
-  deadLetters(): Promise<DeadLetter[]> {
-    return this.#mode.journal?.deadLetters() ?? Promise.resolve([]);
-  }
-
-  /**
-   * Sends a dead letter's report again, through the key's budget as every report: once the service accepts it,
-   * the letter is removed. A refusal leaves it in place and says why.
-   */
-  async retryDeadLetter(executionId: string): Promise<DeadLetterRetry> {
-    const journal = this.#mode.journal;
-    const client = this.client;
-    if (!journal || !client) return { delivered: false, message: 'the worker has no journal open' };
-    const letter = (await journal.deadLetters()).find((l) => l.entry.executionId === executionId);
-    const outcome = letter?.entry.outcome;
-    if (!letter || !outcome) return { delivered: false, message: `no dead letter of ${executionId} is kept` };
-    try {
-      const output = outcome.status === 'FAILED' ? withFailureMessage(outcome.output) : outcome.output;
-      await client.reportExecution(executionId, { status: outcome.status, output });
-    } catch (error) {
-      this.logger.warn({ executionId, err: error as Error }, 'a dead letter sent again was refused');
-      return { delivered: false, message: error instanceof Error ? error.message : String(error) };
-    }
-    await journal.discardDeadLetter(executionId);
-    this.logger.info({ executionId }, 'a dead letter sent again was accepted; it is removed');
-    this.events.emit('journal', journal.counts);
-    return { delivered: true };
-  }
-
-  /** Removes a dead letter without reporting it; false when none of this execution is kept. */
-  async discardDeadLetter(executionId: string): Promise<boolean> {
-    const journal = this.#mode.journal;
-    if (!journal) return false;
-    const removed = await journal.discardDeadLetter(executionId);
-    if (removed) {
-      this.logger.info({ executionId }, 'dead letter discarded');
-      this.events.emit('journal', journal.counts);
-    }
-    return removed;
   }
 }
