@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import { sandboxFromConfig } from '../sandbox/index.ts';
+import { EXIT_OK } from '../errors/exit-codes.ts';
 import { Reporter } from '../reports/reporter.ts';
 import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
@@ -76,7 +77,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
   readonly mode: M;
   readonly #options: WorkerOptions;
   readonly #exited = Promise.withResolvers<number>();
-  #exitCode = 0;
+  #exitCode: number = EXIT_OK;
   #state: WorkerState = 'new';
   #handlers: ReadonlyMap<string, TaskModule> | undefined;
   #parts: Partial<CoreParts<G>> = {};
@@ -138,7 +139,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
         events: this.events,
         unauthorizedRetryMs: this.config.scheduler.errorBackoffMaxMs,
       }),
-      stop: (exitCode = 0) => {
+      stop: (exitCode: number = EXIT_OK) => {
         if (this.#stopping === undefined) this.#exitCode = exitCode;
         return this.stop();
       },
