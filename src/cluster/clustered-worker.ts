@@ -228,6 +228,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       clock,
       logger,
       events,
+      hooks: core.hooks,
       backoff,
       unauthorizedRetryMs: config.scheduler.errorBackoffMaxMs,
       capacity: () => Math.max(this.#alive.capacity, config.concurrency),

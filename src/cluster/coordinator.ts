@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import type { RequestGate, ServiceClient } from '../api/client.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
-import { pollEvents, type WorkerEvents } from '../daemon/events.ts';
+import type { WorkerHooks } from '../events/hooks.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Scheduler, type PolledTask } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
@@ -35,6 +36,8 @@ export interface CoordinatorOptions {
   clock: Clock;
   logger: Logger;
   events: WorkerEvents;
+  /** Asked for the headers each queued job carries (its trace context). Default: none. */
+  hooks?: WorkerHooks;
   /** Between adds of a claimed execution to the queue while Redis refuses them (DF_RETRY_BASE_MS...). */
   backoff: BackoffOptions;
   /** While the key is refused (401), one poll is tried this often, in ms. */
@@ -205,7 +208,7 @@ export class Coordinator {
           },
           stop.signal,
         ),
-      ...pollEvents(events),
+      events,
       // The cluster's slots are the queue's: its executions queued or running against the live replicas'.
       slotView: () => ({
         busy: this.#queued.total,
@@ -278,11 +281,12 @@ export class Coordinator {
   async #enqueue(claim: ExecutionJobData, termStop: AbortSignal): Promise<void> {
     const logger = this.#o.logger.child({ taskKey: claim.taskKey, executionId: claim.executionId });
     if (await this.#stillClaimed(claim, logger)) return;
-    const traceContext: Record<string, string> = {};
-    this.#o.events.emit('queued', { task: claim.taskKey, executionId: claim.executionId, traceContext });
+    const queued = { task: claim.taskKey, executionId: claim.executionId };
+    const traceContext = this.#o.hooks?.jobHeaders?.(queued);
+    this.#o.events.emit('queued', queued);
     const data: ExecutionJobData = {
       ...claim,
-      ...(Object.keys(traceContext).length > 0 ? { traceContext } : {}),
+      ...(traceContext && Object.keys(traceContext).length > 0 ? { traceContext: { ...traceContext } } : {}),
       ...(this.#o.replicaId === undefined ? {} : { claimedBy: this.#o.replicaId }),
     };
     let warned = false;

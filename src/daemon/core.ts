@@ -4,7 +4,7 @@
 // coordinator). Standalone (worker.ts), clustered (cluster/clustered-worker.ts) and the month replay
 // (replay/replay.ts) are this core with a mode; what happens is emitted on `events` (events.ts).
 import type { Logger } from 'pino';
-import type { RequestGate, ResponseEvent, ServiceClient } from '../api/client.ts';
+import type { RequestGate, ServiceClient } from '../api/client.ts';
 import type { Budget } from '../budget/budget.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
@@ -14,11 +14,9 @@ import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { Reporter } from '../scheduler/reporter.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerOptions, WorkerState } from './contract.ts';
-import { summariseError } from '../runner/errors.ts';
-import { splitInput } from '../runner/input.ts';
-import type { TraceSlot } from '../tracing/trace-slot.ts';
-import { WorkerEvents, type WorkerEventMap } from './events.ts';
-import { ExecutionPipeline, type ExecutionJournal, type PipelineObserver } from './execution-pipeline.ts';
+import { NO_HOOKS, type WorkerHooks } from '../events/hooks.ts';
+import { WorkerEvents } from '../events/worker-events.ts';
+import { ExecutionPipeline, type ExecutionJournal } from './execution-pipeline.ts';
 import { backoffFromConfig, clientFromConfig, plannerFromConfig } from './service-wiring.ts';
 import { KeyRotation } from './key-rotation.ts';
 import { TaskList, type TaskListOptions } from './task-list.ts';
@@ -36,6 +34,8 @@ export interface CoreHandle {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly events: WorkerEvents;
+  /** What listeners contribute (tracing's context and headers); no-ops without tracing. */
+  readonly hooks: WorkerHooks;
   readonly metrics: WorkerMetrics;
   /** Aborted when stop() begins: no new poll. */
   readonly pollSignal: AbortSignal;
@@ -128,6 +128,7 @@ export async function expires(clock: Clock, promise: Promise<unknown>, ms: numbe
 export class DaemonCore<G extends BudgetGate> {
   readonly metrics: WorkerMetrics;
   readonly events: WorkerEvents;
+  readonly hooks: WorkerHooks;
   protected readonly config: WorkerConfig;
   protected readonly logger: Logger;
   protected readonly clock: Clock;
@@ -171,13 +172,16 @@ export class DaemonCore<G extends BudgetGate> {
       () => this.#parts.client?.serviceClock,
     );
     this.#keys = new KeyRotation(this.config, this.logger, this.events);
-    options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
+    this.hooks =
+      options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId }) ??
+      NO_HOOKS;
     const state = () => this.#state;
     this.#handle = {
       config: this.config,
       logger: this.logger,
       clock: this.clock,
       events: this.events,
+      hooks: this.hooks,
       metrics: this.metrics,
       pollSignal: this.#pollStop.signal,
       handlerSignal: this.#handlerStop.signal,
@@ -225,10 +229,7 @@ export class DaemonCore<G extends BudgetGate> {
     const parts = this.#parts;
     const sandbox = sandboxFromConfig(config, logger, {
       laterSecrets: () => this.#keys.source?.held?.() ?? NO_SECRETS,
-      observer: {
-        workerStarted: () => events.emit('handlerWorker', { started: true }),
-        workerGone: (reason) => events.emit('handlerWorker', { started: false, reason }),
-      },
+      events,
     });
     parts.sandbox = sandbox;
     const handlers =
@@ -280,7 +281,9 @@ export class DaemonCore<G extends BudgetGate> {
       lookup: (id) => registry.byId(id),
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
-      observer: pipelineEvents(events, opened.journalCounts, (task) => this.wake(task)),
+      events,
+      hooks: this.hooks,
+      ...(opened.journalCounts ? { journalCounts: opened.journalCounts } : {}),
       host: sandbox.host,
       // Handlers' own calls share the key's budget below reports and above idle polls; its 429 pauses all.
       service: client.withGate(opened.gate.gateFor('handler')),
@@ -295,6 +298,13 @@ export class DaemonCore<G extends BudgetGate> {
       ...(successors ? { successors } : {}),
     });
     parts.planner = planner;
+    // A refused report most often means the service took the execution back (its response timeout passed)
+    // and queued the work again: poll for it now, not at the next idle poll. Only once its dead letter is
+    // written (the report event follows it): until then the execution is still owed, and a poll handing its
+    // id out again would be taken for a redelivery and dropped.
+    events.on('report', ({ task, result }) => {
+      if (result === 'dead-lettered') this.wake(task);
+    });
     if (successors) {
       const served = registry.tasks.map((t) => t.task.key);
       const pipeline = { source: client, pacing: successors, planner, logger, served };
@@ -415,66 +425,3 @@ export class DaemonCore<G extends BudgetGate> {
 }
 
 const NO_SECRETS: readonly string[] = [];
-
-/** The pipeline's steps as core events; the journal's counts follow each report. */
-function pipelineEvents(
-  events: WorkerEvents,
-  journalCounts: (() => { pending: number; deadLettered: number }) | undefined,
-  pollNow: (taskKey: string) => void,
-): PipelineObserver {
-  const claim = (event: Omit<WorkerEventMap['claim'][0], 'trace'>): TraceSlot => {
-    const trace: TraceSlot = {};
-    events.emit('claim', { ...event, trace });
-    return trace;
-  };
-  return {
-    claimed: (task, execution, origin) =>
-      claim({
-        task,
-        executionId: execution.id,
-        createdAt: execution.createdAt,
-        resumed: false,
-        ...jobOf(execution.input),
-        ...(origin ? { origin } : {}),
-      }),
-    resumed: (task, entry, origin) =>
-      claim({
-        task,
-        executionId: entry.executionId,
-        resumed: true,
-        ...jobOf(entry.input),
-        ...(origin ? { origin } : {}),
-      }),
-    attempt: (task, executionId, event) => events.emit('attempt', { task, executionId, ...event }),
-    // The handlers' requests are observed one by one only for a listener (traces): none, no cost.
-    ...(events.listenerCount('serviceCall') > 0
-      ? {
-          serviceCall: (task: string, executionId: string, attempt: number, event: ResponseEvent) =>
-            events.emit('serviceCall', { task, executionId, attempt, ...event }),
-        }
-      : {}),
-    reportRetry: (task, executionId, attempt, error) => {
-      const { errorName, message } = summariseError(error);
-      events.emit('reportRetry', { task, executionId, attempt, error: { name: errorName, message } });
-    },
-    finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
-    fenced: (task, executionId) => events.emit('fenced', { request: 'report', task, executionId }),
-    refused: (task, executionId, answer) => events.emit('reportRefused', { task, executionId, ...answer }),
-    redelivered: (task, executionId) => events.emit('redelivered', { task, executionId, where: 'pipeline' }),
-    reported: (task, executionId, result, attempts) => {
-      events.emit('report', { task, executionId, result, attempts });
-      if (journalCounts) events.emit('journal', journalCounts());
-      // A refused report most often means the service took the execution back (its response timeout passed)
-      // and queued the work again: poll for it now, not at the next idle poll. Only once its dead letter is
-      // written: until then the execution is still owed, and a poll handing its id out again would be taken
-      // for a redelivery and dropped (the pipeline lets go of it before any poll's answer can arrive).
-      if (result === 'dead-lettered') pollNow(task);
-    },
-  };
-}
-
-/** The claim event's `jobId`: the service's `input.context.jobId`, when it is a string. */
-function jobOf(input: unknown): { jobId?: string } {
-  const jobId = splitInput(input).job.jobId;
-  return typeof jobId === 'string' ? { jobId } : {};
-}

@@ -7,7 +7,7 @@ import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { ServiceClock } from '../clock/service-clock.ts';
 import { POLL_ANSWER_LOSSES } from '../scheduler/scheduler.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
-import type { WorkerEvents } from './events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 
 export function listenForTelemetry(
   events: WorkerEvents,

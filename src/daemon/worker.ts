@@ -13,7 +13,6 @@ import {
   type DaemonMode,
   type ModeState,
 } from './core.ts';
-import { pollEvents } from './events.ts';
 import { JournalReplay } from './journal-replay.ts';
 import { backoffFromConfig, reportReserveFor } from './service-wiring.ts';
 import { memoryState, openStateFolder, type StandaloneState } from './state-folder.ts';
@@ -102,7 +101,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
       dispatch: (task, execution) => parts.pipeline.process(task, execution),
       failUnreadable: (task, executionId, problem) =>
         parts.pipeline.failUnreadable(task, executionId, problem),
-      ...pollEvents(events),
+      events,
       // A poll still unanswered when the reports' flush window ends is cut, its answer lost.
       cutPolls: core.reportSignal,
       // The journal's records are owed their reports too, until the replay has handed them all over.

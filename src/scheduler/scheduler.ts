@@ -9,21 +9,14 @@ import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
 import { classifyFailure } from './retry-policy.ts';
 import { mayTakeSlot } from './slot-share.ts';
+import type { PollAnswerLoss, PollResult, WorkerEvents } from '../events/worker-events.ts';
 
 export interface PolledTask {
   taskId: string;
   key: string;
 }
 
-export type PollResult = 'hit' | 'empty' | 'error';
-
-/**
- * Why a poll's answer could not be used, so that the execution it may have claimed is nobody's: cut short by a
- * time limit or the connection, still unanswered when the shutdown ended, or a 2xx that is not JSON or names no
- * execution. (A readable answer with an id is not lost: its execution is reported FAILED.)
- */
-export const POLL_ANSWER_LOSSES = ['timeout', 'connection', 'shutdown', 'not-json', 'no-id'] as const;
-export type PollAnswerLoss = (typeof POLL_ANSWER_LOSSES)[number];
+export { POLL_ANSWER_LOSSES, type PollAnswerLoss, type PollResult } from '../events/worker-events.ts';
 
 export interface SchedulerOptions {
   /** The client, whose budget gate paces every poll and pauses them all after a 429. */
@@ -76,12 +69,12 @@ export interface SchedulerOptions {
    * so its job does not wait forever. Must not reject. Without it, such an answer is only logged.
    */
   failUnreadable?: (task: PolledTask, executionId: string, problem: string) => Promise<void>;
-  onPoll?: (task: PolledTask, result: PollResult, durationMs: number, claimed?: TaskExecution) => void;
   /**
-   * A poll was sent but its answer was lost (connection closed, a timeout, a 2xx body cut short): the service
-   * may have claimed an execution for this worker that no one will run or report. Called after it is logged.
+   * Where each poll's result is told ('poll'), and each poll whose answer was lost after it left
+   * ('pollAnswerLost': the service may have claimed an execution for this worker that no one will run or
+   * report; told after it is logged). Default: none.
    */
-  onPollAnswerLost?: (task: PolledTask, reason: PollAnswerLoss) => void;
+  events?: WorkerEvents;
   onAuthorizationChange?: (authorized: boolean) => void;
   /**
    * Called whenever the count of executions owed a report changes: those running (or being reported) and
@@ -257,7 +250,7 @@ export class Scheduler {
       if (signal.aborted && !(error instanceof NetworkError || error instanceof ResponseValidationError))
         return;
       const now = clock.monotonic();
-      this.#o.onPoll?.(task, 'error', now - started);
+      this.#polled(task, 'error', now - started);
       const action = classifyFailure(error);
       if (error instanceof ResponseValidationError) {
         const { executionId } = error;
@@ -302,11 +295,11 @@ export class Scheduler {
     const now = clock.monotonic();
     this.#setAuthorized(true);
     if (!execution) {
-      this.#o.onPoll?.(task, 'empty', now - started);
+      this.#polled(task, 'empty', now - started);
       planner.onEmpty(task.taskId, now);
       return;
     }
-    this.#o.onPoll?.(task, 'hit', now - started, execution);
+    this.#polled(task, 'hit', now - started, execution);
     planner.onHit(task.taskId, now, this.#arrivedAt(execution));
     this.#track(this.#o.dispatch(task, execution), task.taskId);
   }
@@ -377,7 +370,16 @@ export class Scheduler {
       'poll answer lost after the poll was sent: the service may hold an execution of this task claimed by ' +
         'this worker between polledAt and lostAt that no one will run or report; look for it on the service',
     );
-    this.#o.onPollAnswerLost?.(task, reason);
+    this.#o.events?.emit('pollAnswerLost', { task: task.key, reason });
+  }
+
+  #polled(task: PolledTask, result: PollResult, durationMs: number, claimed?: TaskExecution): void {
+    this.#o.events?.emit('poll', {
+      task: task.key,
+      result,
+      durationMs,
+      ...(claimed ? { claimed: { executionId: claimed.id, createdAt: claimed.createdAt } } : {}),
+    });
   }
 
   /** Takes the first owed work whose task (if it names one) is below its own limit. */

@@ -12,7 +12,7 @@ import { Coordinator, type ProfileStore } from '../../src/cluster/coordinator.ts
 import { CoordinatorLease, LEASE_RENEW_MS, LEASE_TTL_MS } from '../../src/cluster/coordinator-lease.ts';
 import type { ExecutionJobData } from '../../src/cluster/queue-journal.ts';
 import { bullConnectionOptions, connectRedis } from '../../src/cluster/redis.ts';
-import { WorkerEvents } from '../../src/daemon/events.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 import { serviceOnClock, turn } from '../clock/virtual-time.ts';
