@@ -18,10 +18,10 @@ export interface PollEffects {
 }
 
 export async function pollOnce(
-o: SchedulerOptions,
-task: PolledTask,
-signal: AbortSignal,
-effects: PollEffects,
+  o: SchedulerOptions,
+  task: PolledTask,
+  signal: AbortSignal,
+  effects: PollEffects,
 ): Promise<void> {
   const { client, planner, clock, logger } = o;
   const started = clock.monotonic();
@@ -62,13 +62,7 @@ effects: PollEffects,
         return;
       }
       planner.onError(task.taskId, now);
-      pollAnswerLost(o, 
-        task,
-        started,
-        now,
-        error instanceof TimeoutError ? 'timeout' : 'connection',
-        error,
-      );
+      pollAnswerLost(o, task, started, now, error instanceof TimeoutError ? 'timeout' : 'connection', error);
     } else if (action.kind === 'rate-limited') {
       // The task stays due: its next poll waits in the budget gate, which paused every request.
     } else if (action.kind === 'unauthorized') {
@@ -113,9 +107,9 @@ function arrivedAt(o: SchedulerOptions, execution: TaskExecution): number | unde
  * execution is no longer this task's to run.
  */
 async function readBackCutClaim(
-o: SchedulerOptions,
-task: PolledTask,
-error: NetworkError,
+  o: SchedulerOptions,
+  task: PolledTask,
+  error: NetworkError,
 ): Promise<TaskExecution | undefined> {
   const prefix = error.answerPrefix;
   const id = prefix === undefined ? undefined : topLevelString(prefix, 'id');
@@ -167,7 +161,13 @@ function pollAnswerLost(
   o.events?.emit('pollAnswerLost', { task: task.key, reason });
 }
 
-function told(o: SchedulerOptions, task: PolledTask, result: PollResult, durationMs: number, claimed?: TaskExecution): void {
+function told(
+  o: SchedulerOptions,
+  task: PolledTask,
+  result: PollResult,
+  durationMs: number,
+  claimed?: TaskExecution,
+): void {
   o.events?.emit('poll', {
     task: task.key,
     result,
