@@ -229,7 +229,6 @@ export class Coordinator {
       .catch((error: unknown) => logger.error({ err: error as Error }, 'the poll loop failed'));
     this.#term = { number, scheduler, stop, done };
     events.emit('lease', { held: true });
-    logger.info('took the coordinator lease: polling for the cluster');
   }
 
   /**
@@ -274,7 +273,6 @@ export class Coordinator {
     term.stop.abort(new Error(reason));
     await term.done;
     this.#o.events.emit('lease', { held: false, reason });
-    this.#o.logger.info({ reason }, 'stopped polling for the cluster');
   }
 
   /** The scheduler's dispatch: the claim goes into the queue first, then polling waits for a free slot. */

@@ -2,18 +2,19 @@
 // outcome, report it, then forget it. Whatever fails, the execution ends reported, dead-lettered, or
 // still in the journal for the next start: never silently dropped.
 import type { Logger } from 'pino';
-import type { JsonObject, TaskExecution } from '../api/types.ts';
+import type { TaskExecution } from '../api/types.ts';
 import type { ServiceClient } from '../api/client.ts';
 import type { Clock } from '../clock/clock.ts';
 import { NO_HOOKS, type ExecutionScope, type WorkerHooks } from '../events/hooks.ts';
-import type { ClaimOrigin, FailureKind, WorkerEventMap, WorkerEvents } from '../events/worker-events.ts';
+import type { ClaimOrigin, WorkerEventMap, WorkerEvents } from '../events/worker-events.ts';
 import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
 import type { AttemptHost } from '../runner/attempt-host.ts';
 import { splitInput } from '../runner/input.ts';
 import type { Redact } from '../runner/redact.ts';
-import { runExecution, type ExecutionOutcome } from '../runner/run-execution.ts';
+import type { ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../scheduler/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
+import { failedOutcome, runToOutcome } from './handler-run.ts';
 import { ReportDelivery } from './report-delivery.ts';
 import type { RegisteredTask } from './task-registry.ts';
 
@@ -125,7 +126,7 @@ export class ExecutionPipeline {
     await (scope?.run ?? runNow)(async () => {
       await this.#journalClaim(taskKey, execution, logger);
       logger.info('execution claimed');
-      const outcome = await this.#run(registered, execution, logger);
+      const outcome = await runToOutcome(this.#o, registered, execution, logger);
       await this.finish(taskKey, execution.id, outcome, logger);
     });
   }
@@ -285,62 +286,10 @@ export class ExecutionPipeline {
           status: 'IN_PROGRESS',
           input: entry.input,
         };
-        outcome = await this.#run(this.#o.lookup(entry.taskId), execution, logger, prior);
+        outcome = await runToOutcome(this.#o, this.#o.lookup(entry.taskId), execution, logger, prior);
       }
     }
     await this.finish(entry.taskKey, entry.executionId, outcome, logger);
-  }
-
-  /** The handler's outcome; whatever goes wrong on the way is a FAILED outcome, never a rejection. */
-  async #run(
-    registered: RegisteredTask | undefined,
-    execution: TaskExecution,
-    logger: Logger,
-    priorCrashes = 0,
-  ): Promise<ExecutionOutcome> {
-    try {
-      return await this.#runHandler(registered, execution, logger, priorCrashes);
-    } catch (error) {
-      // runExecution settles every handler failure itself; reaching here is a df-worker bug, and the
-      // execution must still be reported.
-      const message = `df-worker failed while running the handler: ${describeInternalError(error)}`;
-      logger.error({ err: error as Error }, 'internal error while running an execution; reporting it FAILED');
-      return failedOutcome('handler', message);
-    }
-  }
-
-  async #runHandler(
-    registered: RegisteredTask | undefined,
-    execution: TaskExecution,
-    logger: Logger,
-    priorCrashes: number,
-  ): Promise<ExecutionOutcome> {
-    if (!registered) {
-      logger.error({ taskId: execution.taskId }, 'no handler serves this task; reporting it FAILED');
-      return failedOutcome('handler', 'no handler', {
-        error: `no handler in this df-worker serves task ${execution.taskId}`,
-      });
-    }
-    const outcome = await runExecution({
-      handler: registered.handler,
-      task: registered.task,
-      execution,
-      clock: this.#o.clock,
-      // The runner binds taskKey, executionId and attempt itself.
-      logger: this.#o.logger,
-      shutdownSignal: this.#o.handlerSignal,
-      defaultTimeoutMs: this.#o.defaultTimeoutMs,
-      ...(this.#o.backoff ? { backoff: this.#o.backoff } : {}),
-      ...(this.#o.host ? { host: this.#o.host } : {}),
-      ...(this.#o.service ? { service: this.#o.service } : {}),
-      ...(this.#o.redact ? { redact: this.#o.redact } : {}),
-      ...(this.#o.maxCrashesPerExecution === undefined
-        ? {}
-        : { crashes: { limit: this.#o.maxCrashesPerExecution, prior: priorCrashes } }),
-      events: this.#o.events,
-      ...(this.#o.hooks ? { hooks: this.#o.hooks } : {}),
-    });
-    return outcome;
   }
 
   async finish(
@@ -373,18 +322,6 @@ export class ExecutionPipeline {
 
 const runNow = <T>(fn: () => T): T => fn();
 
-/**
- * An outcome df-worker decides itself, its handler not run (or not to an end): FAILED after no attempt.
- * `message` is the failure's; the report's output is `{ error: message }` unless given.
- */
-function failedOutcome(
-  kind: FailureKind,
-  message: string,
-  output: JsonObject = { error: message },
-): ExecutionOutcome {
-  return { status: 'FAILED', output, attempts: 0, durationMs: 0, failure: { kind, message } };
-}
-
 /** The `claim` event of an execution a poll (or the queue) brought. */
 function freshClaim(
   task: string,
@@ -405,12 +342,4 @@ function freshClaim(
 function jobOf(input: unknown): { jobId?: string } {
   const jobId = splitInput(input).job.jobId;
   return typeof jobId === 'string' ? { jobId } : {};
-}
-
-function describeInternalError(error: unknown): string {
-  try {
-    return error instanceof Error ? error.message : String(error);
-  } catch {
-    return 'an unknown error';
-  }
 }
