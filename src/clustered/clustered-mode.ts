@@ -159,6 +159,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       clock,
       logger,
       events,
+      hooks: core.hooks,
       backoff,
       pollLoop: core.pollLoop,
       capacity: () => Math.max(this.#heartbeat?.alive.capacity ?? 0, config.concurrency),

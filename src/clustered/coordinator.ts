@@ -7,7 +7,8 @@ import type { RequestGate, ServiceClient } from '../api/client.ts';
 import { backoffDelayMs, type BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { PollLoopFactory } from '../daemon/mode.ts';
-import type { WorkerEvents } from '../daemon/events.ts';
+import type { WorkerHooks } from '../events/hooks.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import type { PolledTask, Scheduler } from '../scheduler/scheduler.ts';
 import { LEASE_RENEW_MS, type CoordinatorLease } from './coordinator-lease.ts';
@@ -35,6 +36,8 @@ export interface CoordinatorOptions {
   clock: Clock;
   logger: Logger;
   events: WorkerEvents;
+  /** Asked for the headers each queued job carries (its trace context). Default: none. */
+  hooks?: WorkerHooks;
   /** Between adds of a claimed execution to the queue while Redis refuses them (DF_RETRY_BASE_MS...). */
   backoff: BackoffOptions;
   /** Builds each term's poll loop (the core's: its clock, logger and events; see pollLoopOn). */
@@ -216,7 +219,6 @@ export class Coordinator {
       .catch((error: unknown) => logger.error({ err: error as Error }, 'the poll loop failed'));
     this.#term = { number, scheduler, stop, done };
     events.emit('lease', { held: true });
-    logger.info('took the coordinator lease: polling for the cluster');
   }
 
   /**
@@ -261,18 +263,18 @@ export class Coordinator {
     term.stop.abort(new Error(reason));
     await term.done;
     this.#o.events.emit('lease', { held: false, reason });
-    this.#o.logger.info({ reason }, 'stopped polling for the cluster');
   }
 
   /** The scheduler's dispatch: the claim goes into the queue first, then polling waits for a free slot. */
   async #enqueue(claim: ExecutionJobData, termStop: AbortSignal): Promise<void> {
     const logger = this.#o.logger.child({ taskKey: claim.taskKey, executionId: claim.executionId });
     if (await this.#stillClaimed(claim, logger)) return;
-    const traceContext: Record<string, string> = {};
-    this.#o.events.emit('queued', { task: claim.taskKey, executionId: claim.executionId, traceContext });
+    const queued = { task: claim.taskKey, executionId: claim.executionId };
+    const traceContext = this.#o.hooks?.jobHeaders?.(queued);
+    this.#o.events.emit('queued', queued);
     const data: ExecutionJobData = {
       ...claim,
-      ...(Object.keys(traceContext).length > 0 ? { traceContext } : {}),
+      ...(traceContext && Object.keys(traceContext).length > 0 ? { traceContext: { ...traceContext } } : {}),
       ...(this.#o.replicaId === undefined ? {} : { claimedBy: this.#o.replicaId }),
     };
     let warned = false;

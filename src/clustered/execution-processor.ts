@@ -3,7 +3,7 @@
 // the job as the report ended: completed, failed for good (a dead letter), or failed to be retried elsewhere.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { TaskExecution } from '../api/types.ts';
-import type { ClaimOrigin, WorkerEvents } from '../daemon/events.ts';
+import type { ClaimOrigin, WorkerEvents } from '../events/worker-events.ts';
 import type { ExecutionPipeline } from '../daemon/execution-pipeline.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
 import type { JobFence } from './job-fence.ts';

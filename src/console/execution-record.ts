@@ -1,7 +1,7 @@
 // What the worker in the same process did with each execution, for the console: its attempts (start, duration,
 // how each ended) and their log lines, its outcome and its report. Heard from the daemon's events (events.ts)
 // and from its log lines (see log-capture.ts); the service knows none of it. Bounded: the oldest executions go.
-import type { WorkerEvents } from '../daemon/events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 
 export interface LogLine {
   /** ISO 8601, as the log line says. */

@@ -1,6 +1,6 @@
 // The local web console of df-worker dev and df-worker emulator, loaded only by them (dynamic import), never by
 // the daemon's start. See console-pages.ts for its routes and sources.ts for where its figures come from.
-import type { WorkerEvents } from '../daemon/events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 import type { StandaloneDaemon } from '../standalone/standalone-mode.ts';
 import type { Emulator } from '../emulator/emulator.ts';
 import { UsageSamples } from './budget-chart.ts';

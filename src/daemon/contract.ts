@@ -7,7 +7,7 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { TraceHook } from '../tracing/trace-hook.ts';
-import type { WorkerEvents } from './events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 
 export type WorkerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 

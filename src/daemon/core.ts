@@ -5,7 +5,7 @@
 // clustered (clustered/clustered-mode.ts) and the month replay (replay/replay.ts) are this core with a mode;
 // what happens is emitted on `events` (events.ts).
 import type { Logger } from 'pino';
-import type { ResponseEvent, ServiceClient } from '../api/client.ts';
+import type { ServiceClient } from '../api/client.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
@@ -15,11 +15,9 @@ import { Reporter } from '../reports/reporter.ts';
 import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { WorkerMetrics, type PacingSnapshot } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerOptions, WorkerState } from './contract.ts';
-import { summariseError } from '../runner/errors.ts';
-import { splitInput } from '../runner/input.ts';
-import type { TraceSlot } from '../tracing/trace-slot.ts';
-import { pollEvents, WorkerEvents, type WorkerEventMap } from './events.ts';
-import { ExecutionPipeline, type PipelineObserver } from './execution-pipeline.ts';
+import { NO_HOOKS, type WorkerHooks } from '../events/hooks.ts';
+import { WorkerEvents } from '../events/worker-events.ts';
+import { ExecutionPipeline } from './execution-pipeline.ts';
 import { plannerFromConfig } from './planner-from-config.ts';
 import { backoffFromConfig, clientFromConfig } from './service-wiring.ts';
 import { KeyRotation } from './key-rotation.ts';
@@ -43,7 +41,7 @@ export function pollLoopOn(
       clock: core.clock,
       logger: core.logger,
       unauthorizedRetryMs: core.unauthorizedRetryMs,
-      ...pollEvents(core.events),
+      events: core.events,
     });
 }
 
@@ -75,6 +73,8 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
   readonly clock: Clock;
   /** What differs between standalone and clustered (and what only one of them offers, e.g. dead letters). */
   readonly mode: M;
+  /** What listeners contribute (tracing's context and headers); no-ops without tracing. */
+  readonly hooks: WorkerHooks;
   readonly #options: WorkerOptions;
   readonly #exited = Promise.withResolvers<number>();
   #exitCode: number = EXIT_OK;
@@ -117,7 +117,9 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
       () => this.#parts.client?.serviceClock,
     );
     this.#keys = new KeyRotation(this.config, this.logger, this.events);
-    options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId });
+    this.hooks =
+      options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId }) ??
+      NO_HOOKS;
     mode.registerMetrics?.(this.metrics);
     const state = () => this.#state;
     this.#handle = {
@@ -125,6 +127,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
       logger: this.logger,
       clock: this.clock,
       events: this.events,
+      hooks: this.hooks,
       metrics: this.metrics,
       pollSignal: this.#pollStop.signal,
       handlerSignal: this.#handlerStop.signal,
@@ -202,10 +205,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     const parts = this.#parts;
     const sandbox = sandboxFromConfig(config, logger, {
       laterSecrets: () => this.#keys.source?.held?.() ?? NO_SECRETS,
-      observer: {
-        workerStarted: () => events.emit('handlerWorker', { started: true }),
-        workerGone: (reason) => events.emit('handlerWorker', { started: false, reason }),
-      },
+      events,
     });
     parts.sandbox = sandbox;
     const handlers =
@@ -257,7 +257,9 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
       lookup: (id) => registry.byId(id),
       handlerSignal: this.#handlerStop.signal,
       reportSignal: this.#reportStop.signal,
-      observer: pipelineEvents(events, opened.journalCounts, (task) => this.wake(task)),
+      events,
+      hooks: this.hooks,
+      ...(opened.journalCounts ? { journalCounts: opened.journalCounts } : {}),
       host: sandbox.host,
       // Handlers' own calls share the key's budget below reports and above idle polls; its 429 pauses all.
       service: client.withGate(opened.gate.gateFor('handler')),
@@ -273,6 +275,13 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     });
     parts.planner = planner;
     parts.saveProfile = saveProfile;
+    // A refused report most often means the service took the execution back (its response timeout passed)
+    // and queued the work again: poll for it now, not at the next idle poll. Only once its dead letter is
+    // written (the report event follows it): until then the execution is still owed, and a poll handing its
+    // id out again would be taken for a redelivery and dropped.
+    events.on('report', ({ task, result }) => {
+      if (result === 'dead-lettered') this.wake(task);
+    });
     if (successors) {
       const served = registry.tasks.map((t) => t.task.key);
       const pipeline = { source: client, pacing: successors, planner, logger, served };
@@ -395,66 +404,3 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
 }
 
 const NO_SECRETS: readonly string[] = [];
-
-/** The pipeline's steps as core events; the journal's counts follow each report. */
-function pipelineEvents(
-  events: WorkerEvents,
-  journalCounts: (() => { pending: number; deadLettered: number }) | undefined,
-  pollNow: (taskKey: string) => void,
-): PipelineObserver {
-  const claim = (event: Omit<WorkerEventMap['claim'][0], 'trace'>): TraceSlot => {
-    const trace: TraceSlot = {};
-    events.emit('claim', { ...event, trace });
-    return trace;
-  };
-  return {
-    claimed: (task, execution, origin) =>
-      claim({
-        task,
-        executionId: execution.id,
-        createdAt: execution.createdAt,
-        resumed: false,
-        ...jobOf(execution.input),
-        ...(origin ? { origin } : {}),
-      }),
-    resumed: (task, entry, origin) =>
-      claim({
-        task,
-        executionId: entry.executionId,
-        resumed: true,
-        ...jobOf(entry.input),
-        ...(origin ? { origin } : {}),
-      }),
-    attempt: (task, executionId, event) => events.emit('attempt', { task, executionId, ...event }),
-    // The handlers' requests are observed one by one only for a listener (traces): none, no cost.
-    ...(events.listenerCount('serviceCall') > 0
-      ? {
-          serviceCall: (task: string, executionId: string, attempt: number, event: ResponseEvent) =>
-            events.emit('serviceCall', { task, executionId, attempt, ...event }),
-        }
-      : {}),
-    reportRetry: (task, executionId, attempt, error) => {
-      const { errorName, message } = summariseError(error);
-      events.emit('reportRetry', { task, executionId, attempt, error: { name: errorName, message } });
-    },
-    finished: (task, executionId, outcome) => events.emit('outcome', { task, executionId, outcome }),
-    fenced: (task, executionId) => events.emit('fenced', { request: 'report', task, executionId }),
-    refused: (task, executionId, answer) => events.emit('reportRefused', { task, executionId, ...answer }),
-    redelivered: (task, executionId) => events.emit('redelivered', { task, executionId, where: 'pipeline' }),
-    reported: (task, executionId, result, attempts) => {
-      events.emit('report', { task, executionId, result, attempts });
-      if (journalCounts) events.emit('journal', journalCounts());
-      // A refused report most often means the service took the execution back (its response timeout passed)
-      // and queued the work again: poll for it now, not at the next idle poll. Only once its dead letter is
-      // written: until then the execution is still owed, and a poll handing its id out again would be taken
-      // for a redelivery and dropped (the pipeline lets go of it before any poll's answer can arrive).
-      if (result === 'dead-lettered') pollNow(task);
-    },
-  };
-}
-
-/** The claim event's `jobId`: the service's `input.context.jobId`, when it is a string. */
-function jobOf(input: unknown): { jobId?: string } {
-  const jobId = splitInput(input).job.jobId;
-  return typeof jobId === 'string' ? { jobId } : {};
-}

@@ -2,56 +2,21 @@
 // outcome, report it, then forget it. Whatever fails, the execution ends reported, dead-lettered, or
 // still in the journal for the next start: never silently dropped.
 import type { Logger } from 'pino';
-import { withFailureMessage } from '../runner/failure-output.ts';
 import type { TaskExecution } from '../api/types.ts';
+import type { ServiceClient } from '../api/client.ts';
 import type { Clock } from '../clock/clock.ts';
+import { NO_HOOKS, type ExecutionScope, type WorkerHooks } from '../events/hooks.ts';
+import type { ClaimOrigin, WorkerEventMap, WorkerEvents } from '../events/worker-events.ts';
 import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
-import type { ResponseEvent, ServiceClient } from '../api/client.ts';
 import type { AttemptHost } from '../runner/attempt-host.ts';
-import { truncateMessage } from '../runner/errors.ts';
+import { splitInput } from '../runner/input.ts';
 import type { Redact } from '../secrets/redact.ts';
-import { runExecution, type AttemptEvent, type ExecutionOutcome } from '../runner/run-execution.ts';
+import type { ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../reports/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
-import type { TraceSlot } from '../tracing/trace-slot.ts';
-import type { ClaimOrigin } from './events.ts';
+import { failedOutcome, runToOutcome } from './handler-run.ts';
+import { ReportDelivery } from './report-delivery.ts';
 import type { RegisteredTask } from './task-registry.ts';
-
-export interface PipelineObserver {
-  /** Fresh claim; what it returns may wrap the rest of the execution (its trace context). */
-  claimed?(taskKey: string, execution: TaskExecution, origin?: ClaimOrigin): TraceSlot | void;
-  /** A journal record left by an earlier run is taken up again (it is in flight until reported). */
-  resumed?(
-    taskKey: string,
-    entry: Pick<JournalEntry, 'executionId' | 'input'>,
-    origin?: ClaimOrigin,
-  ): TraceSlot | void;
-  /** A handler attempt started or ended. */
-  attempt?(taskKey: string, executionId: string, event: AttemptEvent): void;
-  /** A request of a handler's `ctx.service`; only when set are the handlers' requests observed. */
-  serviceCall?(taskKey: string, executionId: string, attempt: number, event: ResponseEvent): void;
-  /** A report attempt failed; the report is retried. */
-  reportRetry?(taskKey: string, executionId: string, attempt: number, error: unknown): void;
-  finished?(taskKey: string, executionId: string, outcome: ExecutionOutcome): void;
-  reported?(
-    taskKey: string,
-    executionId: string,
-    result: 'delivered' | 'dead-lettered' | 'left-in-journal',
-    attempts: number,
-  ): void;
-  /** The report was dropped: this process no longer owns the execution (see `fence`). */
-  fenced?(taskKey: string, executionId: string): void;
-  /**
-   * The service refused the report for good (its first answer, before any FAILED fallback); the execution goes
-   * to the dead letters once, and is never reported again.
-   */
-  refused?(taskKey: string, executionId: string, answer: ReportRefusal): void;
-  /**
-   * A poll handed out an execution this process still owes a report for (running, or finished and not yet
-   * reported): it was not run again.
-   */
-  redelivered?(taskKey: string, executionId: string): void;
-}
 
 /** The service's answer to a report it refused for good, as the dead letter keeps it. */
 export type ReportRefusal = { status: number; code?: string; message: string };
@@ -87,7 +52,15 @@ export interface ExecutionPipelineOptions {
   handlerSignal: AbortSignal;
   /** Aborted when the daemon must exit: report retries stop, the outcome stays in the journal. */
   reportSignal: AbortSignal;
-  observer?: PipelineObserver;
+  /**
+   * Where each step is told: claim (or resume), attempts, the handlers' `ctx.service` calls, the outcome,
+   * report retries, refusals, fences, redeliveries, the report, and the journal's counts after it.
+   */
+  events: WorkerEvents;
+  /** Asked for the context each execution runs in, and a span around each attempt. Default: none. */
+  hooks?: WorkerHooks;
+  /** Records owed a report and dead letters, told (`journal` event) after each report (standalone's journal). */
+  journalCounts?: () => { pending: number; deadLettered: number };
   /**
    * Asked before each report attempt leaves: true while this process still owns the execution (clustered mode:
    * it still holds the job's lock, which the check extends). False drops the outcome unreported, for the owner
@@ -103,8 +76,18 @@ export class ExecutionPipeline {
   /** Held executions already logged as handed out again: one line per claim, however many polls repeat it. */
   readonly #redeliveryLogged = new Set<string>();
 
+  readonly #delivery: ReportDelivery;
+
   constructor(options: ExecutionPipelineOptions) {
     this.#o = options;
+    this.#delivery = new ReportDelivery({
+      journal: options.journal,
+      reporter: options.reporter,
+      events: options.events,
+      reportSignal: options.reportSignal,
+      journalCounts: options.journalCounts,
+      fence: options.fence,
+    });
   }
 
   /**
@@ -139,11 +122,11 @@ export class ExecutionPipeline {
         'poll answered an execution of another task',
       );
     }
-    const trace = this.#o.observer?.claimed?.(taskKey, execution, origin);
-    await (trace?.run ?? runNow)(async () => {
+    const scope = this.#enter(freshClaim(taskKey, execution, origin));
+    await (scope?.run ?? runNow)(async () => {
       await this.#journalClaim(taskKey, execution, logger);
       logger.info('execution claimed');
-      const outcome = await this.#run(registered, execution, logger);
+      const outcome = await runToOutcome(this.#o, registered, execution, logger);
       await this.finish(taskKey, execution.id, outcome, logger);
     });
   }
@@ -167,20 +150,14 @@ export class ExecutionPipeline {
       status: 'IN_PROGRESS',
       input: {},
     };
-    const trace = this.#o.observer?.claimed?.(polled.key, execution, origin);
+    const scope = this.#enter(freshClaim(polled.key, execution, origin));
     const message =
       `the service handed out this execution with an unusable answer (${problem}); ` +
       'df-worker did not run it';
-    const outcome: ExecutionOutcome = {
-      status: 'FAILED',
-      output: { error: message },
-      attempts: 0,
-      durationMs: 0,
-      failure: { kind: 'input', message },
-    };
+    const outcome = failedOutcome('input', message);
     // Claim and outcome in one durable write: a claim record alone would be run again by a replay, with
     // the empty input that stands in for the unusable one.
-    await (trace?.run ?? runNow)(async () => {
+    await (scope?.run ?? runNow)(async () => {
       await this.#journalClaim(polled.key, execution, logger, outcome);
       await this.finish(polled.key, executionId, outcome, logger, { journaled: true });
     });
@@ -224,8 +201,21 @@ export class ExecutionPipeline {
 
   /** Replays a journal record left by an earlier run (see Worker.replay). */
   async resume(entry: JournalEntry, mode: 'rerun' | 'fail', origin?: ClaimOrigin): Promise<void> {
-    const trace = this.#o.observer?.resumed?.(entry.taskKey, entry, origin);
-    await this.#holding(entry.executionId, () => (trace?.run ?? runNow)(() => this.#resume(entry, mode)));
+    const scope = this.#enter({
+      task: entry.taskKey,
+      executionId: entry.executionId,
+      resumed: true,
+      ...jobOf(entry.input),
+      ...(origin ? { origin } : {}),
+    });
+    await this.#holding(entry.executionId, () => (scope?.run ?? runNow)(() => this.#resume(entry, mode)));
+  }
+
+  /** An execution enters the pipeline: the context it runs in is asked of the hooks, then it is told. */
+  #enter(claim: WorkerEventMap['claim'][0]): ExecutionScope | undefined {
+    const scope = (this.#o.hooks ?? NO_HOOKS).executionScope?.(claim);
+    this.#o.events.emit('claim', claim);
+    return scope;
   }
 
   /** Runs `work` with the execution held, so that a poll handing it out again meanwhile does not run it. */
@@ -240,7 +230,7 @@ export class ExecutionPipeline {
   }
 
   #redelivered(taskKey: string, executionId: string, logger: Logger): void {
-    this.#o.observer?.redelivered?.(taskKey, executionId);
+    this.#o.events.emit('redelivered', { task: taskKey, executionId, where: 'pipeline' });
     if (this.#redeliveryLogged.has(executionId)) return;
     this.#redeliveryLogged.add(executionId);
     logger.warn(
@@ -257,18 +247,14 @@ export class ExecutionPipeline {
     });
     if (entry.phase === 'finished' && entry.outcome) {
       logger.info({ status: entry.outcome.status }, 'replaying an outcome that was not yet reported');
-      await this.#deliver(entry.taskKey, entry.executionId, entry.outcome, logger);
+      await this.#delivery.deliver(entry.taskKey, entry.executionId, entry.outcome, logger);
       return;
     }
     let outcome: ExecutionOutcome;
     if (mode === 'fail') {
-      outcome = {
-        status: 'FAILED',
-        output: { error: 'df-worker restarted while the handler was running; the execution was not retried' },
-        attempts: 0,
-        durationMs: 0,
-        failure: { kind: 'aborted', message: 'worker restarted' },
-      };
+      outcome = failedOutcome('aborted', 'worker restarted', {
+        error: 'df-worker restarted while the handler was running; the execution was not retried',
+      });
       logger.warn(
         'execution was running when the worker stopped; reporting it FAILED (DF_JOURNAL_REPLAY=fail)',
       );
@@ -281,13 +267,7 @@ export class ExecutionPipeline {
           `df-worker died ${prior} times while running this execution (the handler may crash it: out of ` +
           `memory, process.exit, a native fault); it is not run again (DF_MAX_CRASHES_PER_EXECUTION=${limit})`;
         logger.error({ starts: prior }, 'poison execution: reporting it FAILED without running it again');
-        outcome = {
-          status: 'FAILED',
-          output: { error: message, errorName: 'PoisonExecution' },
-          attempts: 0,
-          durationMs: 0,
-          failure: { kind: 'crashed', message },
-        };
+        outcome = failedOutcome('crashed', message, { error: message, errorName: 'PoisonExecution' });
       } else {
         logger.warn({ starts: prior }, 'execution was running when the worker stopped; running it again');
         try {
@@ -306,77 +286,10 @@ export class ExecutionPipeline {
           status: 'IN_PROGRESS',
           input: entry.input,
         };
-        outcome = await this.#run(this.#o.lookup(entry.taskId), execution, logger, prior);
+        outcome = await runToOutcome(this.#o, this.#o.lookup(entry.taskId), execution, logger, prior);
       }
     }
     await this.finish(entry.taskKey, entry.executionId, outcome, logger);
-  }
-
-  /** The handler's outcome; whatever goes wrong on the way is a FAILED outcome, never a rejection. */
-  async #run(
-    registered: RegisteredTask | undefined,
-    execution: TaskExecution,
-    logger: Logger,
-    priorCrashes = 0,
-  ): Promise<ExecutionOutcome> {
-    try {
-      return await this.#runHandler(registered, execution, logger, priorCrashes);
-    } catch (error) {
-      // runExecution settles every handler failure itself; reaching here is a df-worker bug, and the
-      // execution must still be reported.
-      const message = `df-worker failed while running the handler: ${describeInternalError(error)}`;
-      logger.error({ err: error as Error }, 'internal error while running an execution; reporting it FAILED');
-      return {
-        status: 'FAILED',
-        output: { error: message },
-        attempts: 0,
-        durationMs: 0,
-        failure: { kind: 'handler', message },
-      };
-    }
-  }
-
-  async #runHandler(
-    registered: RegisteredTask | undefined,
-    execution: TaskExecution,
-    logger: Logger,
-    priorCrashes: number,
-  ): Promise<ExecutionOutcome> {
-    if (!registered) {
-      logger.error({ taskId: execution.taskId }, 'no handler serves this task; reporting it FAILED');
-      return {
-        status: 'FAILED',
-        output: { error: `no handler in this df-worker serves task ${execution.taskId}` },
-        attempts: 0,
-        durationMs: 0,
-        failure: { kind: 'handler', message: 'no handler' },
-      } satisfies ExecutionOutcome;
-    }
-    const outcome = await runExecution({
-      handler: registered.handler,
-      task: registered.task,
-      execution,
-      clock: this.#o.clock,
-      // The runner binds taskKey, executionId and attempt itself.
-      logger: this.#o.logger,
-      shutdownSignal: this.#o.handlerSignal,
-      defaultTimeoutMs: this.#o.defaultTimeoutMs,
-      ...(this.#o.backoff ? { backoff: this.#o.backoff } : {}),
-      ...(this.#o.host ? { host: this.#o.host } : {}),
-      ...(this.#o.service ? { service: this.#o.service } : {}),
-      ...(this.#o.redact ? { redact: this.#o.redact } : {}),
-      ...(this.#o.maxCrashesPerExecution === undefined
-        ? {}
-        : { crashes: { limit: this.#o.maxCrashesPerExecution, prior: priorCrashes } }),
-      onAttempt: (event) => this.#o.observer?.attempt?.(registered.task.key, execution.id, event),
-      ...(this.#o.observer?.serviceCall
-        ? {
-            onServiceCall: (attempt: number, event: ResponseEvent) =>
-              this.#o.observer?.serviceCall?.(registered.task.key, execution.id, attempt, event),
-          }
-        : {}),
-    });
-    return outcome;
   }
 
   async finish(
@@ -386,7 +299,7 @@ export class ExecutionPipeline {
     logger: Logger,
     options: { journaled?: boolean } = {},
   ): Promise<void> {
-    this.#o.observer?.finished?.(taskKey, executionId, outcome);
+    this.#o.events.emit('outcome', { task: taskKey, executionId, outcome });
     logger.info(
       {
         status: outcome.status,
@@ -403,109 +316,30 @@ export class ExecutionPipeline {
         logger.error({ err: error as Error }, 'could not journal the outcome; reporting it anyway');
       }
     }
-    await this.#deliver(taskKey, executionId, outcome, logger);
-  }
-
-  async #deliver(
-    taskKey: string,
-    executionId: string,
-    outcome: { status: ExecutionOutcome['status']; output: ExecutionOutcome['output'] },
-    logger: Logger,
-  ): Promise<void> {
-    // Outcomes built here (no handler, a restart, a poison execution...) and replayed ones carry `message` too.
-    if (outcome.status === 'FAILED') outcome = { ...outcome, output: withFailureMessage(outcome.output) };
-    const { journal, reporter } = this.#o;
-    const fence = this.#o.fence;
-    const report = (status: ExecutionOutcome['status'], output: ExecutionOutcome['output']) =>
-      reporter.report(executionId, { status, output }, this.#o.reportSignal, {
-        ...(fence ? { mayReport: () => this.#owned(fence, executionId, logger) } : {}),
-        // Counted only when an attempt failed: `df-worker journal` shows reports that are stuck, and the
-        // happy path costs no extra write.
-        onRetry: (attempt, error) => {
-          this.#o.observer?.reportRetry?.(taskKey, executionId, attempt, error);
-          return journal.recordReportAttempt(executionId).catch((error: unknown) => {
-            logger.warn({ err: error as Error }, 'could not count the report attempt in the journal');
-          });
-        },
-      });
-    const result = await report(outcome.status, outcome.output);
-    try {
-      if ('fenced' in result) {
-        this.#fenced(taskKey, executionId, logger);
-      } else if (result.delivered) {
-        await journal.complete(executionId);
-        logger.info({ status: outcome.status, reportAttempts: result.attempts }, 'execution reported');
-        this.#o.observer?.reported?.(taskKey, executionId, 'delivered', result.attempts);
-      } else if ('refused' in result) {
-        this.#o.observer?.refused?.(taskKey, executionId, result.refused);
-        let refused = result.refused;
-        if (outcome.status === 'COMPLETED' && OUTPUT_REFUSED.has(refused.status)) {
-          // The service will not take this output (too large, or invalid to it): tell the job FAILED so it
-          // does not wait forever. The refused output stays in the dead letter for an operator.
-          const message = truncateMessage(
-            `the service refused the handler's output (${refused.status}): ${refused.message}`,
-          );
-          logger.error({ refusedStatus: refused.status }, 'output refused; reporting the execution FAILED');
-          const fallback = await report('FAILED', { error: message, message, refusedStatus: refused.status });
-          if ('fenced' in fallback) {
-            this.#fenced(taskKey, executionId, logger);
-            return;
-          }
-          if ('interrupted' in fallback) {
-            logger.warn('report not delivered before exit; it stays in the journal for the next start');
-            this.#o.observer?.reported?.(taskKey, executionId, 'left-in-journal', result.attempts);
-            return;
-          }
-          refused = {
-            ...refused,
-            message: fallback.delivered
-              ? `${refused.message}; df-worker reported the execution FAILED instead`
-              : `${refused.message}; reporting it FAILED instead was refused too: ${fallback.refused.message}`,
-          };
-        }
-        await journal.deadLetter(executionId, refused);
-        this.#o.observer?.reported?.(taskKey, executionId, 'dead-lettered', result.attempts);
-      } else {
-        logger.warn('report not delivered before exit; it stays in the journal for the next start');
-        this.#o.observer?.reported?.(taskKey, executionId, 'left-in-journal', result.attempts);
-      }
-    } catch (error) {
-      logger.error({ err: error as Error }, 'could not update the journal after reporting');
-    }
-  }
-
-  /** The fence's answer; a fence that fails cannot prove ownership, so the report is dropped. */
-  async #owned(
-    fence: (executionId: string) => Promise<boolean>,
-    executionId: string,
-    logger: Logger,
-  ): Promise<boolean> {
-    try {
-      return await fence(executionId);
-    } catch (error) {
-      logger.warn({ err: error as Error }, 'could not check that this process still owns the execution');
-      return false;
-    }
-  }
-
-  #fenced(taskKey: string, executionId: string, logger: Logger): void {
-    logger.warn(
-      'this process no longer owns the execution (its lock lapsed during a stall or a partition): dropping ' +
-        'its outcome unreported; the replica that took it over reports it',
-    );
-    this.#o.observer?.fenced?.(taskKey, executionId);
+    await this.#delivery.deliver(taskKey, executionId, outcome, logger);
   }
 }
 
 const runNow = <T>(fn: () => T): T => fn();
 
-/** Answers to a COMPLETED report that refuse its output itself: a FAILED report may still get through. */
-const OUTPUT_REFUSED: ReadonlySet<number> = new Set([400, 413, 422]);
+/** The `claim` event of an execution a poll (or the queue) brought. */
+function freshClaim(
+  task: string,
+  execution: TaskExecution,
+  origin?: ClaimOrigin,
+): WorkerEventMap['claim'][0] {
+  return {
+    task,
+    executionId: execution.id,
+    createdAt: execution.createdAt,
+    resumed: false,
+    ...jobOf(execution.input),
+    ...(origin ? { origin } : {}),
+  };
+}
 
-function describeInternalError(error: unknown): string {
-  try {
-    return error instanceof Error ? error.message : String(error);
-  } catch {
-    return 'an unknown error';
-  }
+/** The claim event's `jobId`: the service's `input.context.jobId`, when it is a string. */
+function jobOf(input: unknown): { jobId?: string } {
+  const jobId = splitInput(input).job.jobId;
+  return typeof jobId === 'string' ? { jobId } : {};
 }

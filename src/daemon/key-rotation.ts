@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config/schema.ts';
 import { ApiKeyFile, type ApiKeySource, type KeyFileReadResult } from '../secrets/api-key-file.ts';
-import type { WorkerEvents } from './events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 
 export class KeyRotation {
   readonly #file: ApiKeyFile | undefined;

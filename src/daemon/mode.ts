@@ -11,7 +11,8 @@ import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import type { Scheduler, SchedulerOptions } from '../scheduler/scheduler.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerState } from './contract.ts';
-import type { WorkerEvents } from './events.ts';
+import type { WorkerHooks } from '../events/hooks.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 import type { ExecutionJournal, ExecutionPipeline } from './execution-pipeline.ts';
 import type { TaskList, TaskListOptions } from './task-list.ts';
 import type { TaskRegistry } from './task-registry.ts';
@@ -34,6 +35,8 @@ export interface CoreHandle {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly events: WorkerEvents;
+  /** What listeners contribute (tracing's context and headers); no-ops without tracing. */
+  readonly hooks: WorkerHooks;
   readonly metrics: WorkerMetrics;
   /** Aborted when stop() begins: no new poll. */
   readonly pollSignal: AbortSignal;

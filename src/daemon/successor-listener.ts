@@ -6,7 +6,7 @@ import type { PipelineModel } from '../scheduler/pipeline-model.ts';
 import { PipelineSource, type JobSource, type PipelineLogger } from '../scheduler/pipeline-source.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import type { SuccessorPacing } from '../scheduler/successor-pacing.ts';
-import type { WorkerEvents } from './events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 
 export interface SuccessorListenerOptions {
   source: JobSource;

@@ -10,7 +10,7 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { ErrorCode } from '../errors/catalogue.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
 import { classifyFailure } from '../reports/retry-policy.ts';
-import type { WorkerEvents } from './events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 import { backoffFromConfig } from './service-wiring.ts';
 import { taskRefreshIntervalMs } from './task-refresh.ts';
 import { taskFitWarnings } from './task-fit.ts';

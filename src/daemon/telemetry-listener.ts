@@ -5,9 +5,8 @@ import type { Logger } from 'pino';
 import type { RateLimitPause } from '../budget/budget.ts';
 import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { ServiceClock } from '../clock/service-clock.ts';
-import { POLL_ANSWER_LOSSES } from '../scheduler/scheduler.ts';
+import { POLL_ANSWER_LOSSES, type WorkerEvents } from '../events/worker-events.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
-import type { WorkerEvents } from './events.ts';
 
 export function listenForTelemetry(
   events: WorkerEvents,
@@ -71,6 +70,10 @@ export function listenForTelemetry(
     m.journalDeadLettered.set(deadLettered);
   });
   events.on('replay', ({ phase }) => m.replayed.inc({ phase }));
+  events.on('lease', ({ held, reason }) => {
+    if (held) logger.info('took the coordinator lease: polling for the cluster');
+    else logger.info({ reason }, 'stopped polling for the cluster');
+  });
   events.on('handlerWorker', (e) => {
     if (e.started) {
       m.handlerWorkers.inc();

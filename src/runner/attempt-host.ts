@@ -12,7 +12,7 @@ import {
   unavailableTaskService,
   type TaskServiceClient,
 } from '../handlers/task-service.ts';
-import type { TraceSlot } from '../tracing/trace-slot.ts';
+import type { TraceSlot } from '../events/hooks.ts';
 import { noopSpan } from '../tracing/noop-span.ts';
 import { runInAttemptScope } from './attempt-scope.ts';
 import { withTmpDir } from './attempt-tmp-dir.ts';

@@ -2,7 +2,7 @@
 // per-attempt deadline, retries throws and timeouts with backoff, and checks the output. Never throws for a handler.
 import { withFailureMessage } from './failure-output.ts';
 import type { Logger } from 'pino';
-import type { ResponseEvent, ServiceClient } from '../api/client.ts';
+import type { ServiceClient } from '../api/client.ts';
 import type { JobContext, JsonObject, TaskExecution } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from '../clock/backoff.ts';
@@ -13,7 +13,8 @@ import { HandlerCrashError, HandlerTimeoutError, summariseError, truncateMessage
 import { findMissingInputKeys, missingInputKeysMessage, splitInput } from './input.ts';
 import { checkOutput, type OutputCheck } from './output.ts';
 import { redactDeep, type Redact } from '../secrets/redact.ts';
-import type { TraceSlot } from '../tracing/trace-slot.ts';
+import type { TraceSlot, WorkerHooks } from '../events/hooks.ts';
+import type { ExecutionOutcome, WorkerEvents } from '../events/worker-events.ts';
 
 export interface RunExecutionArgs {
   handler: TaskModule & { readonly file?: string };
@@ -39,38 +40,16 @@ export interface RunExecutionArgs {
    * that died (those and handler workers that died in this run) reach `limit`, it is not tried again.
    */
   crashes?: { limit: number; prior: number };
-  /** Told as each handler attempt starts and ends (the daemon core's 'attempt' event). */
-  onAttempt?: (event: AttemptEvent) => void;
-  /** Told of each request the handler's `ctx.service` made (the core's 'serviceCall' event). Default: none. */
-  onServiceCall?: (attempt: number, event: ResponseEvent) => void;
+  /**
+   * Where each handler attempt's start and end is told ('attempt'), and each request of the handler's
+   * `ctx.service` ('serviceCall', observed only while someone listens). Default: none.
+   */
+  events?: WorkerEvents;
+  /** Asked for a span around each attempt (`attemptTrace`). Default: none. */
+  hooks?: WorkerHooks;
 }
 
-/**
- * One handler attempt starting, or ending with how it ended (`error`: the failure's redacted message). At the
- * start, a trace listener may fill `trace`: the attempt then runs in its span's context.
- */
-export type AttemptEvent =
-  | { attempt: number; phase: 'start'; trace: TraceSlot }
-  | {
-      attempt: number;
-      phase: 'end';
-      durationMs: number;
-      result: 'returned' | 'unusable' | 'threw' | 'timeout' | 'aborted' | 'crashed';
-      error?: { name: string; message: string };
-    };
-
-export type FailureKind = 'input' | 'output' | 'handler' | 'timeout' | 'aborted' | 'crashed';
-
-export interface ExecutionOutcome {
-  status: 'COMPLETED' | 'FAILED';
-  /** What to report: the handler's result when COMPLETED, an `{ error, ... }` map when FAILED. */
-  output: JsonObject;
-  /** Handler calls made (0 when the input was rejected or the worker shut down first). */
-  attempts: number;
-  /** Clock time from the start of the run to the outcome, backoff included. */
-  durationMs: number;
-  failure?: { kind: FailureKind; message: string };
-}
+export type { AttemptEvent, ExecutionOutcome, FailureKind } from '../events/worker-events.ts';
 
 export const SHUTDOWN_MESSAGE = 'worker shut down before the handler finished';
 
@@ -117,17 +96,19 @@ export async function runExecution(args: RunExecutionArgs): Promise<ExecutionOut
     const logger = args.logger.child({ taskKey: task.key, executionId: execution.id, attempt });
     logger.debug('attempt started');
     const startedAt = args.clock.monotonic();
-    const trace: TraceSlot = {};
-    args.onAttempt?.({ attempt, phase: 'start', trace });
+    const ref = { task: task.key, executionId: execution.id };
+    const trace: TraceSlot = args.hooks?.attemptTrace?.({ ...ref, attempt }) ?? {};
+    args.events?.emit('attempt', { ...ref, attempt, phase: 'start' });
     const result = await (trace.run ?? runNow)(() => runAttempt(args, input, job, attempt, logger, trace));
-    if (args.onAttempt) {
+    if (args.events) {
       const failed =
         result.kind === 'threw' || result.kind === 'timeout'
           ? summariseError(result.error)
           : result.kind === 'crashed'
             ? { errorName: 'HandlerCrashError', message: result.message }
             : undefined;
-      args.onAttempt({
+      args.events.emit('attempt', {
+        ...ref,
         attempt,
         phase: 'end',
         durationMs: args.clock.monotonic() - startedAt,
@@ -279,6 +260,14 @@ function settleOutput(
 
 const runNow = <T>(fn: () => T): T => fn();
 
+/** The handler's `ctx.service`, its requests told one by one only while someone listens (traces): none, no cost. */
+function observedService(args: RunExecutionArgs, attempt: number): ServiceClient | undefined {
+  const { service, events } = args;
+  if (!service || !events || events.listenerCount('serviceCall') === 0) return service;
+  const ref = { task: args.task.key, executionId: args.execution.id, attempt };
+  return service.observed((event) => events.emit('serviceCall', { ...ref, ...event }));
+}
+
 /** One call of the handler on its host, raced against its deadline and the shutdown signal. */
 async function runAttempt(
   args: RunExecutionArgs,
@@ -319,10 +308,7 @@ async function runAttempt(
         timeoutMs,
         tmpDir,
         redact: args.redact ?? ((text: string) => text),
-        service:
-          args.service && args.onServiceCall
-            ? args.service.observed((event) => args.onServiceCall!(attempt, event))
-            : args.service,
+        service: observedService(args, attempt),
         trace,
       },
       signal,

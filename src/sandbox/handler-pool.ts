@@ -34,7 +34,6 @@ export {
   MEMORY_WATCH_MS,
   START_BACKSTOP_MS,
   type HandlerPoolOptions,
-  type PoolObserver,
 } from './pool-options.ts';
 
 /** An attempt waiting for a free worker. */
@@ -263,7 +262,7 @@ export class HandlerPool implements AttemptHost {
       onExit: (worker, death) => this.#onExit(worker, death),
     });
     this.#workers.add(worker);
-    this.#o.observer?.workerStarted?.();
+    this.#o.events?.emit('handlerWorker', { started: true });
     if (this.#o.isolation === 'process') this.#memoryWatch.start();
     return worker;
   }
@@ -316,7 +315,7 @@ export class HandlerPool implements AttemptHost {
     if (!worker.gone) {
       worker.gone = true;
       this.#forget(worker);
-      this.#o.observer?.workerGone?.(reason);
+      this.#o.events?.emit('handlerWorker', { started: false, reason });
     }
     // The worker and every process it started: SIGTERM, SIGKILL after a short bound; then the worker for sure.
     await this.#endStarted(worker, false);
@@ -369,7 +368,7 @@ export class HandlerPool implements AttemptHost {
     worker.gone = true;
     this.#forget(worker);
     if (wasGone) return; // terminated on purpose
-    this.#o.observer?.workerGone?.(goneReason(worker, death));
+    this.#o.events?.emit('handlerWorker', { started: false, reason: goneReason(worker, death) });
     const message = describeDeath(worker, death, this.#o);
     const running = worker.current;
     if (running) {

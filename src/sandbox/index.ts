@@ -5,13 +5,14 @@ import type { WorkerConfig } from '../config/schema.ts';
 import type { LoadedHandler } from '../handlers/loader.ts';
 import { inlineHost, withOutputLimit, type AttemptHost } from '../runner/attempt-host.ts';
 import { redactor, type Redact } from '../secrets/redact.ts';
-import { HandlerPool, type PoolObserver } from './handler-pool.ts';
+import { HandlerPool } from './handler-pool.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 import { loadHandlersIsolated } from './load-handlers.ts';
 export { loadHandlersIsolatedPartly } from './load-handlers.ts';
 import { secretValues } from '../secrets/handler-secrets.ts';
 import { handlerEnvironmentFromConfig } from './handler-environment.ts';
 
-export { HandlerPool, type PoolObserver, type WorkerGoneReason } from './handler-pool.ts';
+export { HandlerPool, type WorkerGoneReason } from './handler-pool.ts';
 export { handlerEnvironment, secretValues, SECRET_VARIABLES } from '../secrets/handler-secrets.ts';
 export { handlerEnvironmentFromConfig } from './handler-environment.ts';
 export { saveCompileCache } from './compile-cache.ts';
@@ -36,7 +37,8 @@ export function sandboxFromConfig(
   logger: Logger,
   options: {
     env?: NodeJS.ProcessEnv;
-    observer?: PoolObserver;
+    /** Where handler workers' starts and ends are told. */
+    events?: WorkerEvents;
     /** Secrets that appear while the daemon runs (the keys DF_API_KEY_FILE held); the same array until one does. */
     laterSecrets?: () => readonly string[];
   } = {},
@@ -65,7 +67,7 @@ export function sandboxFromConfig(
     redact,
     maxIdle: config.concurrency,
     idleTimeoutMs: config.handlers.idleTimeoutMs,
-    ...(options.observer ? { observer: options.observer } : {}),
+    ...(options.events ? { events: options.events } : {}),
   });
   return {
     loadHandlers: (dir, logger) => loadHandlersIsolated(dir, { env, logger }),

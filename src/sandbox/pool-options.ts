@@ -2,8 +2,8 @@
 // default.
 import type { Logger } from 'pino';
 import type { Redact } from '../secrets/redact.ts';
-import type { WorkerGoneReason } from './pool-worker.ts';
 import type { Isolation } from './worker-channel.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 
 export interface HandlerPoolOptions {
   isolation: Isolation;
@@ -41,13 +41,8 @@ export interface HandlerPoolOptions {
    * backlog of them is drained by one or two warm workers. Default: DEFAULT_SPAWN_AFTER_MS.
    */
   spawnAfterMs?: number;
-  observer?: PoolObserver;
-}
-
-export interface PoolObserver {
-  /** A worker was started (`spawned`) or went away; `reason` says why for the latter. */
-  workerStarted?(): void;
-  workerGone?(reason: WorkerGoneReason): void;
+  /** Where each worker's start, and its going away and why (`handlerWorker`), is told. Default: none. */
+  events?: WorkerEvents;
 }
 
 /** Default of `abortSettleMs`, in ms. */

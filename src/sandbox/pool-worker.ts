@@ -3,7 +3,7 @@
 import type { AttemptSpec, HostResult } from '../runner/attempt-host.ts';
 import { anonymousResidentMb, oomKillCount } from './process-memory.ts';
 import type { FromWorker } from './protocol.ts';
-import type { TraceSlot } from '../tracing/trace-slot.ts';
+import type { TraceSlot } from '../events/hooks.ts';
 import { newProcessTag } from './process-tree.ts';
 import { openChannel, type Isolation, type WorkerChannel, type WorkerDeath } from './worker-channel.ts';
 

@@ -2,28 +2,19 @@
 // is free (so nothing is claimed that cannot start at once), and hands each claimed execution off.
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
-import { NetworkError, ResponseValidationError, TimeoutError } from '../api/errors.ts';
-import { topLevelString } from '../api/json-prefix.ts';
 import type { TaskExecution } from '../api/types.ts';
-import { monotonicAt, type Clock } from '../clock/clock.ts';
+import type { Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
-import { classifyFailure } from '../reports/retry-policy.ts';
+import { pollOnce } from './poll-once.ts';
 import { mayTakeSlot } from './slot-share.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 
 export interface PolledTask {
   taskId: string;
   key: string;
 }
 
-export type PollResult = 'hit' | 'empty' | 'error';
-
-/**
- * Why a poll's answer could not be used, so that the execution it may have claimed is nobody's: cut short by a
- * time limit or the connection, still unanswered when the shutdown ended, or a 2xx that is not JSON or names no
- * execution. (A readable answer with an id is not lost: its execution is reported FAILED.)
- */
-export const POLL_ANSWER_LOSSES = ['timeout', 'connection', 'shutdown', 'not-json', 'no-id'] as const;
-export type PollAnswerLoss = (typeof POLL_ANSWER_LOSSES)[number];
+export { POLL_ANSWER_LOSSES, type PollAnswerLoss, type PollResult } from '../events/worker-events.ts';
 
 export interface SchedulerOptions {
   /** The client, whose budget gate paces every poll and pauses them all after a 429. */
@@ -76,12 +67,12 @@ export interface SchedulerOptions {
    * so its job does not wait forever. Must not reject. Without it, such an answer is only logged.
    */
   failUnreadable?: (task: PolledTask, executionId: string, problem: string) => Promise<void>;
-  onPoll?: (task: PolledTask, result: PollResult, durationMs: number, claimed?: TaskExecution) => void;
   /**
-   * A poll was sent but its answer was lost (connection closed, a timeout, a 2xx body cut short): the service
-   * may have claimed an execution for this worker that no one will run or report. Called after it is logged.
+   * Where each poll's result is told ('poll'), and each poll whose answer was lost after it left
+   * ('pollAnswerLost': the service may have claimed an execution for this worker that no one will run or
+   * report; told after it is logged). Default: none.
    */
-  onPollAnswerLost?: (task: PolledTask, reason: PollAnswerLoss) => void;
+  events?: WorkerEvents;
   onAuthorizationChange?: (authorized: boolean) => void;
   /**
    * Called whenever the count of executions owed a report changes: those running (or being reported) and
@@ -227,7 +218,10 @@ export class Scheduler {
   }
 
   #startPoll(task: PolledTask, signal: AbortSignal): void {
-    const polling = this.#pollOnce(task, signal)
+    const polling = pollOnce(this.#o, task, signal, {
+      track: (work) => this.#track(work, task.taskId),
+      setAuthorized: (authorized, error) => this.#setAuthorized(authorized, error),
+    })
       .catch((error: unknown) => {
         this.#o.logger.error({ taskKey: task.key, err: error as Error }, 'poll failed unexpectedly');
       })
@@ -238,146 +232,6 @@ export class Scheduler {
       });
     this.#polling.set(task.taskId, polling);
     this.#o.onReportsOwed?.(this.reportsOwed);
-  }
-
-  async #pollOnce(task: PolledTask, signal: AbortSignal): Promise<void> {
-    const { client, planner, clock, logger } = this.#o;
-    const started = clock.monotonic();
-    planner.sending(task.taskId);
-    let execution: TaskExecution | null;
-    try {
-      execution = await client.pollTask(task.taskId, signal, this.#o.cutPolls);
-    } catch (error) {
-      const cut = this.#o.cutPolls;
-      if (cut?.aborted === true && error === cut.reason) {
-        // Sent before the stop (a poll still waiting for the budget was cancelled by it) and unanswered since.
-        this.#pollAnswerLost(task, started, clock.monotonic(), 'shutdown', error);
-        return;
-      }
-      if (signal.aborted && !(error instanceof NetworkError || error instanceof ResponseValidationError))
-        return;
-      const now = clock.monotonic();
-      this.#o.onPoll?.(task, 'error', now - started);
-      const action = classifyFailure(error);
-      if (error instanceof ResponseValidationError) {
-        const { executionId } = error;
-        const failUnreadable = this.#o.failUnreadable;
-        if (executionId !== undefined && failUnreadable) {
-          logger.error(
-            { taskKey: task.key, taskId: task.taskId, executionId, err: error },
-            'poll answer unusable; reporting the execution FAILED so its job does not wait for it',
-          );
-          this.#track(failUnreadable(task, executionId, error.problem), task.taskId);
-        } else {
-          this.#pollAnswerLost(task, started, now, error.field === '(body)' ? 'not-json' : 'no-id', error);
-        }
-        planner.onError(task.taskId, now);
-      } else if (error instanceof NetworkError && error.mayHaveBeenApplied) {
-        const recovered = await this.#readBackCutClaim(task, error);
-        if (recovered) {
-          planner.onHit(task.taskId, clock.monotonic(), this.#arrivedAt(recovered));
-          this.#track(this.#o.dispatch(task, recovered), task.taskId);
-          return;
-        }
-        planner.onError(task.taskId, now);
-        this.#pollAnswerLost(
-          task,
-          started,
-          now,
-          error instanceof TimeoutError ? 'timeout' : 'connection',
-          error,
-        );
-      } else if (action.kind === 'rate-limited') {
-        // The task stays due: its next poll waits in the budget gate, which paused every request.
-      } else if (action.kind === 'unauthorized') {
-        this.#setAuthorized(false, error);
-        planner.postpone(task.taskId, now + this.#o.unauthorizedRetryMs);
-        for (const t of planner.tasks) planner.postpone(t.taskId, now + this.#o.unauthorizedRetryMs);
-      } else {
-        logger.warn({ taskKey: task.key, err: error as Error }, 'poll failed; backing off');
-        planner.onError(task.taskId, now);
-      }
-      return;
-    }
-    const now = clock.monotonic();
-    this.#setAuthorized(true);
-    if (!execution) {
-      this.#o.onPoll?.(task, 'empty', now - started);
-      planner.onEmpty(task.taskId, now);
-      return;
-    }
-    this.#o.onPoll?.(task, 'hit', now - started, execution);
-    planner.onHit(task.taskId, now, this.#arrivedAt(execution));
-    this.#track(this.#o.dispatch(task, execution), task.taskId);
-  }
-
-  /**
-   * Where the execution's createdAt falls on the local monotonic clock, through the service's clock as its
-   * answers' Date headers tell it: the local wall clock may be minutes off the service's. Only when no answer
-   * carried a Date (an in-process emulator) is it read against the local wall clock.
-   */
-  #arrivedAt(execution: TaskExecution): number | undefined {
-    const createdAt = Date.parse(execution.createdAt);
-    if (!Number.isFinite(createdAt)) return undefined;
-    const { client, clock } = this.#o;
-    return (
-      client.serviceClock.monotonicAt(createdAt) ?? Math.min(clock.monotonic(), monotonicAt(clock, createdAt))
-    );
-  }
-
-  /**
-   * A poll answer cut short may have named its execution before it was cut: read it back by id, and it is
-   * run as if the answer had come whole. Undefined when the answer named none, the read fails, or the
-   * execution is no longer this task's to run.
-   */
-  async #readBackCutClaim(task: PolledTask, error: NetworkError): Promise<TaskExecution | undefined> {
-    const prefix = error.answerPrefix;
-    const id = prefix === undefined ? undefined : topLevelString(prefix, 'id');
-    if (id === undefined) return undefined;
-    const logger = this.#o.logger.child({ taskKey: task.key, taskId: task.taskId, executionId: id });
-    try {
-      const execution = await this.#o.client.getExecution(id, this.#o.cutPolls);
-      if (execution.status !== 'IN_PROGRESS' || execution.taskId !== task.taskId) {
-        logger.warn(
-          { status: execution.status, executionTaskId: execution.taskId },
-          'a poll answer cut short named an execution that is not ours to run; leaving it',
-        );
-        return undefined;
-      }
-      logger.warn({ err: error }, 'poll answer cut short; its execution was read back by id and runs');
-      return execution;
-    } catch (readError) {
-      logger.error(
-        { err: readError as Error },
-        'a poll answer cut short named an execution that could not be read back',
-      );
-      return undefined;
-    }
-  }
-
-  #pollAnswerLost(
-    task: PolledTask,
-    started: number,
-    now: number,
-    reason: PollAnswerLoss,
-    error: unknown,
-  ): void {
-    // Nothing else will name this execution: this worker never learnt its id, and the service API documents no
-    // way back from claimed to pending. An operator can find it on the service by task and time.
-    this.#o.logger.error(
-      {
-        taskKey: task.key,
-        taskId: task.taskId,
-        reason,
-        polledAt: new Date(started).toISOString(),
-        lostAt: new Date(now).toISOString(),
-        answerStatus: error instanceof NetworkError ? error.answerStatus : undefined,
-        err: error as Error,
-      },
-      'poll answer lost after the poll was sent: the service may hold an execution of this task claimed by ' +
-        'this worker between polledAt and lostAt that no one will run or report; look for it on the service',
-    );
-    this.#o.onPollAnswerLost?.(task, reason);
   }
 
   /** Takes the first owed work whose task (if it names one) is below its own limit. */

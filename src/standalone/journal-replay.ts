@@ -11,7 +11,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { DamagedRecord, Journal, JournalEntry } from '../journal/journal.ts';
 import type { ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
-import type { WorkerEvents } from '../daemon/events.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
 import type { ExecutionPipeline } from '../daemon/execution-pipeline.ts';
 
 export interface JournalReplayOptions {

@@ -3,16 +3,14 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prometheus.ts';
 import { OPERATIONS, type Operation } from '../api/types.ts';
 import type { BudgetSnapshot } from '../budget/budget.ts';
+import { registerBudgetGauges, type BudgetGauges, type PacingSnapshot } from './budget-metrics.ts';
 
 /** How often the event-loop delay histograms (`dfworker_nodejs_eventloop_lag_*`) take a sample, in ms. */
 export const EVENT_LOOP_SAMPLE_MS = 1_000;
 
 export type PollResultLabel = 'hit' | 'empty' | 'error';
 
-export interface PacingSnapshot {
-  tasks: { key: string; idleIntervalMs: number }[];
-  overloaded: boolean;
-}
+export type { PacingSnapshot } from './budget-metrics.ts';
 
 export class WorkerMetrics {
   readonly registry = new Registry();
@@ -35,19 +33,12 @@ export class WorkerMetrics {
   readonly journalPending: Gauge;
   readonly journalDeadLettered: Gauge;
   readonly replayed: Counter<'phase'>;
-  readonly budgetUsed: Gauge<'window'>;
-  readonly budgetLimit: Gauge<'window'>;
-  readonly budgetRemaining: Gauge<'window'>;
-  readonly budgetMonthEnd: Gauge;
-  readonly idlePace: Gauge;
-  readonly aheadOfPace: Gauge;
-  readonly pausedSeconds: Gauge;
+  /** The budget's windows and pace, and the planner's intervals, read at each scrape. */
+  readonly budget: BudgetGauges;
   readonly ready: Gauge;
   readonly unauthorized: Counter<'operation'>;
   readonly apiKeyRefused: Gauge;
   readonly apiKeyFileReads: Counter<'result'>;
-  readonly idleInterval: Gauge<'task'>;
-  readonly overloaded: Gauge;
   readonly tasksServed: Gauge;
   readonly handlerTaskMissing: Gauge<'task'>;
   readonly handlerWorkers: Gauge;
@@ -205,107 +196,7 @@ export class WorkerMetrics {
       labelNames: ['phase'],
       registers,
     });
-    const budget = options.budget;
-    const snapshot = () => budget?.();
-    this.budgetUsed = new Gauge({
-      name: 'dfworker_budget_used_requests',
-      help: 'Requests counted in each budget window (second, minute, month).',
-      labelNames: ['window'],
-      registers,
-      collect() {
-        const s = snapshot();
-        if (!s) return;
-        this.set({ window: 'second' }, s.second.used);
-        this.set({ window: 'minute' }, s.minute.used);
-        this.set({ window: 'month' }, s.month.used);
-      },
-    });
-    this.budgetLimit = new Gauge({
-      name: 'dfworker_budget_limit_requests',
-      help: 'Configured limit of each budget window.',
-      labelNames: ['window'],
-      registers,
-      collect() {
-        const s = snapshot();
-        if (!s) return;
-        this.set({ window: 'second' }, s.second.limit);
-        this.set({ window: 'minute' }, s.minute.limit);
-        this.set({ window: 'month' }, s.month.limit);
-      },
-    });
-    this.budgetRemaining = new Gauge({
-      name: 'dfworker_budget_remaining_requests',
-      help: 'Requests left in each budget window.',
-      labelNames: ['window'],
-      registers,
-      collect() {
-        const s = snapshot();
-        if (!s) return;
-        this.set({ window: 'second' }, Math.max(0, s.second.limit - s.second.used));
-        this.set({ window: 'minute' }, Math.max(0, s.minute.limit - s.minute.used));
-        this.set({ window: 'month' }, s.month.remaining);
-      },
-    });
-    this.budgetMonthEnd = new Gauge({
-      name: 'dfworker_budget_month_end_timestamp_seconds',
-      help: "When the budget's month ends and its quota resets (Unix time, in DF_BUDGET_TIME_ZONE's calendar).",
-      registers,
-      collect() {
-        const s = snapshot();
-        if (s) this.set(s.month.endsAt / 1000);
-      },
-    });
-    this.idlePace = new Gauge({
-      name: 'dfworker_budget_idle_pace_seconds',
-      help: "Interval between idle polls (all tasks together) that makes the month's budget last to its end.",
-      registers,
-      collect() {
-        const s = snapshot();
-        if (s) this.set(Number.isFinite(s.idlePaceMs) ? s.idlePaceMs / 1000 : -1);
-      },
-    });
-    this.aheadOfPace = new Gauge({
-      name: 'dfworker_budget_ahead_of_pace',
-      help: '1 while the month is used faster than an even spend plus the run-ahead allowance (re-polls after a hit wait for the idle pace).',
-      registers,
-      collect() {
-        const s = snapshot();
-        if (s) this.set(s.aheadOfPace ? 1 : 0);
-      },
-    });
-    const pacing = options.pacing ?? (() => undefined);
-    this.idleInterval = new Gauge({
-      name: 'dfworker_poll_idle_interval_seconds',
-      help: 'Interval between polls of a task that find nothing, as planned for the current hour (learnt arrivals, the month left).',
-      labelNames: ['task'],
-      registers,
-      collect() {
-        const p = pacing();
-        if (!p) return;
-        this.reset();
-        for (const t of p.tasks) {
-          this.set({ task: t.key }, Number.isFinite(t.idleIntervalMs) ? t.idleIntervalMs / 1000 : -1);
-        }
-      },
-    });
-    this.overloaded = new Gauge({
-      name: 'dfworker_work_overloaded',
-      help: 'Set to 1 while the steady work is more than the month can carry: each poll then claims one execution, and no re-poll follows a hit.',
-      registers,
-      collect() {
-        const p = pacing();
-        if (p) this.set(p.overloaded ? 1 : 0);
-      },
-    });
-    this.pausedSeconds = new Gauge({
-      name: 'dfworker_budget_paused_seconds',
-      help: 'Seconds left of a pause of all requests after a 429 (0 when not paused).',
-      registers,
-      collect() {
-        const s = snapshot();
-        if (s) this.set(s.pausedForMs / 1000);
-      },
-    });
+    this.budget = registerBudgetGauges(registers, options.budget, options.pacing);
     const ready = options.ready;
     this.ready = new Gauge({
       name: 'dfworker_ready',
@@ -378,17 +269,6 @@ export class WorkerMetrics {
     this.tasksServed.set(served);
     this.handlerTaskMissing.reset();
     for (const task of missing) this.handlerTaskMissing.set({ task }, 1);
-  }
-
-  /** What the handler pool reports of its workers. */
-  handlerWorkerObserver(): { workerStarted(): void; workerGone(reason: string): void } {
-    return {
-      workerStarted: () => this.handlerWorkers.inc(),
-      workerGone: (reason) => {
-        this.handlerWorkers.dec();
-        this.handlerWorkerExits.inc({ reason });
-      },
-    };
   }
 
   observeResponse(operation: Operation, status: number, durationMs: number): void {

@@ -16,8 +16,8 @@ import {
 } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { ClaimOrigin, WorkerEventMap, WorkerEvents } from '../daemon/events.ts';
-import type { TraceSlot } from './trace-slot.ts';
+import type { ClaimOrigin, WorkerEventMap, WorkerEvents } from '../events/worker-events.ts';
+import type { ExecutionScope, TraceSlot, WorkerHooks } from '../events/hooks.ts';
 import { readableSpans, spanUpdate } from './forwarded-span.ts';
 import type { PrimedIdGenerator } from './primed-ids.ts';
 
@@ -58,7 +58,7 @@ interface Traced {
   fromJob: boolean;
 }
 
-export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): void {
+export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): WorkerHooks {
   const { tracer } = o;
   /** Root spans begun by a poll that claimed, until the claim (or its queueing) takes them. */
   const polled = new Map<string, Span>();
@@ -103,61 +103,11 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
   );
 
   events.on(
-    'queued',
-    guard(({ executionId, traceContext }) => {
-      const root = polled.get(executionId);
-      polled.delete(executionId);
-      if (!root) return;
-      // This process does not end this root span: the replica that runs the execution makes it again.
-      propagation.inject(trace.setSpan(ROOT_CONTEXT, root), traceContext);
-      traceContext[ROOT_START] = String(startOf(root) ?? Date.now());
-    }),
-  );
-
-  events.on(
-    'claim',
-    guard((event) => {
-      const traced = rootOf(event);
-      running.set(event.executionId, traced);
-      event.trace.run = (fn) => context.with(traced.context, fn);
-      const origin = event.origin;
-      if (origin?.queuedAt !== undefined) {
-        tracer
-          .startSpan(
-            SPAN.queue,
-            {
-              kind: SpanKind.CONSUMER,
-              startTime: origin.queuedAt,
-              attributes: {
-                ...executionAttributes(event.task, event.executionId),
-                ...(origin.claimedBy === undefined
-                  ? {}
-                  : { 'df_worker.replica.claimed_by': origin.claimedBy }),
-                ...(origin.runBy === undefined ? {} : { 'df_worker.replica.run_by': origin.runBy }),
-              },
-            },
-            traced.context,
-          )
-          .end();
-      }
-    }),
-  );
-
-  events.on(
     'attempt',
     guard((event) => {
       const traced = running.get(event.executionId);
       if (!traced) return;
-      if (event.phase === 'start') {
-        const span = tracer.startSpan(
-          SPAN.attempt,
-          { attributes: { 'df_worker.task.key': event.task, 'df_worker.attempt': event.attempt } },
-          traced.context,
-        );
-        traced.attempts.set(event.attempt, span);
-        fillAttemptSlot(event.trace, span, traced.context, o);
-        return;
-      }
+      if (event.phase === 'start') return;
       const span = traced.attempts.get(event.attempt);
       if (!span) return;
       traced.attempts.delete(event.attempt);
@@ -269,6 +219,58 @@ export function listenForTraces(events: WorkerEvents, o: TraceListenerOptions): 
     }),
   );
 
+  /** The spans as contexts the core runs in, and the trace context a queued job carries. */
+  return {
+    executionScope: guarded((claim): ExecutionScope | undefined => {
+      const traced = rootOf(claim);
+      running.set(claim.executionId, traced);
+      queueSpan(claim, traced);
+      return { run: (fn) => context.with(traced.context, fn) };
+    }),
+    jobHeaders: guarded(({ executionId }) => {
+      const root = polled.get(executionId);
+      polled.delete(executionId);
+      if (!root) return undefined;
+      // This process does not end this root span: the replica that runs the execution makes it again.
+      const headers: Record<string, string> = {};
+      propagation.inject(trace.setSpan(ROOT_CONTEXT, root), headers);
+      headers[ROOT_START] = String(startOf(root) ?? Date.now());
+      return headers;
+    }),
+    attemptTrace: guarded((event): TraceSlot | undefined => {
+      const traced = running.get(event.executionId);
+      if (!traced) return undefined;
+      const span = tracer.startSpan(
+        SPAN.attempt,
+        { attributes: { 'df_worker.task.key': event.task, 'df_worker.attempt': event.attempt } },
+        traced.context,
+      );
+      traced.attempts.set(event.attempt, span);
+      return attemptSlot(span, traced.context, o);
+    }),
+  };
+
+  /** The span of the execution's time in the cluster's queue, when it came through it. */
+  function queueSpan(event: WorkerEventMap['claim'][0], traced: Traced): void {
+    const origin = event.origin;
+    if (origin?.queuedAt === undefined) return;
+    tracer
+      .startSpan(
+        SPAN.queue,
+        {
+          kind: SpanKind.CONSUMER,
+          startTime: origin.queuedAt,
+          attributes: {
+            ...executionAttributes(event.task, event.executionId),
+            ...(origin.claimedBy === undefined ? {} : { 'df_worker.replica.claimed_by': origin.claimedBy }),
+            ...(origin.runBy === undefined ? {} : { 'df_worker.replica.run_by': origin.runBy }),
+          },
+        },
+        traced.context,
+      )
+      .end();
+  }
+
   /** The execution's root span: from its poll here, from the job's trace context, or a new one. */
   function rootOf(event: WorkerEventMap['claim'][0]): Traced {
     const attributes: Attributes = {
@@ -321,14 +323,23 @@ function executionAttributes(task: string, executionId: string): Attributes {
   return { 'df_worker.task.key': task, 'df_worker.execution.id': executionId };
 }
 
+/** A hook that cannot trace must never fail the execution it was asked for: it contributes nothing then. */
+function guarded<A extends unknown[], R>(hook: (...args: A) => R | undefined): (...args: A) => R | undefined {
+  return (...args) => {
+    try {
+      return hook(...args);
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 /** The attempt's span for the handler: itself inline, its trace context for a worker, and what comes back. */
-function fillAttemptSlot(slot: TraceSlot, span: Span, parent: Context, o: TraceListenerOptions): void {
+function attemptSlot(span: Span, parent: Context, o: TraceListenerOptions): TraceSlot {
   const active = trace.setSpan(parent, span);
   const headers: Record<string, string> = {};
   propagation.inject(active, headers);
-  slot.span = span;
-  slot.headers = headers;
-  slot.run = (fn) => context.with(active, fn);
+  const slot: TraceSlot = { span, headers, run: (fn) => context.with(active, fn) };
   slot.ingest = (spans) => {
     for (const readable of readableSpans(spans, o.resource)) o.processor.onEnd(readable);
   };
@@ -341,6 +352,7 @@ function fillAttemptSlot(slot: TraceSlot, span: Span, parent: Context, o: TraceL
         update.message === undefined ? { code: update.code } : { code: update.code, message: update.message },
       );
   };
+  return slot;
 }
 
 /** When a span of this SDK began, in epoch ms (its startTime is not on the API's Span). */

@@ -13,7 +13,7 @@ import { CoordinatorLease, LEASE_RENEW_MS, LEASE_TTL_MS } from '../../src/cluste
 import type { ExecutionJobData } from '../../src/clustered/queue-journal.ts';
 import { bullConnectionOptions, connectRedis } from '../../src/clustered/redis.ts';
 import { pollLoopOn } from '../../src/daemon/core.ts';
-import { WorkerEvents } from '../../src/daemon/events.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 import { serviceOnClock, turn } from '../clock/virtual-time.ts';

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { evenPaceAt, monthPaceChart, UsageSamples } from '../../src/console/budget-chart.ts';
 import { ExecutionRecorder } from '../../src/console/execution-record.ts';
-import { WorkerEvents } from '../../src/daemon/events.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 
 function line(fields: Record<string, unknown>): string {
   return JSON.stringify({ level: 30, time: '2026-11-28T10:00:00.000Z', name: 'df-worker', ...fields });
@@ -15,8 +15,8 @@ describe('ExecutionRecorder', () => {
     const recorder = new ExecutionRecorder({ now: () => now });
     const events = new WorkerEvents();
     recorder.listen(events);
-    events.emit('claim', { task: 'greet', executionId: 'e1', resumed: false, trace: {} });
-    events.emit('attempt', { task: 'greet', executionId: 'e1', attempt: 1, phase: 'start', trace: {} });
+    events.emit('claim', { task: 'greet', executionId: 'e1', resumed: false });
+    events.emit('attempt', { task: 'greet', executionId: 'e1', attempt: 1, phase: 'start' });
     recorder.logLine(line({ taskKey: 'greet', executionId: 'e1', attempt: 1, msg: 'hello', rows: 3 }));
     now = 1_050;
     events.emit('attempt', {
@@ -30,7 +30,7 @@ describe('ExecutionRecorder', () => {
     });
     // A line relayed from a handler worker may come before its attempt's start is heard.
     recorder.logLine(line({ level: 40, executionId: 'e1', attempt: 2, msg: 'early' }));
-    events.emit('attempt', { task: 'greet', executionId: 'e1', attempt: 2, phase: 'start', trace: {} });
+    events.emit('attempt', { task: 'greet', executionId: 'e1', attempt: 2, phase: 'start' });
     events.emit('outcome', {
       task: 'greet',
       executionId: 'e1',

@@ -1,7 +1,7 @@
 // The core's one event surface: what a listener hears of one execution, in order, and the metrics that the
 // telemetry listener derives from the same events.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WorkerEventMap } from '../../src/daemon/events.ts';
+import type { WorkerEventMap } from '../../src/events/worker-events.ts';
 import { startHarness, waitFor, type Harness } from './harness.ts';
 
 type Heard = { [K in keyof WorkerEventMap]: { event: K } & WorkerEventMap[K][0] }[keyof WorkerEventMap];

@@ -16,6 +16,7 @@ import { Journal } from '../../src/journal/journal.ts';
 import { SHUTDOWN_MESSAGE, type ExecutionOutcome } from '../../src/runner/run-execution.ts';
 import { Reporter } from '../../src/reports/reporter.ts';
 import { driveClockUntil, inProcessTransport, serviceOnClock, runOnClock } from '../clock/virtual-time.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 
 const KEY = 'pipeline-test-key';
 const START = Date.UTC(2026, 10, 27, 12);
@@ -107,6 +108,7 @@ async function rig(options: RigOptions) {
   const redelivered: string[] = [];
   const stopHandlers = new AbortController();
   const stopReports = new AbortController();
+  const pipelineEvents = new WorkerEvents();
   const pipeline = new ExecutionPipeline({
     journal: recording,
     reporter: new Reporter({
@@ -122,12 +124,11 @@ async function rig(options: RigOptions) {
     lookup: (taskId) => (taskId === task.id ? { task, handler } : undefined),
     handlerSignal: stopHandlers.signal,
     reportSignal: stopReports.signal,
-    observer: {
-      finished: (_key, _id, outcome) => outcomes.push(outcome),
-      reported: (_key, _id, result, attempts) => reported.push(`${result} after ${attempts}`),
-      redelivered: (_key, id) => redelivered.push(id),
-    },
+    events: pipelineEvents,
   });
+  pipelineEvents.on('outcome', ({ outcome }) => outcomes.push(outcome));
+  pipelineEvents.on('report', ({ result, attempts }) => reported.push(`${result} after ${attempts}`));
+  pipelineEvents.on('redelivered', ({ executionId }) => redelivered.push(executionId));
 
   /** Claims an execution through a real poll, as the scheduler would. */
   async function claim(input: JsonObject = {}): Promise<TaskExecution> {

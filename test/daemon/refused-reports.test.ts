@@ -3,7 +3,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock/clock.ts';
-import { WorkerEvents } from '../../src/daemon/events.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 import { listenForTelemetry } from '../../src/daemon/telemetry-listener.ts';
 import { WorkerMetrics } from '../../src/telemetry/metrics.ts';
 

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { WorkerEvents } from '../../src/daemon/events.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 import { MATCHED_TASK_REFRESH_MS } from '../../src/daemon/task-refresh.ts';
 import { StartupError, TaskList } from '../../src/daemon/task-list.ts';
 import { TaskRegistry } from '../../src/daemon/task-registry.ts';

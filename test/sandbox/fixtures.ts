@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { JsonObject } from '../../src/api/types.ts';
 import { systemClock } from '../../src/clock/clock.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 import { defineTask, type TaskModule } from '../../src/handlers/define-task.ts';
 import { redactor } from '../../src/secrets/redact.ts';
 import { runExecution, type ExecutionOutcome } from '../../src/runner/run-execution.ts';
@@ -122,6 +123,7 @@ export async function poolRig(
   const goneWaiters: Array<() => void> = [];
   let started = 0;
   const redact = redactor([SECRET]);
+  const events = new WorkerEvents();
   const pool = new HandlerPool({
     isolation,
     memoryMb: options.memoryMb ?? 64,
@@ -134,13 +136,15 @@ export async function poolRig(
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
     ...(options.spawnAfterMs === undefined ? {} : { spawnAfterMs: options.spawnAfterMs }),
     ...(options.startBackstopMs === undefined ? {} : { startBackstopMs: options.startBackstopMs }),
-    observer: {
-      workerStarted: () => started++,
-      workerGone: (reason) => {
-        gone.push(reason);
-        for (const wake of goneWaiters.splice(0)) wake();
-      },
-    },
+    events,
+  });
+  events.on('handlerWorker', (event) => {
+    if (event.started) {
+      started++;
+      return;
+    }
+    gone.push(event.reason as WorkerGoneReason);
+    for (const wake of goneWaiters.splice(0)) wake();
   });
   const goneCount = async (count: number) => {
     while (gone.length < count) await new Promise<void>((resolve) => goneWaiters.push(resolve));

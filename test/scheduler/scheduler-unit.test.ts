@@ -12,6 +12,7 @@ import { Emulator, type FaultRule } from '../../src/emulator/index.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 import { Scheduler, type PolledTask, type PollResult } from '../../src/scheduler/scheduler.ts';
 import { serviceOnClock, seededRandom } from '../clock/virtual-time.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 
 const KEY = 'scheduler-unit-key';
 const START = Date.UTC(2026, 10, 27, 12);
@@ -55,6 +56,8 @@ function rig(options: RigOptions) {
   let running = 0;
   let mostRunning = 0;
   const dispatched: string[] = [];
+  const events = new WorkerEvents();
+  events.on('poll', ({ task, result }) => polls.push({ key: task, result, at: clock.now() - START }));
   const scheduler = new Scheduler({
     client,
     planner,
@@ -75,7 +78,7 @@ function rig(options: RigOptions) {
         running--;
       }
     },
-    onPoll: (task, result) => polls.push({ key: task.key, result, at: clock.now() - START }),
+    events,
     onAuthorizationChange: (authorized) => authorization.push(authorized),
   });
   const requests = () => emulator.requests();

@@ -10,6 +10,7 @@ import { ManualClock, flushMicrotasks } from '../../src/clock/manual-clock.ts';
 import { Emulator } from '../../src/emulator/index.ts';
 import { PollPlanner } from '../../src/scheduler/poll-planner.ts';
 import { Scheduler, type PollAnswerLoss, type PolledTask } from '../../src/scheduler/scheduler.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 
 const API_KEY = 'scheduler-test-key';
 
@@ -75,6 +76,8 @@ function setup(concurrency: number) {
   const dispatched: string[] = [];
   const lost: { task: string; reason: PollAnswerLoss }[] = [];
   const cut = new AbortController();
+  const events = new WorkerEvents();
+  events.on('pollAnswerLost', ({ task, reason }) => lost.push({ task, reason }));
   const scheduler = new Scheduler({
     client,
     planner,
@@ -87,7 +90,7 @@ function setup(concurrency: number) {
       dispatched.push(`${task.key}:${execution.id}`);
       return Promise.resolve();
     },
-    onPollAnswerLost: (task, reason) => lost.push({ task: task.key, reason }),
+    events,
   });
   return { clock, emulator, scheduler, transport, dispatched, lost, cut };
 }

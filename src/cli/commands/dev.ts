@@ -11,7 +11,7 @@ import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { describeError } from '../../errors/catalogue.ts';
 import type { WorkerConfig } from '../../config/schema.ts';
-import { WorkerEvents } from '../../daemon/events.ts';
+import { WorkerEvents } from '../../events/worker-events.ts';
 import { Emulator, type EmulatedExecution, type NewVariable } from '../../emulator/index.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { isPlainObject } from '../../schema/plain-object.ts';

@@ -1,17 +1,47 @@
-// What the daemon core does, as typed events (as BullMQ's WorkerListener): the core and its parts emit,
-// telemetry (metrics, logs, traces) listens in one place, the same way in standalone and clustered mode.
+// What the daemon core does, as typed events (as BullMQ's WorkerListener): the core and its parts (the
+// scheduler, the pipeline, the runner, the sandbox, the cluster's coordinator) emit on the one emitter the
+// core owns; telemetry (metrics, logs, traces) listens, the same way in standalone and clustered mode. Events
+// tell: a payload is read-only, and frozen in development builds. What a listener contributes goes through
+// the hooks (hooks.ts).
 import { EventEmitter } from 'node:events';
-import type { ResponseEvent } from '../api/client.ts';
-import type { RateLimitPause } from '../budget/budget.ts';
+import type { ResponseEvent } from '../api/client-options.ts';
+import type { RateLimitPause } from '../budget/rate-limit-pause.ts';
 import type { KeyFileReadResult } from '../secrets/api-key-file.ts';
-import type { AttemptEvent, ExecutionOutcome } from '../runner/run-execution.ts';
-import type { PollAnswerLoss, PollResult, SchedulerOptions } from '../scheduler/scheduler.ts';
-import type { TraceSlot } from '../tracing/trace-slot.ts';
+import { deepFreeze } from './deep-freeze.ts';
+import type {
+  AttemptEvent,
+  ClaimOrigin,
+  ExecutionOutcome,
+  PollAnswerLoss,
+  PollResult,
+  ReportResult,
+} from './execution-types.ts';
 
-/** How a report ended: accepted, refused for good (a dead letter), or kept for a later run. */
-export type ReportResult = 'delivered' | 'dead-lettered' | 'left-in-journal';
+export type {
+  AttemptEvent,
+  ClaimOrigin,
+  ExecutionOutcome,
+  FailureKind,
+  PollAnswerLoss,
+  PollResult,
+  ReportResult,
+} from './execution-types.ts';
+export { POLL_ANSWER_LOSSES } from './execution-types.ts';
 
-export interface WorkerEventMap {
+interface ExecutionRef {
+  readonly task: string;
+  readonly executionId: string;
+}
+
+/** Every payload as its listeners see it: read-only all the way down. */
+type Payloads<M> = { [K in keyof M]: M[K] extends [infer P] ? [DeepReadonly<P>] : never };
+type DeepReadonly<T> = T extends (...args: never[]) => unknown
+  ? T
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+interface EventMap {
   /** A poll of one task was answered (or failed); a hit names the execution it claimed. */
   poll: [
     {
@@ -36,45 +66,39 @@ export interface WorkerEventMap {
   tasks: [{ served: readonly string[]; withoutTask: readonly string[] }];
   /**
    * An execution entered the pipeline: freshly claimed, or taken up again from the journal or the queue.
-   * `origin`: how it reached this process through the cluster's queue. `trace`: a listener that traces may
-   * give the pipeline a context to run the execution in (its log lines then carry its trace).
+   * `origin`: how it reached this process through the cluster's queue. The context it runs in is asked of
+   * the `executionScope` hook just before.
    */
   claim: [
-    {
-      task: string;
-      executionId: string;
+    ExecutionRef & {
       createdAt?: string;
       /** The job the execution belongs to (`input.context.jobId`), when the service said. */
       jobId?: string;
       resumed: boolean;
       origin?: ClaimOrigin;
-      trace: TraceSlot;
     },
   ];
   /**
-   * A claimed execution is about to be added to the cluster's queue (clustered mode, on the coordinator). A
-   * listener may write W3C trace-context headers (`traceparent`) into `traceContext`: they travel in the job,
-   * and the replica that runs it continues that trace.
+   * A claimed execution is about to be added to the cluster's queue (clustered mode, on the coordinator). The
+   * headers that travel in the job are asked of the `jobHeaders` hook just before.
    */
-  queued: [{ task: string; executionId: string; traceContext: Record<string, string> }];
+  queued: [ExecutionRef];
   /** A handler attempt started, or ended and how (its error's message redacted). */
-  attempt: [{ task: string; executionId: string } & AttemptEvent];
+  attempt: [ExecutionRef & AttemptEvent];
   /** A handler's `ctx.service` call ended (its URL without the query string: never the key). */
-  serviceCall: [{ task: string; executionId: string; attempt: number } & ResponseEvent];
+  serviceCall: [ExecutionRef & { attempt: number } & ResponseEvent];
   /** A report attempt failed and the report is retried. */
-  reportRetry: [
-    { task: string; executionId: string; attempt: number; error: { name: string; message: string } },
-  ];
+  reportRetry: [ExecutionRef & { attempt: number; error: { name: string; message: string } }];
   /** An execution's handler attempts ended with its outcome (before the report). */
-  outcome: [{ task: string; executionId: string; outcome: ExecutionOutcome }];
+  outcome: [ExecutionRef & { outcome: ExecutionOutcome }];
   /** An execution's report ended. */
-  report: [{ task: string; executionId: string; result: ReportResult; attempts: number }];
+  report: [ExecutionRef & { result: ReportResult; attempts: number }];
   /**
    * The service refused a report for good (400, 404, 409, 410, 412...): its status, code and message. The
    * execution is dead-lettered once; the core then polls its task at once, as the service has likely queued
    * the work again (a claim that outlived its response timeout).
    */
-  reportRefused: [{ task: string; executionId: string; status: number; code?: string; message: string }];
+  reportRefused: [ExecutionRef & { status: number; code?: string; message: string }];
   /**
    * A request was dropped before it left because this process may no longer own what it acts for: a report of
    * an execution whose job lock it lost, or a poll of a coordinator whose lease term ended (clustered mode).
@@ -85,7 +109,7 @@ export interface WorkerEventMap {
    * run again. `where`: the replica that still runs it (`pipeline`), or the cluster's queue (`queue`, on the
    * coordinator: a job of the execution is not finished).
    */
-  redelivered: [{ task: string; executionId: string; where: 'pipeline' | 'queue' }];
+  redelivered: [ExecutionRef & { where: 'pipeline' | 'queue' }];
   /** A record left by an earlier run (journal or queue) was taken up again. */
   replay: [{ phase: 'claimed' | 'finished' }];
   /** Records owed a report, and dead letters, in the journal (standalone) after a change. */
@@ -96,29 +120,26 @@ export interface WorkerEventMap {
   lease: [{ held: boolean; reason?: string }];
 }
 
-/** How an execution came through the cluster's queue to the replica that runs it. */
-export interface ClaimOrigin {
-  /** The trace context the coordinator put in the job (see the `queued` event). */
-  traceContext?: Record<string, string>;
-  /** When the job was added to the queue (epoch ms). */
-  queuedAt?: number;
-  /** The replica that claimed it (the coordinator), and the one that runs it. */
-  claimedBy?: string;
-  runBy?: string;
+export type WorkerEventMap = Payloads<EventMap>;
+
+export interface WorkerEventsOptions {
+  /**
+   * Deep-freezes each payload before its listeners see it, so a listener that writes one throws. Default: on
+   * in development builds (NODE_ENV is not `production`, as under the tests), off in production (its cost).
+   */
+  freezePayloads?: boolean;
 }
 
-export class WorkerEvents extends EventEmitter<WorkerEventMap> {}
+export class WorkerEvents extends EventEmitter<WorkerEventMap> {
+  readonly #freeze: boolean;
 
-/** The scheduler's polls as core events, in both modes: each poll's result, and each poll whose answer was lost. */
-export function pollEvents(events: WorkerEvents): Pick<SchedulerOptions, 'onPoll' | 'onPollAnswerLost'> {
-  return {
-    onPoll: (task, result, durationMs, claimed) =>
-      events.emit('poll', {
-        task: task.key,
-        result,
-        durationMs,
-        ...(claimed ? { claimed: { executionId: claimed.id, createdAt: claimed.createdAt } } : {}),
-      }),
-    onPollAnswerLost: (task, reason) => events.emit('pollAnswerLost', { task: task.key, reason }),
-  };
+  constructor(options: WorkerEventsOptions = {}) {
+    super();
+    this.#freeze = options.freezePayloads ?? process.env.NODE_ENV !== 'production';
+  }
+
+  override emit<K extends keyof WorkerEventMap>(event: K, ...payload: WorkerEventMap[K]): boolean {
+    if (this.#freeze) deepFreeze(payload[0]);
+    return (super.emit as (event: K, ...payload: WorkerEventMap[K]) => boolean)(event, ...payload);
+  }
 }
