@@ -39,7 +39,7 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
     if (result !== 'delivered' || jobId === undefined || !model) return;
     const successor = model.successorAfter(source.jobKeyOf(jobId), task);
     if (!successor) return;
-    o.pacing.reported(successor);
+    o.pacing.reported(successor, jobId);
     o.planner.awaitSuccessor(successor.task);
   });
   return read();

@@ -165,8 +165,9 @@ export class PollPlanner {
   /**
    * A poll found work: `arrivedAt` is the monotonic instant of the execution's createdAt (the service's clock
    * read through a learnt offset, see ServiceClock), or undefined when unknown (what the profile learns from).
+   * `jobId`: the execution's `input.context.jobId` (see jobIdOf), which ties it to the awaited run.
    */
-  onHit(taskId: string, nowMs: number, arrivedAt?: number): void {
+  onHit(taskId: string, nowMs: number, arrivedAt?: number, jobId?: string): void {
     const known = arrivedAt !== undefined && Number.isFinite(arrivedAt);
     const t = this.#polled(taskId, nowMs, known ? arrivedAt : nowMs);
     if (!t) return;
@@ -175,7 +176,7 @@ export class PollPlanner {
       this.profile.arrival(t.key, this.#wall(Math.min(arrivedAt, nowMs)), this.#wall(nowMs));
       this.profile.pickups.add(this.#budget.month(nowMs).startsAt, nowMs - arrivedAt);
       this.#surges.arrival(t.key, arrivedAt);
-      this.#successors?.arrived(t.key, arrivedAt);
+      this.#successors?.arrived(t.key, arrivedAt, jobId);
       this.#learnt++;
     }
     t.errorStreak = 0;

@@ -9,6 +9,7 @@ import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { PollPlanner } from './poll-planner.ts';
 import { classifyFailure } from './retry-policy.ts';
 import { mayTakeSlot } from './slot-share.ts';
+import { jobIdOf } from './successor-pacing.ts';
 
 export interface PolledTask {
   taskId: string;
@@ -275,7 +276,7 @@ export class Scheduler {
       } else if (error instanceof NetworkError && error.mayHaveBeenApplied) {
         const recovered = await this.#readBackCutClaim(task, error);
         if (recovered) {
-          planner.onHit(task.taskId, clock.monotonic(), this.#arrivedAt(recovered));
+          planner.onHit(task.taskId, clock.monotonic(), this.#arrivedAt(recovered), jobIdOf(recovered));
           this.#track(this.#o.dispatch(task, recovered), task.taskId);
           return;
         }
@@ -307,7 +308,7 @@ export class Scheduler {
       return;
     }
     this.#o.onPoll?.(task, 'hit', now - started, execution);
-    planner.onHit(task.taskId, now, this.#arrivedAt(execution));
+    planner.onHit(task.taskId, now, this.#arrivedAt(execution), jobIdOf(execution));
     this.#track(this.#o.dispatch(task, execution), task.taskId);
   }
 

@@ -40,6 +40,16 @@ export interface SuccessorDelays {
   delaysMs: Record<string, number[]>;
 }
 
+/**
+ * The job an execution belongs to (`input.context.jobId`), when the service said: it names the run, since a
+ * job's runs go one at a time on its pipeline (FIFO).
+ */
+export function jobIdOf(execution: { input?: unknown }): string | undefined {
+  const context = (execution.input as { context?: unknown } | undefined)?.context;
+  const jobId = (context as { jobId?: unknown } | null | undefined)?.jobId;
+  return typeof jobId === 'string' ? jobId : undefined;
+}
+
 export class SuccessorPacing {
   readonly #clock: Clock;
   readonly #burstMs: readonly number[];
@@ -71,14 +81,16 @@ export class SuccessorPacing {
   }
 
   /**
-   * A poll of `task` claimed an execution created at `createdAt` (the service's own instant): the oldest
-   * awaited step of that task (of job run `run`, when given) arrived. Its delay is learned and its polls end.
-   * False when none was awaited (an execution of a job's first step, say).
+   * A poll of `task` claimed an execution created at `createdAt` (the service's own instant): the awaited step
+   * of job run `run` arrived (without `run`, or when no wait names a run, the oldest). Its delay is learned
+   * and its polls end. False when none was awaited: an execution of another job's first step, say, which
+   * must neither end the wait nor teach its pair a delay.
    */
   arrived(task: string, createdAt: number, run?: string): boolean {
     const list = this.#waits.get(task);
     if (!list) return false;
-    const index = run === undefined ? 0 : list.findIndex((w) => w.run === run);
+    let index = run === undefined ? 0 : list.findIndex((w) => w.run === run);
+    if (index < 0) index = list.findIndex((w) => w.run === undefined);
     if (index < 0) return false;
     const [wait] = list.splice(index, 1) as [Wait];
     if (list.length === 0) this.#waits.delete(task);
