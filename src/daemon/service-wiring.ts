@@ -12,7 +12,12 @@ import type { Logger } from 'pino';
 import type { ArrivalProfile } from '../scheduler/arrival-profile.ts';
 import type { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
-import { loadProfile, saveProfile } from '../scheduler/profile-store.ts';
+import {
+  loadProfile,
+  loadSuccessorDelays,
+  saveProfile,
+  saveSuccessorDelays,
+} from '../scheduler/profile-store.ts';
 
 /** `store`: where the budget survives restarts; default the state folder's budget.json. */
 export function budgetFromConfig(
@@ -105,9 +110,22 @@ export async function plannerFromConfig(
     ...(profile ? { profile } : {}),
     ...(options.successors ? { successors: options.successors } : {}),
   });
+  const successors = options.successors;
+  if (successors && !options.inMemory) {
+    const loaded = await loadSuccessorDelays(config.state.dir, successors);
+    if (loaded.result === 'unreadable') {
+      options.logger?.warn(
+        { problem: loaded.problem },
+        'the saved successor delays could not be read; successor pacing learns them afresh',
+      );
+    }
+  }
   const save = options.inMemory
     ? () => Promise.resolve()
-    : () => saveProfile(config.state.dir, planner.profile);
+    : async () => {
+        await saveProfile(config.state.dir, planner.profile);
+        if (successors) await saveSuccessorDelays(config.state.dir, successors);
+      };
   return Object.assign(planner, { save });
 }
 

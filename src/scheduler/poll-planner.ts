@@ -59,6 +59,8 @@ export class PollPlanner {
   #plan: PacePlan | undefined;
   /** Monotonic instant `#plan` was made (its own `at` is on the wall clock, for its month). */
   #plannedAt = -Infinity;
+  /** Served tasks when `#plan` was made. */
+  #plannedFor = 0;
   /** Arrivals learnt since the pace was planned. */
   #learnt = 0;
   /** Orders sends and wakes (see PlannedTask.sentSeq). */
@@ -90,6 +92,27 @@ export class PollPlanner {
         t.idleDue = false;
       }
     }
+  }
+
+  /**
+   * The served tasks the idle pace is planned for: all of them, except, under successor pacing, those the
+   * job definitions show no job runs unannounced (see SuccessorPacing.rareIdleIntervalMs).
+   */
+  #pacedKeys(): string[] {
+    const successors = this.#successors;
+    return successors ? this.#keys.filter((k) => successors.rareIdleIntervalMs(k) === undefined) : this.#keys;
+  }
+
+  /** Polls the tasks polled rarely (see #pacedKeys) will spend until `endsAt`: kept out of the idle pace's. */
+  #rarePolls(nowMs: number, endsAt: number): number {
+    const successors = this.#successors;
+    if (!successors) return 0;
+    let polls = 0;
+    for (const key of this.#keys) {
+      const every = successors.rareIdleIntervalMs(key);
+      if (every !== undefined) polls += Math.ceil(Math.max(0, endsAt - nowMs) / every);
+    }
+    return polls;
   }
 
   /** Replaces the set of polled tasks; new ones are due at once, known ones keep their state. */
@@ -295,6 +318,8 @@ export class PollPlanner {
   }
 
   #intervalOf(plan: PacePlan, key: string, nowMs: number): number {
+    const rare = this.#successors?.rareIdleIntervalMs(key);
+    if (rare !== undefined) return rare;
     if (!Number.isFinite(plan.scaleMs) || plan.deferred.has(key)) return plan.longestMs;
     const hour = hourOfWeek(this.#wall(nowMs));
     let weight = plan.weights.get(key)?.[hour] ?? 1;
@@ -314,13 +339,14 @@ export class PollPlanner {
       nowMs >= plannedAt &&
       nowMs - plannedAt <
         (this.#learnt > 0 ? (plan.learning ? 0 : RELEARN_MS) : plan.doubtful ? RELEARN_MS : REPLAN_MS) &&
-      plan.taskCount === this.#tasks.size
+      this.#plannedFor === this.#tasks.size
     ) {
       return plan;
     }
     this.#learnt = 0;
     this.#plan = this.#planPace(nowMs);
     this.#plannedAt = nowMs;
+    this.#plannedFor = this.#tasks.size;
     return this.#plan;
   }
 
@@ -331,12 +357,14 @@ export class PollPlanner {
 
   /** Plans the idle pace anew (see planPace), keeping its overload verdict for the next plan. */
   #planPace(nowMs: number): PacePlan {
+    const wallMs = this.#wall(nowMs);
+    const month = this.#budget.month(nowMs);
     const plan = planPace({
-      nowMs: this.#wall(nowMs),
-      keys: this.#keys,
+      nowMs: wallMs,
+      keys: this.#pacedKeys(),
       profile: this.profile,
-      month: this.#budget.month(nowMs),
-      reportReserve: this.#budget.reportReserve,
+      month,
+      reportReserve: this.#budget.reportReserve + this.#rarePolls(wallMs, month.endsAt),
       minimumIntervalMs: this.#budget.minimumIntervalMs,
       maxPollIntervalMs: this.#maxPollIntervalMs,
       claims: this.#claims,

@@ -3,7 +3,7 @@
 // (per pair of steps), and stop once it arrived or the window passed. Pure and clock-driven: the planner
 // asks `nextPollAt`, the budget gate still decides whether a poll is sent, and the month replay drives it.
 import type { Clock } from '../clock/clock.ts';
-import { pairKey, type Successor } from './pipeline-model.ts';
+import { pairKey, type IdleRole, type PipelineModel, type Successor } from './pipeline-model.ts';
 
 export interface SuccessorPacingOptions {
   /** Polls after a report before a pair has any history, as delays from the report (ms). */
@@ -14,7 +14,16 @@ export interface SuccessorPacingOptions {
   historySize?: number;
   /** Delays a pair needs before they replace the burst. Default 3. */
   minHistory?: number;
+  /**
+   * Idle interval of a task only our own reports announce (IdleRole `after-report`): the last resort for a
+   * step that came after its window. Default 6 h.
+   */
+  afterReportIdleMs?: number;
+  /** Idle interval of a task in no job (IdleRole `no-job`) until the jobs are read again. Default 24 h. */
+  noJobIdleMs?: number;
 }
+
+const HOUR_MS = 3_600_000;
 
 /**
  * The default burst: dense first (a step straight after ours is created at once), then spread out to an
@@ -56,6 +65,8 @@ export class SuccessorPacing {
   readonly #pollsPerStep: number;
   readonly #historySize: number;
   readonly #minHistory: number;
+  readonly #rareIdleMs: Record<Exclude<IdleRole, 'arrivals'>, number>;
+  #model: PipelineModel | undefined;
   readonly #delays = new Map<string, number[]>();
   /** Awaited steps by task key, oldest report first (the service hands out the oldest execution first). */
   readonly #waits = new Map<string, Wait[]>();
@@ -66,6 +77,24 @@ export class SuccessorPacing {
     this.#pollsPerStep = Math.max(1, options.pollsPerStep ?? 16);
     this.#historySize = Math.max(1, options.historySize ?? 50);
     this.#minHistory = Math.max(1, options.minHistory ?? 3);
+    this.#rareIdleMs = {
+      'after-report': options.afterReportIdleMs ?? 6 * HOUR_MS,
+      'no-job': options.noJobIdleMs ?? 24 * HOUR_MS,
+    };
+  }
+
+  /** The job definitions as last read; undefined when they could not be (every task idle-polled as today). */
+  useModel(model: PipelineModel | undefined): void {
+    this.#model = model;
+  }
+
+  /**
+   * The idle interval the pipeline sets for `task` (ms), or undefined when it is polled at the idle pace as
+   * today: a task that belongs to no running job's future is not worth an idle poll.
+   */
+  rareIdleIntervalMs(task: string): number | undefined {
+    const role = this.#model?.idleRole(task) ?? 'arrivals';
+    return role === 'arrivals' ? undefined : this.#rareIdleMs[role];
   }
 
   /** The step before `successor` was reported now: its arrival is awaited. */
@@ -137,15 +166,20 @@ export class SuccessorPacing {
     return { version: 1, delaysMs: Object.fromEntries(this.#delays) };
   }
 
-  /** Takes back what `snapshot` saved; ignores what is not of its shape. */
-  restore(saved: unknown): void {
-    const delays = (saved as Partial<SuccessorDelays> | null)?.delaysMs;
-    if (typeof delays !== 'object' || delays === null) return;
-    for (const [pair, list] of Object.entries(delays)) {
-      if (Array.isArray(list) && list.every((d) => typeof d === 'number' && d >= 0)) {
+  /**
+   * Takes back what `snapshot` saved, pair by pair, ignoring a pair whose delays are not a list of durations;
+   * false (and nothing taken) when `saved` is not of its shape at all.
+   */
+  restore(saved: unknown): boolean {
+    const { version, delaysMs } = (saved ?? {}) as Partial<SuccessorDelays>;
+    if (version !== 1 || typeof delaysMs !== 'object' || delaysMs === null || Array.isArray(delaysMs))
+      return false;
+    for (const [pair, list] of Object.entries(delaysMs)) {
+      if (Array.isArray(list) && list.every((d) => typeof d === 'number' && Number.isFinite(d) && d >= 0)) {
         this.#delays.set(pair, list.slice(-this.#historySize));
       }
     }
+    return true;
   }
 
   /** Delays from the report to poll at: the burst, or the learned delays' quantiles and one tail poll. */
