@@ -8,7 +8,7 @@ import { pairKey, type IdleRole, type PipelineModel, type Successor } from './pi
 export interface SuccessorPacingOptions {
   /** Polls after a report before a pair has any history, as delays from the report (ms). */
   burstMs?: readonly number[];
-  /** Polls spent on one awaited step once its pair has history (placed at the delays' quantiles). Default 16. */
+  /** Polls spent on one awaited step once its pair has history (placed at the delays' quantiles). Default 24. */
   pollsPerStep?: number;
   /** Delays kept per pair (the newest). Default 50. */
   historySize?: number;
@@ -74,7 +74,7 @@ export class SuccessorPacing {
   constructor(clock: Clock, options: SuccessorPacingOptions = {}) {
     this.#clock = clock;
     this.#burstMs = options.burstMs ?? DEFAULT_BURST_MS;
-    this.#pollsPerStep = Math.max(1, options.pollsPerStep ?? 16);
+    this.#pollsPerStep = Math.max(1, options.pollsPerStep ?? 24);
     this.#historySize = Math.max(1, options.historySize ?? 50);
     this.#minHistory = Math.max(1, options.minHistory ?? 3);
     this.#rareIdleMs = {
