@@ -288,7 +288,9 @@ export class DaemonCore<G extends BudgetGate> {
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
       ...(opened.fence ? { fence: opened.fence } : {}),
     });
-    const successors = config.scheduler.pipelinePacing ? new SuccessorPacing(clock) : undefined;
+    const successors = config.scheduler.pipelinePacing
+      ? new SuccessorPacing(clock, { reportsSeenHere: this.#mode.label !== 'clustered' })
+      : undefined;
     const planner = await plannerFromConfig(config, opened.budget, {
       inMemory: !opened.keepProfile,
       logger,

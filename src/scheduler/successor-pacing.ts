@@ -21,6 +21,12 @@ export interface SuccessorPacingOptions {
   afterReportIdleMs?: number;
   /** Idle interval of a task in no job (IdleRole `no-job`) until the jobs are read again. Default 24 h. */
   noJobIdleMs?: number;
+  /**
+   * Whether this process sees every report of the steps it serves. False where other processes report
+   * (clustered: the coordinator plans, any replica reports): a later step is then idle-polled as today,
+   * since the report that would announce it may be another's. Default true.
+   */
+  reportsSeenHere?: boolean;
 }
 
 const HOUR_MS = 3_600_000;
@@ -66,6 +72,7 @@ export class SuccessorPacing {
   readonly #historySize: number;
   readonly #minHistory: number;
   readonly #rareIdleMs: Record<Exclude<IdleRole, 'arrivals'>, number>;
+  readonly #reportsSeenHere: boolean;
   #model: PipelineModel | undefined;
   readonly #delays = new Map<string, number[]>();
   /** Awaited steps by task key, oldest report first (the service hands out the oldest execution first). */
@@ -81,6 +88,7 @@ export class SuccessorPacing {
       'after-report': options.afterReportIdleMs ?? 6 * HOUR_MS,
       'no-job': options.noJobIdleMs ?? 24 * HOUR_MS,
     };
+    this.#reportsSeenHere = options.reportsSeenHere ?? true;
   }
 
   /** The job definitions as last read; undefined when they could not be (every task idle-polled as today). */
@@ -94,7 +102,8 @@ export class SuccessorPacing {
    */
   rareIdleIntervalMs(task: string): number | undefined {
     const role = this.#model?.idleRole(task) ?? 'arrivals';
-    return role === 'arrivals' ? undefined : this.#rareIdleMs[role];
+    if (role === 'arrivals' || (role === 'after-report' && !this.#reportsSeenHere)) return undefined;
+    return this.#rareIdleMs[role];
   }
 
   /** The step before `successor` was reported now: its arrival is awaited. */
