@@ -103,11 +103,14 @@ export class PollPlanner {
     return successors ? this.#keys.filter((k) => successors.rareIdleIntervalMs(k) === undefined) : this.#keys;
   }
 
-  /** Polls the tasks polled rarely (see #pacedKeys) will spend until `endsAt`: kept out of the idle pace's. */
+  /**
+   * Polls the tasks polled rarely (see #pacedKeys) and the successors' polls will spend until `endsAt`: kept
+   * out of the idle pace's.
+   */
   #rarePolls(nowMs: number, endsAt: number): number {
     const successors = this.#successors;
     if (!successors) return 0;
-    let polls = 0;
+    let polls = successors.expectedPolls(endsAt - nowMs);
     for (const key of this.#keys) {
       const every = successors.rareIdleIntervalMs(key);
       if (every !== undefined) polls += Math.ceil(Math.max(0, endsAt - nowMs) / every);

@@ -74,6 +74,9 @@ export class SuccessorPacing {
   readonly #rareIdleMs: Record<Exclude<IdleRole, 'arrivals'>, number>;
   readonly #reportsSeenHere: boolean;
   #model: PipelineModel | undefined;
+  /** Polls sent at a pacing instant, and when the first step was awaited: what the idle pace leaves them. */
+  #pacedPolls = 0;
+  #firstReportAt: number | undefined;
   readonly #delays = new Map<string, number[]>();
   /** Awaited steps by task key, oldest report first (the service hands out the oldest execution first). */
   readonly #waits = new Map<string, Wait[]>();
@@ -109,6 +112,7 @@ export class SuccessorPacing {
   /** The step before `successor` was reported now: its arrival is awaited. */
   reported(successor: Successor, run?: string): void {
     const now = this.#clock.monotonic();
+    this.#firstReportAt ??= now;
     const pair = pairKey(successor);
     const offsets = this.#offsets(pair);
     const wait: Wait = { pair, reportedAt: now, pollAt: offsets.map((d) => now + d) };
@@ -159,11 +163,23 @@ export class SuccessorPacing {
     const list = this.#waits.get(task);
     if (!list) return;
     const now = this.#clock.monotonic();
+    if (list.some((w) => w.pollAt[0] !== undefined && w.pollAt[0] <= now)) this.#pacedPolls++;
     for (const wait of list) while (wait.pollAt.length > 0 && wait.pollAt[0]! <= now) wait.pollAt.shift();
     // A wait whose polls are spent has passed its window: the step is given up to the idle polls.
     const open = list.filter((w) => w.pollAt.length > 0);
     if (open.length === 0) this.#waits.delete(task);
     else this.#waits.set(task, open);
+  }
+
+  /**
+   * Polls the pacing is expected to bring about in the next `forMs`, at the rate it did since its first
+   * report: the idle pace keeps them out of its spend, or the month's last hours would find it spent.
+   */
+  expectedPolls(forMs: number): number {
+    const since = this.#firstReportAt;
+    if (since === undefined || this.#pacedPolls === 0) return 0;
+    const elapsed = Math.max(HOUR_MS, this.#clock.monotonic() - since);
+    return (this.#pacedPolls / elapsed) * Math.max(0, forMs);
   }
 
   /** Learned delays of a pair of steps (ms, oldest first). */
