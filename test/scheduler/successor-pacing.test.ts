@@ -115,6 +115,22 @@ describe('successor pacing', () => {
     expect(jobIdOf({ input: { context: { jobId: 7 } } })).toBeUndefined();
   });
 
+  it('forecasts the polls it brings about at the rate so far, for the idle pace to leave them', () => {
+    const clock = new ManualClock(0);
+    const pacing = new SuccessorPacing(clock, { burstMs: [1_000, 5_000] });
+    expect(pacing.expectedPolls(3_600_000)).toBe(0);
+    pacing.reported(successor, 'r');
+    clock.set(1_000);
+    pacing.polled('translate');
+    // An idle poll between the pacing's instants is not one of its polls.
+    clock.set(2_000);
+    pacing.polled('translate');
+    clock.set(5_000);
+    pacing.polled('translate');
+    // Two polls in the first hour (the rate is read over an hour at least): 48 in the next day.
+    expect(pacing.expectedPolls(24 * 3_600_000)).toBe(48);
+  });
+
   it('keeps the learned delays across a restart', () => {
     const clock = new ManualClock(0);
     const before = new SuccessorPacing(clock);
