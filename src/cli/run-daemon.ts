@@ -10,7 +10,6 @@ import { EXIT_INTERNAL_ERROR, EXIT_SECOND_SIGNAL } from '../errors/exit-codes.ts
 import { failCurrentAttempt } from '../runner/attempt-scope.ts';
 import { WorkerHttpServer } from '../telemetry/http-server.ts';
 
-
 /** The process's side of a daemon: its HTTP port and signal handlers. */
 export interface DaemonShell {
   http: WorkerHttpServer | undefined;

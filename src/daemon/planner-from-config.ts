@@ -5,11 +5,16 @@ import type { Budget } from '../budget/budget.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { ArrivalProfile } from '../scheduler/arrival-profile.ts';
 import { PollPlanner } from '../scheduler/poll-planner.ts';
-import { loadProfile, saveProfile } from '../scheduler/profile-store.ts';
+import {
+  loadProfile,
+  loadSuccessorDelays,
+  saveProfile,
+  saveSuccessorDelays,
+} from '../scheduler/profile-store.ts';
 import type { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 import { backoffFromConfig } from './service-wiring.ts';
 
-/** The planner, and how to save its arrival profile (a no-op when the state is kept in memory). */
+/** The planner, and how to save what it learnt (arrival profile, successor delays; a no-op in memory). */
 export interface KeptPlanner {
   planner: PollPlanner;
   saveProfile: () => Promise<void>;
@@ -40,8 +45,21 @@ export async function plannerFromConfig(
     ...(profile ? { profile } : {}),
     ...(options.successors ? { successors: options.successors } : {}),
   });
+  const successors = options.successors;
+  if (successors && !options.inMemory) {
+    const loaded = await loadSuccessorDelays(config.state.dir, successors);
+    if (loaded.result === 'unreadable') {
+      options.logger?.warn(
+        { problem: loaded.problem },
+        'the saved successor delays could not be read; successor pacing learns them afresh',
+      );
+    }
+  }
   const save = options.inMemory
     ? () => Promise.resolve()
-    : () => saveProfile(config.state.dir, planner.profile);
+    : async () => {
+        await saveProfile(config.state.dir, planner.profile);
+        if (successors) await saveSuccessorDelays(config.state.dir, successors);
+      };
   return { planner, saveProfile: save };
 }

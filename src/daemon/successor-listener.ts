@@ -11,7 +11,7 @@ import type { WorkerEvents } from '../events/worker-events.ts';
 export interface SuccessorListenerOptions {
   source: JobSource;
   pacing: SuccessorPacing;
-  planner: Pick<PollPlanner, 'awaitSuccessor'>;
+  planner: Pick<PollPlanner, 'awaitSuccessor' | 'replan'>;
   logger: PipelineLogger;
   /** The task keys served at start (the task list was read before the planner was made). */
   served: readonly string[];
@@ -23,6 +23,8 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
   const source = new PipelineSource(o.source, o.served, o.logger);
   const read = async () => {
     model = await source.read(o.signal).catch(() => undefined);
+    o.pacing.useModel(model);
+    o.planner.replan();
   };
   // The job each claimed execution belongs to, until its report ends.
   const jobOf = new Map<string, string>();
@@ -39,7 +41,7 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
     if (result !== 'delivered' || jobId === undefined || !model) return;
     const successor = model.successorAfter(source.jobKeyOf(jobId), task);
     if (!successor) return;
-    o.pacing.reported(successor);
+    o.pacing.reported(successor, jobId);
     o.planner.awaitSuccessor(successor.task);
   });
   return read();

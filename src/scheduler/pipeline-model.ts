@@ -41,24 +41,45 @@ export function customTaskKey(step: JobStep): string | undefined {
 /** A stable name for a pair of steps, the key of its learned delays. */
 export const pairKey = (s: Pick<Successor, 'job' | 'from' | 'to'>) => `${s.job}#${s.from}>${s.to}`;
 
+/** How a task's idle polls go, from the job definitions (see PipelineModel.idleRole). */
+export type IdleRole =
+  /** It can become pending without a report of ours first: polled at the idle pace, as today. */
+  | 'arrivals'
+  /** Only ever a step after a custom step served here: awaited after that step's report, rarely otherwise. */
+  | 'after-report'
+  /** A step of no job: nothing can make it pending until the jobs change. */
+  | 'no-job';
+
 /** What the job definitions say about the tasks df-worker serves. */
 export class PipelineModel {
   readonly #successors = new Map<string, Successor>();
   readonly #byTask = new Map<string, Successor>();
-  readonly #laterSteps = new Set<string>();
-  readonly #firstSteps = new Set<string>();
+  readonly #inJobs = new Set<string>();
+  /** Tasks some job runs without a report of ours before: a first custom step, or one after a step not served here. */
+  readonly #unannounced = new Set<string>();
   readonly #served: ReadonlySet<string>;
+  readonly #complete: boolean;
 
-  constructor(jobs: readonly JobDefinition[], served: Iterable<string>) {
+  /**
+   * `complete`: every job the service listed was read (none was skipped as unusable); only then is a task
+   * in none of them known to be in no job.
+   */
+  constructor(
+    jobs: readonly JobDefinition[],
+    served: Iterable<string>,
+    options: { complete?: boolean } = {},
+  ) {
     this.#served = new Set(served);
+    this.#complete = options.complete ?? true;
     for (const job of jobs) {
       const custom = job.tasks.flatMap((step, position) => {
         const task = customTaskKey(step);
         return task === undefined ? [] : [{ task, position }];
       });
       custom.forEach(({ task, position }, i) => {
-        if (i === 0) this.#firstSteps.add(task);
-        else this.#laterSteps.add(task);
+        this.#inJobs.add(task);
+        const before = custom[i - 1];
+        if (before === undefined || !this.#served.has(before.task)) this.#unannounced.add(task);
         const next = custom[i + 1];
         if (next === undefined || !this.#served.has(next.task)) return;
         const successor = {
@@ -86,14 +107,24 @@ export class PipelineModel {
 
   /**
    * Whether a task can become pending without a report of ours coming first: it is some job's first custom
-   * step, or belongs to no job we know (then nothing is known of it, and today's idle polls stay).
+   * step, follows a custom step not served here, or belongs to no job we know (then nothing is known of it,
+   * and today's idle polls stay).
    */
   arrivesUnannounced(task: string): boolean {
-    return this.#firstSteps.has(task) || !this.#laterSteps.has(task);
+    return this.#unannounced.has(task) || !this.#inJobs.has(task);
   }
 
   /** Whether a task is a step of any job at all (a task of no job's future is not worth an idle poll). */
   inAnyJob(task: string): boolean {
-    return this.#firstSteps.has(task) || this.#laterSteps.has(task);
+    return this.#inJobs.has(task);
+  }
+
+  /**
+   * How the task's idle polls go: at the idle pace when it can arrive unannounced, rarely when only our own
+   * reports announce it, or when it is in no job of a complete list (the jobs are read again with the tasks).
+   */
+  idleRole(task: string): IdleRole {
+    if (!this.#inJobs.has(task)) return this.#complete ? 'no-job' : 'arrivals';
+    return this.#unannounced.has(task) ? 'arrivals' : 'after-report';
   }
 }

@@ -75,7 +75,7 @@ export class PipelineSource {
       );
       return undefined;
     }
-    return new PipelineModel(definitions, this.#served);
+    return new PipelineModel(definitions, this.#served, { complete: definitions.length === jobs.length });
   }
 
   /** The key of the job an execution's `context.jobId` names (its id, or its key itself), as last read. */

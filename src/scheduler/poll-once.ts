@@ -7,6 +7,7 @@ import type { TaskExecution } from '../api/types.ts';
 import { monotonicAt } from '../clock/clock.ts';
 import type { PollAnswerLoss, PollResult } from '../events/worker-events.ts';
 import { classifyFailure } from '../reports/retry-policy.ts';
+import { jobIdOf } from './successor-pacing.ts';
 import type { PolledTask, SchedulerOptions } from './scheduler.ts';
 
 /** What a poll does to the loop that sent it. */
@@ -57,7 +58,7 @@ export async function pollOnce(
     } else if (error instanceof NetworkError && error.mayHaveBeenApplied) {
       const recovered = await readBackCutClaim(o, task, error);
       if (recovered) {
-        planner.onHit(task.taskId, clock.monotonic(), arrivedAt(o, recovered));
+        planner.onHit(task.taskId, clock.monotonic(), arrivedAt(o, recovered), jobIdOf(recovered));
         effects.track(o.dispatch(task, recovered));
         return;
       }
@@ -83,7 +84,7 @@ export async function pollOnce(
     return;
   }
   told(o, task, 'hit', now - started, execution);
-  planner.onHit(task.taskId, now, arrivedAt(o, execution));
+  planner.onHit(task.taskId, now, arrivedAt(o, execution), jobIdOf(execution));
   effects.track(o.dispatch(task, execution));
 }
 

@@ -59,6 +59,8 @@ export class PollPlanner {
   #plan: PacePlan | undefined;
   /** Monotonic instant `#plan` was made (its own `at` is on the wall clock, for its month). */
   #plannedAt = -Infinity;
+  /** Served tasks when `#plan` was made. */
+  #plannedFor = 0;
   /** Arrivals learnt since the pace was planned. */
   #learnt = 0;
   /** Orders sends and wakes (see PlannedTask.sentSeq). */
@@ -90,6 +92,30 @@ export class PollPlanner {
         t.idleDue = false;
       }
     }
+  }
+
+  /**
+   * The served tasks the idle pace is planned for: all of them, except, under successor pacing, those the
+   * job definitions show no job runs unannounced (see SuccessorPacing.rareIdleIntervalMs).
+   */
+  #pacedKeys(): string[] {
+    const successors = this.#successors;
+    return successors ? this.#keys.filter((k) => successors.rareIdleIntervalMs(k) === undefined) : this.#keys;
+  }
+
+  /**
+   * Polls the tasks polled rarely (see #pacedKeys) and the successors' polls will spend until `endsAt`: kept
+   * out of the idle pace's.
+   */
+  #rarePolls(nowMs: number, endsAt: number): number {
+    const successors = this.#successors;
+    if (!successors) return 0;
+    let polls = successors.expectedPolls(endsAt - nowMs);
+    for (const key of this.#keys) {
+      const every = successors.rareIdleIntervalMs(key);
+      if (every !== undefined) polls += Math.ceil(Math.max(0, endsAt - nowMs) / every);
+    }
+    return polls;
   }
 
   /** Replaces the set of polled tasks; new ones are due at once, known ones keep their state. */
@@ -165,8 +191,9 @@ export class PollPlanner {
   /**
    * A poll found work: `arrivedAt` is the monotonic instant of the execution's createdAt (the service's clock
    * read through a learnt offset, see ServiceClock), or undefined when unknown (what the profile learns from).
+   * `jobId`: the execution's `input.context.jobId` (see jobIdOf), which ties it to the awaited run.
    */
-  onHit(taskId: string, nowMs: number, arrivedAt?: number): void {
+  onHit(taskId: string, nowMs: number, arrivedAt?: number, jobId?: string): void {
     const known = arrivedAt !== undefined && Number.isFinite(arrivedAt);
     const t = this.#polled(taskId, nowMs, known ? arrivedAt : nowMs);
     if (!t) return;
@@ -175,7 +202,7 @@ export class PollPlanner {
       this.profile.arrival(t.key, this.#wall(Math.min(arrivedAt, nowMs)), this.#wall(nowMs));
       this.profile.pickups.add(this.#budget.month(nowMs).startsAt, nowMs - arrivedAt);
       this.#surges.arrival(t.key, arrivedAt);
-      this.#successors?.arrived(t.key, arrivedAt);
+      this.#successors?.arrived(t.key, arrivedAt, jobId);
       this.#learnt++;
     }
     t.errorStreak = 0;
@@ -294,6 +321,8 @@ export class PollPlanner {
   }
 
   #intervalOf(plan: PacePlan, key: string, nowMs: number): number {
+    const rare = this.#successors?.rareIdleIntervalMs(key);
+    if (rare !== undefined) return rare;
     if (!Number.isFinite(plan.scaleMs) || plan.deferred.has(key)) return plan.longestMs;
     const hour = hourOfWeek(this.#wall(nowMs));
     let weight = plan.weights.get(key)?.[hour] ?? 1;
@@ -313,13 +342,14 @@ export class PollPlanner {
       nowMs >= plannedAt &&
       nowMs - plannedAt <
         (this.#learnt > 0 ? (plan.learning ? 0 : RELEARN_MS) : plan.doubtful ? RELEARN_MS : REPLAN_MS) &&
-      plan.taskCount === this.#tasks.size
+      this.#plannedFor === this.#tasks.size
     ) {
       return plan;
     }
     this.#learnt = 0;
     this.#plan = this.#planPace(nowMs);
     this.#plannedAt = nowMs;
+    this.#plannedFor = this.#tasks.size;
     return this.#plan;
   }
 
@@ -330,12 +360,14 @@ export class PollPlanner {
 
   /** Plans the idle pace anew (see planPace), keeping its overload verdict for the next plan. */
   #planPace(nowMs: number): PacePlan {
+    const wallMs = this.#wall(nowMs);
+    const month = this.#budget.month(nowMs);
     const plan = planPace({
-      nowMs: this.#wall(nowMs),
-      keys: this.#keys,
+      nowMs: wallMs,
+      keys: this.#pacedKeys(),
       profile: this.profile,
-      month: this.#budget.month(nowMs),
-      reportReserve: this.#budget.reportReserve,
+      month,
+      reportReserve: this.#budget.reportReserve + this.#rarePolls(wallMs, month.endsAt),
       minimumIntervalMs: this.#budget.minimumIntervalMs,
       maxPollIntervalMs: this.#maxPollIntervalMs,
       claims: this.#claims,

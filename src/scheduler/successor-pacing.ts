@@ -3,18 +3,33 @@
 // (per pair of steps), and stop once it arrived or the window passed. Pure and clock-driven: the planner
 // asks `nextPollAt`, the budget gate still decides whether a poll is sent, and the month replay drives it.
 import type { Clock } from '../clock/clock.ts';
-import { pairKey, type Successor } from './pipeline-model.ts';
+import { pairKey, type IdleRole, type PipelineModel, type Successor } from './pipeline-model.ts';
 
 export interface SuccessorPacingOptions {
   /** Polls after a report before a pair has any history, as delays from the report (ms). */
   burstMs?: readonly number[];
-  /** Polls spent on one awaited step once its pair has history (placed at the delays' quantiles). Default 16. */
+  /** Polls spent on one awaited step once its pair has history (placed at the delays' quantiles). Default 24. */
   pollsPerStep?: number;
   /** Delays kept per pair (the newest). Default 50. */
   historySize?: number;
   /** Delays a pair needs before they replace the burst. Default 3. */
   minHistory?: number;
+  /**
+   * Idle interval of a task only our own reports announce (IdleRole `after-report`): the last resort for a
+   * step that came after its window. Default 6 h.
+   */
+  afterReportIdleMs?: number;
+  /** Idle interval of a task in no job (IdleRole `no-job`) until the jobs are read again. Default 24 h. */
+  noJobIdleMs?: number;
+  /**
+   * Whether this process sees every report of the steps it serves. False where other processes report
+   * (clustered: the coordinator plans, any replica reports): a later step is then idle-polled as today,
+   * since the report that would announce it may be another's. Default true.
+   */
+  reportsSeenHere?: boolean;
 }
+
+const HOUR_MS = 3_600_000;
 
 /**
  * The default burst: dense first (a step straight after ours is created at once), then spread out to an
@@ -40,12 +55,28 @@ export interface SuccessorDelays {
   delaysMs: Record<string, number[]>;
 }
 
+/**
+ * The job an execution belongs to (`input.context.jobId`), when the service said: it names the run, since a
+ * job's runs go one at a time on its pipeline (FIFO).
+ */
+export function jobIdOf(execution: { input?: unknown }): string | undefined {
+  const context = (execution.input as { context?: unknown } | undefined)?.context;
+  const jobId = (context as { jobId?: unknown } | null | undefined)?.jobId;
+  return typeof jobId === 'string' ? jobId : undefined;
+}
+
 export class SuccessorPacing {
   readonly #clock: Clock;
   readonly #burstMs: readonly number[];
   readonly #pollsPerStep: number;
   readonly #historySize: number;
   readonly #minHistory: number;
+  readonly #rareIdleMs: Record<Exclude<IdleRole, 'arrivals'>, number>;
+  readonly #reportsSeenHere: boolean;
+  #model: PipelineModel | undefined;
+  /** Polls sent at a pacing instant, and when the first step was awaited: what the idle pace leaves them. */
+  #pacedPolls = 0;
+  #firstReportAt: number | undefined;
   readonly #delays = new Map<string, number[]>();
   /** Awaited steps by task key, oldest report first (the service hands out the oldest execution first). */
   readonly #waits = new Map<string, Wait[]>();
@@ -53,14 +84,35 @@ export class SuccessorPacing {
   constructor(clock: Clock, options: SuccessorPacingOptions = {}) {
     this.#clock = clock;
     this.#burstMs = options.burstMs ?? DEFAULT_BURST_MS;
-    this.#pollsPerStep = Math.max(1, options.pollsPerStep ?? 16);
+    this.#pollsPerStep = Math.max(1, options.pollsPerStep ?? 24);
     this.#historySize = Math.max(1, options.historySize ?? 50);
     this.#minHistory = Math.max(1, options.minHistory ?? 3);
+    this.#rareIdleMs = {
+      'after-report': options.afterReportIdleMs ?? 6 * HOUR_MS,
+      'no-job': options.noJobIdleMs ?? 24 * HOUR_MS,
+    };
+    this.#reportsSeenHere = options.reportsSeenHere ?? true;
+  }
+
+  /** The job definitions as last read; undefined when they could not be (every task idle-polled as today). */
+  useModel(model: PipelineModel | undefined): void {
+    this.#model = model;
+  }
+
+  /**
+   * The idle interval the pipeline sets for `task` (ms), or undefined when it is polled at the idle pace as
+   * today: a task that belongs to no running job's future is not worth an idle poll.
+   */
+  rareIdleIntervalMs(task: string): number | undefined {
+    const role = this.#model?.idleRole(task) ?? 'arrivals';
+    if (role === 'arrivals' || (role === 'after-report' && !this.#reportsSeenHere)) return undefined;
+    return this.#rareIdleMs[role];
   }
 
   /** The step before `successor` was reported now: its arrival is awaited. */
   reported(successor: Successor, run?: string): void {
     const now = this.#clock.monotonic();
+    this.#firstReportAt ??= now;
     const pair = pairKey(successor);
     const offsets = this.#offsets(pair);
     const wait: Wait = { pair, reportedAt: now, pollAt: offsets.map((d) => now + d) };
@@ -71,14 +123,16 @@ export class SuccessorPacing {
   }
 
   /**
-   * A poll of `task` claimed an execution created at `createdAt` (the service's own instant): the oldest
-   * awaited step of that task (of job run `run`, when given) arrived. Its delay is learned and its polls end.
-   * False when none was awaited (an execution of a job's first step, say).
+   * A poll of `task` claimed an execution created at `createdAt` (the service's own instant): the awaited step
+   * of job run `run` arrived (without `run`, or when no wait names a run, the oldest). Its delay is learned
+   * and its polls end. False when none was awaited: an execution of another job's first step, say, which
+   * must neither end the wait nor teach its pair a delay.
    */
   arrived(task: string, createdAt: number, run?: string): boolean {
     const list = this.#waits.get(task);
     if (!list) return false;
-    const index = run === undefined ? 0 : list.findIndex((w) => w.run === run);
+    let index = run === undefined ? 0 : list.findIndex((w) => w.run === run);
+    if (index < 0) index = list.findIndex((w) => w.run === undefined);
     if (index < 0) return false;
     const [wait] = list.splice(index, 1) as [Wait];
     if (list.length === 0) this.#waits.delete(task);
@@ -109,11 +163,23 @@ export class SuccessorPacing {
     const list = this.#waits.get(task);
     if (!list) return;
     const now = this.#clock.monotonic();
+    if (list.some((w) => w.pollAt[0] !== undefined && w.pollAt[0] <= now)) this.#pacedPolls++;
     for (const wait of list) while (wait.pollAt.length > 0 && wait.pollAt[0]! <= now) wait.pollAt.shift();
     // A wait whose polls are spent has passed its window: the step is given up to the idle polls.
     const open = list.filter((w) => w.pollAt.length > 0);
     if (open.length === 0) this.#waits.delete(task);
     else this.#waits.set(task, open);
+  }
+
+  /**
+   * Polls the pacing is expected to bring about in the next `forMs`, at the rate it did since its first
+   * report: the idle pace keeps them out of its spend, or the month's last hours would find it spent.
+   */
+  expectedPolls(forMs: number): number {
+    const since = this.#firstReportAt;
+    if (since === undefined || this.#pacedPolls === 0) return 0;
+    const elapsed = Math.max(HOUR_MS, this.#clock.monotonic() - since);
+    return (this.#pacedPolls / elapsed) * Math.max(0, forMs);
   }
 
   /** Learned delays of a pair of steps (ms, oldest first). */
@@ -125,15 +191,20 @@ export class SuccessorPacing {
     return { version: 1, delaysMs: Object.fromEntries(this.#delays) };
   }
 
-  /** Takes back what `snapshot` saved; ignores what is not of its shape. */
-  restore(saved: unknown): void {
-    const delays = (saved as Partial<SuccessorDelays> | null)?.delaysMs;
-    if (typeof delays !== 'object' || delays === null) return;
-    for (const [pair, list] of Object.entries(delays)) {
-      if (Array.isArray(list) && list.every((d) => typeof d === 'number' && d >= 0)) {
+  /**
+   * Takes back what `snapshot` saved, pair by pair, ignoring a pair whose delays are not a list of durations;
+   * false (and nothing taken) when `saved` is not of its shape at all.
+   */
+  restore(saved: unknown): boolean {
+    const { version, delaysMs } = (saved ?? {}) as Partial<SuccessorDelays>;
+    if (version !== 1 || typeof delaysMs !== 'object' || delaysMs === null || Array.isArray(delaysMs))
+      return false;
+    for (const [pair, list] of Object.entries(delaysMs)) {
+      if (Array.isArray(list) && list.every((d) => typeof d === 'number' && Number.isFinite(d) && d >= 0)) {
         this.#delays.set(pair, list.slice(-this.#historySize));
       }
     }
+    return true;
   }
 
   /** Delays from the report to poll at: the burst, or the learned delays' quantiles and one tail poll. */

@@ -39,7 +39,6 @@ export function standaloneDaemon(
   return new DaemonCore(options, new StandaloneMode(standalone));
 }
 
-
 export interface StandaloneOptions {
   /** Keep the state in memory rather than in DF_STATE_DIR (the month replay); `keepProfile` still saves
    * what the planner learnt there. */

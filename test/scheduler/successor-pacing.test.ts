@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
 import { PipelineModel, type JobDefinition } from '../../src/scheduler/pipeline-model.ts';
-import { DEFAULT_BURST_MS, SuccessorPacing } from '../../src/scheduler/successor-pacing.ts';
+import { DEFAULT_BURST_MS, jobIdOf, SuccessorPacing } from '../../src/scheduler/successor-pacing.ts';
 
 const JOBS: JobDefinition[] = [
   {
@@ -97,6 +97,38 @@ describe('successor pacing', () => {
     expect(pacing.nextPollAt('translate')).toBeUndefined();
     expect(pacing.awaitedTasks()).toEqual([]);
     expect(pacing.arrived('translate', 9_000, 'r')).toBe(false);
+  });
+
+  it("matches a hit to its job run: another job's first step neither ends the wait nor teaches a delay", () => {
+    const clock = new ManualClock(0);
+    const pacing = new SuccessorPacing(clock);
+    pacing.reported(successor, 'job-enrich');
+    clock.set(8_000);
+    // translate is also the first step of another job: its execution, created 5 s after our report.
+    expect(pacing.arrived('translate', 5_000, 'job-other')).toBe(false);
+    expect(pacing.delaysOf(successor)).toEqual([]);
+    expect(pacing.nextPollAt('translate')).toBe(DEFAULT_BURST_MS[0]);
+    clock.set(45_000);
+    expect(pacing.arrived('translate', 40_000, 'job-enrich')).toBe(true);
+    expect(pacing.delaysOf(successor)).toEqual([40_000]);
+    expect(jobIdOf({ input: { context: { jobId: 'job-enrich' }, sku: 1 } })).toBe('job-enrich');
+    expect(jobIdOf({ input: { context: { jobId: 7 } } })).toBeUndefined();
+  });
+
+  it('forecasts the polls it brings about at the rate so far, for the idle pace to leave them', () => {
+    const clock = new ManualClock(0);
+    const pacing = new SuccessorPacing(clock, { burstMs: [1_000, 5_000] });
+    expect(pacing.expectedPolls(3_600_000)).toBe(0);
+    pacing.reported(successor, 'r');
+    clock.set(1_000);
+    pacing.polled('translate');
+    // An idle poll between the pacing's instants is not one of its polls.
+    clock.set(2_000);
+    pacing.polled('translate');
+    clock.set(5_000);
+    pacing.polled('translate');
+    // Two polls in the first hour (the rate is read over an hour at least): 48 in the next day.
+    expect(pacing.expectedPolls(24 * 3_600_000)).toBe(48);
   });
 
   it('keeps the learned delays across a restart', () => {

@@ -20,7 +20,7 @@ const JOBS = [
   },
 ];
 
-function setUp(withPacing: boolean) {
+function setUp(withPacing: boolean, readJobs = false) {
   const clock = new ManualClock(START);
   const budget = new Budget({ limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 }, clock });
   const successors = new SuccessorPacing(clock);
@@ -32,12 +32,16 @@ function setUp(withPacing: boolean) {
   });
   const tasks = Array.from({ length: 10 }, (_, i) => ({ id: `t${i}`, key: `k${i}` }));
   planner.setTasks(tasks, START);
-  // Every task polled once and found empty: each is now due at its idle pace.
-  for (const t of tasks) planner.onEmpty(t.id, START);
   const model = new PipelineModel(
     JOBS,
     tasks.map((t) => t.key),
   );
+  if (readJobs) {
+    successors.useModel(model);
+    planner.replan();
+  }
+  // Every task polled once and found empty: each is now due at its idle pace.
+  for (const t of tasks) planner.onEmpty(t.id, START);
   return { clock, planner, successors, model };
 }
 
@@ -76,5 +80,28 @@ describe('the planner with successor pacing', () => {
     planner.onEmpty('t1', clock.now());
     expect(dueOf(planner, 't1') - clock.now()).toBeGreaterThan(5 * 60_000);
     expect(successors.nextPollAt('k1')).toBeUndefined();
+  });
+
+  it('idle-polls only what a job runs unannounced: a later step every 6 h, a task of no job daily', () => {
+    const without = setUp(true);
+    const { planner, model } = setUp(true, true);
+    expect(model.idleRole('k0')).toBe('arrivals');
+    expect(model.idleRole('k1')).toBe('after-report');
+    expect(model.idleRole('k5')).toBe('no-job');
+    expect(dueOf(planner, 't1') - START).toBe(6 * 3_600_000);
+    expect(dueOf(planner, 't5') - START).toBe(24 * 3_600_000);
+    // The budget the other nine no longer spend goes to k0, the one task that can arrive unannounced.
+    expect(dueOf(planner, 't0') - START).toBeLessThan((dueOf(without.planner, 't0') - START) / 5);
+    // Unchanged with a list some of whose jobs were unusable: a task in none of the rest may be in those.
+    const partial = new PipelineModel(JOBS, ['k0', 'k1', 'k5'], { complete: false });
+    expect(partial.idleRole('k5')).toBe('arrivals');
+    expect(partial.idleRole('k1')).toBe('after-report');
+    // Where other replicas report (clustered), the later step keeps its idle polls; no job stays rare.
+    const clustered = new SuccessorPacing(new ManualClock(START), { reportsSeenHere: false });
+    clustered.useModel(model);
+    expect(clustered.rareIdleIntervalMs('k1')).toBeUndefined();
+    expect(clustered.rareIdleIntervalMs('k5')).toBe(24 * 3_600_000);
+    // A step after a custom step served elsewhere arrives unannounced: its report is not ours to see.
+    expect(new PipelineModel(JOBS, ['k1']).idleRole('k1')).toBe('arrivals');
   });
 });
