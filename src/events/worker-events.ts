@@ -125,7 +125,8 @@ export type WorkerEventMap = Payloads<EventMap>;
 export interface WorkerEventsOptions {
   /**
    * Deep-freezes each payload before its listeners see it, so a listener that writes one throws. Default: on
-   * in development builds (NODE_ENV is not `production`, as under the tests), off in production (its cost).
+   * where NODE_ENV is `test` (as under vitest) or `development`, off otherwise (its cost: ~3 µs an emit), so a
+   * daemon started without NODE_ENV does not pay it.
    */
   freezePayloads?: boolean;
 }
@@ -135,7 +136,8 @@ export class WorkerEvents extends EventEmitter<WorkerEventMap> {
 
   constructor(options: WorkerEventsOptions = {}) {
     super();
-    this.#freeze = options.freezePayloads ?? process.env.NODE_ENV !== 'production';
+    this.#freeze =
+      options.freezePayloads ?? (process.env.NODE_ENV === 'test' || process.env.NODE_ENV === 'development');
   }
 
   override emit<K extends keyof WorkerEventMap>(event: K, ...payload: WorkerEventMap[K]): boolean {

@@ -11,6 +11,7 @@ import type { JsonObject } from '../api/types.ts';
 import { ManualClock } from '../clock/manual-clock.ts';
 import { loadConfig } from '../config/index.ts';
 import { standaloneDaemon } from '../standalone/standalone-mode.ts';
+import { WorkerEvents } from '../events/worker-events.ts';
 import { Emulator, inProcessTransport } from '../emulator/index.ts';
 import { defineTask, type TaskModule } from '../handlers/define-task.ts';
 import { WorkerMetrics } from '../telemetry/metrics.ts';
@@ -140,6 +141,9 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
         ? chainedTransport(emulator, (id) => feed(runs.reported(id, clock.now())))
         : inProcessTransport(emulator),
       metrics: new WorkerMetrics({ defaultMetrics: false }),
+      // A month emits millions of events in seconds: the development freeze of each payload (a quarter of a
+      // replay's time) proves nothing here that the daemon's own tests do not.
+      events: new WorkerEvents({ freezePayloads: false }),
     },
     { memory: { keepProfile: options.stateDir !== undefined } },
   );

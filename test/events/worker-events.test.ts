@@ -1,6 +1,6 @@
-// Events tell: a payload is read-only. In development builds (NODE_ENV is not production, as under vitest) the
-// emitter freezes each payload, nested values included, so a listener that writes one throws at once; in
-// production the freeze is skipped (its cost on every emit).
+// Events tell: a payload is read-only. Where NODE_ENV is test (as under vitest) or development, the emitter
+// freezes each payload, nested values included, so a listener that writes one throws at once; elsewhere (a
+// daemon in production, or started without NODE_ENV) the freeze is skipped (its cost on every emit).
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WorkerEvents } from '../../src/events/worker-events.ts';
 
@@ -34,7 +34,7 @@ const outcome = () => ({
 
 describe('WorkerEvents', () => {
   it('throws a TypeError at a listener that writes a payload, nested values too (development build)', () => {
-    expect(process.env.NODE_ENV).not.toBe('production');
+    expect(process.env.NODE_ENV).toBe('test');
     const events = new WorkerEvents();
     const { writes } = writer(events);
     const seen: unknown[] = [];
@@ -49,15 +49,25 @@ describe('WorkerEvents', () => {
     expect(Object.isFrozen(payload.outcome.output)).toBe(true);
   });
 
-  it('skips the freeze in production (NODE_ENV=production): a write goes through, as no check is paid', () => {
-    vi.stubEnv('NODE_ENV', 'production');
-    const events = new WorkerEvents();
-    const { writes } = writer(events);
+  it.each(['production', ''])(
+    'skips the freeze with NODE_ENV=%j: a write goes through, as no check is paid',
+    (nodeEnv) => {
+      vi.stubEnv('NODE_ENV', nodeEnv);
+      const events = new WorkerEvents();
+      const { writes } = writer(events);
+      const payload = outcome();
+      events.emit('outcome', payload);
+      expect(writes()).toEqual([]);
+      expect(Object.isFrozen(payload)).toBe(false);
+      expect(payload.outcome.output).toEqual({ greeting: 'hello', note: 'written by a listener' });
+    },
+  );
+
+  it('freezes with NODE_ENV=development', () => {
+    vi.stubEnv('NODE_ENV', 'development');
     const payload = outcome();
-    events.emit('outcome', payload);
-    expect(writes()).toEqual([]);
-    expect(Object.isFrozen(payload)).toBe(false);
-    expect(payload.outcome.output).toEqual({ greeting: 'hello', note: 'written by a listener' });
+    new WorkerEvents().emit('outcome', payload);
+    expect(Object.isFrozen(payload.outcome)).toBe(true);
   });
 
   it('freezes arrays in a payload, and an explicit freezePayloads wins over NODE_ENV', () => {

@@ -28,6 +28,8 @@ export interface PathFigures {
   answers: Record<string, number>;
   /** Slowest answer, request written to last byte, as the flooder measured it (its own load included). */
   slowestMs: number;
+  /** The 99th percentile of those times: one late turn of the flooder's own loop does not move it. */
+  p99Ms: number;
 }
 
 export interface FloodFigures {
@@ -52,9 +54,12 @@ let stopping = false;
 const sockets = new Set<Socket>();
 
 function pathFigures(path: string): PathFigures {
-  figures.paths[path] ??= { sent: 0, answers: {}, slowestMs: 0 };
+  figures.paths[path] ??= { sent: 0, answers: {}, slowestMs: 0, p99Ms: 0 };
   return figures.paths[path];
 }
+
+/** Each path's answer times, for its p99. */
+const times = new Map<string, number[]>();
 
 function open(): Socket {
   const socket = connect({ host: '127.0.0.1', port });
@@ -93,7 +98,11 @@ function keepAliveClient(path: string, extraHeaders = '', label = path): void {
       buffered = buffered.subarray(bodyEnd);
       const status = head.slice(9, 12);
       stats.answers[status] = (stats.answers[status] ?? 0) + 1;
-      stats.slowestMs = Math.max(stats.slowestMs, performance.now() - sentAt);
+      const ms = performance.now() - sentAt;
+      stats.slowestMs = Math.max(stats.slowestMs, ms);
+      let seen = times.get(label);
+      if (!seen) times.set(label, (seen = []));
+      seen.push(ms);
       awaiting = false;
       if (/\r\nconnection: *close/i.test(head)) return void socket.end();
       send();
@@ -150,7 +159,11 @@ function flood(): void {
     stopping = true;
     for (const socket of sockets) socket.destroy();
     figures.elapsedMs = Math.round(performance.now() - startedAt);
-    for (const stats of Object.values(figures.paths)) stats.slowestMs = Math.round(stats.slowestMs);
+    for (const [label, stats] of Object.entries(figures.paths)) {
+      stats.slowestMs = Math.round(stats.slowestMs);
+      const sorted = (times.get(label) ?? []).sort((a, b) => a - b);
+      stats.p99Ms = Math.round(sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))] ?? 0);
+    }
     process.stdout.write(`${JSON.stringify(figures)}\n`, () => process.exit(0));
   }, options.durationMs);
 }

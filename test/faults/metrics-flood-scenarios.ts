@@ -225,7 +225,8 @@ function summary(r: MetricsFloodResult): string {
   return (
     `reports ${r.unfloodedRate.toFixed(2)}/s before, ${r.floodedRate.toFixed(2)}/s under the flood ` +
     `(${answered('/metrics')} /metrics and ${answered('/healthz')} /healthz answered in ` +
-    `${(r.flood.elapsedMs / 1000).toFixed(1)} s, ${r.flood.connections} connections); ` +
+    `${(r.flood.elapsedMs / 1000).toFixed(1)} s, ${r.flood.connections} connections; the flooder's /healthz ` +
+    `p99 ${r.flood.paths['/healthz']?.p99Ms} ms, slowest ${r.flood.paths['/healthz']?.slowestMs} ms); ` +
     `kubelet-like /healthz probes: ${r.probes.sent - r.probes.failed}/${r.probes.sent} ok, slowest ${r.probes.slowestMs} ms`
   );
 }
