@@ -1,5 +1,6 @@
 // Checks that span several settings or depend on the command, which the per-setting formats cannot
 // express. Each is skipped when a setting it reads is already reported invalid, to avoid noise.
+import { keyShapeProblem } from '../secrets/key-shape.ts';
 import type { ConfigProblem } from './errors.ts';
 import { listSettings } from './schema.ts';
 import type { WorkerConfig } from './schema.ts';
@@ -113,35 +114,12 @@ export function checkServiceAccess(config: WorkerConfig, invalid: ReadonlySet<st
   return problems;
 }
 
-// An HTTP client refuses to put anything but visible ASCII in a header (node:http throws on every request, which
-// would look like a network outage); anything else in a key is a copy-paste accident.
-const VISIBLE_ASCII = /^[\x21-\x7E]$/;
-
-/** 1-based position and code point of the first character a header cannot carry, if any. */
-function firstUnsendable(key: string): { position: number; codePoint: string } | undefined {
-  const characters = [...key];
-  const index = characters.findIndex((character) => !VISIBLE_ASCII.test(character));
-  if (index < 0) return undefined;
-  const codePoint = characters[index]!.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
-  return { position: index + 1, codePoint: `U+${codePoint}` };
-}
-
 /** Checks the key's shape without ever quoting it; `path` names the key file it came from. */
 export function checkKey(
   key: string,
   setting: 'api.key' | 'api.keyFile',
   path?: string,
 ): ConfigProblem | undefined {
-  const subject = path === undefined ? 'the key' : `the key file ${path}`;
-  if (key === '') return problem(setting, `${subject} is empty; write the API key into it`);
-  const unsendable = firstUnsendable(key);
-  if (unsendable !== undefined) {
-    return problem(
-      setting,
-      `${subject} contains a character that is not visible ASCII (${unsendable.codePoint}) at position ${unsendable.position}, ` +
-        'which a request header cannot carry (often a space, a zero-width space or a smart quote from copy-paste); ' +
-        'copy the key again as plain text',
-    );
-  }
-  return undefined;
+  const message = keyShapeProblem(key, path);
+  return message === undefined ? undefined : problem(setting, message);
 }

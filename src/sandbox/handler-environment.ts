@@ -1,7 +1,7 @@
-// The environment handler code runs with: the daemon's, without its secrets (secrets/handler-secrets.ts), plus
+// The environment handler code runs with: the daemon's, without its secrets (config/secret-settings.ts), plus
 // the compile cache the handler workers share.
 import type { WorkerConfig } from '../config/schema.ts';
-import { handlerEnvironment, secretValues } from '../secrets/handler-secrets.ts';
+import { handlerEnvironment, secretValues } from '../config/secret-settings.ts';
 import { withCompileCache } from './compile-cache.ts';
 
 /** The environment handler code gets (the daemon's without its secrets), for loading modules as the pool does. */

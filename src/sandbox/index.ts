@@ -9,11 +9,11 @@ import { HandlerPool } from './handler-pool.ts';
 import type { WorkerEvents } from '../events/worker-events.ts';
 import { loadHandlersIsolated } from './load-handlers.ts';
 export { loadHandlersIsolatedPartly } from './load-handlers.ts';
-import { secretValues } from '../secrets/handler-secrets.ts';
+import { secretValues } from '../config/secret-settings.ts';
 import { handlerEnvironmentFromConfig } from './handler-environment.ts';
 
 export { HandlerPool, type WorkerGoneReason } from './handler-pool.ts';
-export { handlerEnvironment, secretValues, SECRET_VARIABLES } from '../secrets/handler-secrets.ts';
+export { handlerEnvironment, secretValues, SECRET_VARIABLES } from '../config/secret-settings.ts';
 export { handlerEnvironmentFromConfig } from './handler-environment.ts';
 export { saveCompileCache } from './compile-cache.ts';
 

@@ -6,7 +6,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { checkKey } from '../config/checks.ts';
+import { keyShapeProblem } from './key-shape.ts';
 
 /** What the service client asks for each request: the key as it stands now. */
 export interface ApiKeySource {
@@ -151,9 +151,9 @@ export class ApiKeyFile implements ApiKeySource {
     }
     this.#readAt = Date.now();
     // The checks of start: a key a header cannot carry would turn every request into an error.
-    const bad = checkKey(text, 'api.keyFile', this.#o.path);
-    if (bad) {
-      this.#o.onRead?.('unreadable', { trigger, problem: bad.message });
+    const bad = keyShapeProblem(text, this.#o.path);
+    if (bad !== undefined) {
+      this.#o.onRead?.('unreadable', { trigger, problem: bad });
       return 'unreadable';
     }
     if (text === this.#key) {

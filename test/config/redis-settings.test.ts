@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { connectionOptions } from '../../src/clustered/redis.ts';
 import { ConfigError, loadConfig, redactedConfig } from '../../src/config/index.ts';
-import { SECRET_VARIABLES } from '../../src/secrets/handler-secrets.ts';
+import { SECRET_VARIABLES } from '../../src/config/secret-settings.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 
 function problemsOf(env: Record<string, string>): string {

@@ -19,7 +19,7 @@ import { describeError } from '../../errors/catalogue.ts';
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK } from '../../errors/exit-codes.ts';
 import { loadHandlersIsolated, logLoadedHandlers } from '../../sandbox/load-handlers.ts';
 import { handlerEnvironmentFromConfig } from '../../sandbox/handler-environment.ts';
-import { secretValues } from '../../secrets/handler-secrets.ts';
+import { secretValues } from '../../config/secret-settings.ts';
 import { tracesEndpoint } from '../../tracing/settings.ts';
 import { parseCommandArgs, wantsHelp, type Command } from '../command.ts';
 import { cliCommand } from '../invocation.ts';

@@ -1,8 +1,8 @@
 // What handler code must never get hold of: the daemon's secret settings. Handlers run with a copy of the
 // environment without them (sandbox/handler-environment.ts builds it), and whatever a handler returns, throws
-// or logs is cleaned of their values (redact.ts) before the daemon logs or reports it.
-import type { WorkerConfig } from '../config/schema.ts';
-import { listSettings } from '../config/schema.ts';
+// or logs is cleaned of their values (secrets/redact.ts) before the daemon logs or reports it.
+import type { WorkerConfig } from './schema.ts';
+import { listSettings } from './schema.ts';
 
 /**
  * Variables a handler's environment never holds: every sensitive setting, the key file's path (the file is

@@ -1,7 +1,7 @@
 // What handler code is given of the daemon's environment, and how secrets are cleaned out of what it produces.
 import { describe, expect, it } from 'vitest';
 import { redactDeep, redactor } from '../../src/secrets/redact.ts';
-import { handlerEnvironment, SECRET_VARIABLES } from '../../src/secrets/handler-secrets.ts';
+import { handlerEnvironment, SECRET_VARIABLES } from '../../src/config/secret-settings.ts';
 
 const KEY = 'sk-live-0123456789abcdef';
 
