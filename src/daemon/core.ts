@@ -3,10 +3,11 @@
 // puts in what differs: where claims and the budget's usage are kept (the state folder, Redis, memory) and who
 // runs the poll loop (this process, or the cluster's coordinator). Standalone (standalone/standalone-mode.ts),
 // clustered (clustered/clustered-mode.ts) and the month replay (replay/replay.ts) are this core with a mode;
-// what happens is emitted on `events` (events.ts).
+// what happens is emitted on `events` (events/worker-events.ts).
 import type { Logger } from 'pino';
 import type { ServiceClient } from '../api/client.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
+import { expires } from '../clock/expires.ts';
 import type { WorkerConfig } from '../config/schema.ts';
 import type { TaskModule } from '../handlers/define-task.ts';
 import { sandboxFromConfig } from '../sandbox/index.ts';
@@ -43,22 +44,6 @@ export function pollLoopOn(
       unauthorizedRetryMs: core.unauthorizedRetryMs,
       events: core.events,
     });
-}
-
-/** True when `ms` ran out on `clock` before `promise` settled (either way). */
-export async function expires(clock: Clock, promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const timer = new AbortController();
-  const expired = clock.sleep(ms, timer.signal).then(
-    () => true,
-    () => false,
-  );
-  const settled = promise.then(
-    () => false,
-    () => false,
-  );
-  const result = await Promise.race([settled, expired]);
-  timer.abort();
-  return result;
 }
 
 /**
