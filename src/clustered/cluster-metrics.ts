@@ -1,9 +1,10 @@
-// Clustered mode's metrics, read at each scrape: which replica coordinates, the queue's depth by state, the
-// replicas alive and their handler slots, and how saturated those slots are (what the chart's HPA and KEDA
-// ScaledObject scale on); and the errors Redis gave, by kind. The Helm chart's alerts and dashboard use exactly these
-// names.
+// Clustered mode's metrics: states read at each scrape (which replica coordinates, the queue's depth by state,
+// the replicas alive and their handler slots, and how saturated those slots are: what the chart's HPA and KEDA
+// ScaledObject scale on), and the errors Redis gave, by kind, counted from the `redisError` event. The Helm
+// chart's alerts and dashboard use exactly these names.
+import type { WorkerEvents } from '../events/worker-events.ts';
 import { Counter, Gauge, type Registry } from '../telemetry/prometheus.ts';
-import { REDIS_ERROR_KINDS, type RedisErrorKind } from './redis-health.ts';
+import { REDIS_ERROR_KINDS } from './redis-health.ts';
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 export type QueueCounts = Record<(typeof QUEUE_STATES)[number], number>;
@@ -18,12 +19,11 @@ export interface ClusterMetricsSource {
   slots: () => number;
 }
 
-/** What the daemon counts itself (the rest is read at each scrape). */
-export interface ClusterCounters {
-  redisError(kind: RedisErrorKind): void;
-}
-
-export function registerClusterMetrics(registry: Registry, source: ClusterMetricsSource): ClusterCounters {
+export function registerClusterMetrics(
+  registry: Registry,
+  events: WorkerEvents,
+  source: ClusterMetricsSource,
+): void {
   new Gauge({
     name: 'dfworker_cluster_coordinator',
     help: 'Whether this replica holds the coordinator lease (1) and polls for the cluster, or not (0).',
@@ -81,5 +81,5 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
   });
   // Every kind from 0, so that increase() sees the first one.
   for (const kind of REDIS_ERROR_KINDS) redisErrors.inc({ kind }, 0);
-  return { redisError: (kind) => redisErrors.inc({ kind }) };
+  events.on('redisError', ({ kind }) => redisErrors.inc({ kind }));
 }

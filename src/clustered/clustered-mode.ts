@@ -11,7 +11,8 @@ import { DaemonCore } from '../daemon/core.ts';
 import type { Claimer, CoreHandle, CoreParts, DaemonMode, ModeState } from '../daemon/mode.ts';
 import { backoffFromConfig, budgetFromConfig } from '../daemon/service-wiring.ts';
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
-import { registerClusterMetrics, type ClusterCounters } from './cluster-metrics.ts';
+import type { WorkerEvents } from '../events/worker-events.ts';
+import { registerClusterMetrics } from './cluster-metrics.ts';
 import { alone, CoordinatorLease } from './coordinator-lease.ts';
 import { ClaimIndex } from './claim-index.ts';
 import { ClaimRoom } from './claim-room.ts';
@@ -52,7 +53,6 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   #coordinator: Coordinator | undefined;
   #fence: JobFence | undefined;
   #heartbeat: Heartbeat | undefined;
-  #counters: ClusterCounters | undefined;
 
   constructor(config: WorkerConfig) {
     this.replicaId = replicaIdFromConfig(config);
@@ -64,8 +64,8 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     return this.#coordinator?.coordinating ?? false;
   }
 
-  registerMetrics(metrics: WorkerMetrics): void {
-    this.#counters = registerClusterMetrics(metrics.registry, {
+  registerMetrics(metrics: WorkerMetrics, events: WorkerEvents): void {
+    registerClusterMetrics(metrics.registry, events, {
       replica: this.replicaId,
       coordinator: () => this.coordinating,
       queue: () => this.#heartbeat?.queueCounts,
@@ -78,7 +78,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     const { config, logger, clock, events } = core;
     logger.info(redisForLogs(config.cluster), 'clustered mode: connecting to Redis');
     const link = new RedisLink(config, backoffFromConfig(config), core, (kind) =>
-      this.#counters?.redisError(kind),
+      events.emit('redisError', { kind }),
     );
     this.#link = link;
     const redis = link.redis;

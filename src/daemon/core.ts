@@ -105,7 +105,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     this.hooks =
       options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId }) ??
       NO_HOOKS;
-    mode.registerMetrics?.(this.metrics);
+    mode.registerMetrics?.(this.metrics, this.events);
     const state = () => this.#state;
     this.#handle = {
       config: this.config,

@@ -107,7 +107,7 @@ export interface DaemonMode<G extends BudgetGate> {
   /** This replica's id (clustered mode): the core's log lines and traces name the replica. */
   readonly replicaId?: string;
   /** Adds the mode's own metrics to the core's registry, as the core is built. */
-  registerMetrics?(metrics: WorkerMetrics): void;
+  registerMetrics?(metrics: WorkerMetrics, events: WorkerEvents): void;
   /** Opens where claims and the budget's usage are kept; called once the handlers are loaded. */
   open(core: CoreHandle): Promise<ModeState<G>>;
   /** Starts claiming, once the task list was read and the pipeline built. */

@@ -118,6 +118,9 @@ interface EventMap {
   handlerWorker: [{ started: true } | { started: false; reason: string }];
   /** This replica took or gave up the coordinator lease (clustered mode). */
   lease: [{ held: boolean; reason?: string }];
+  /** Redis answered a command with an error, or the connection failed (clustered mode), by kind (see
+   * clustered/redis-health.ts: auth, tls, oom, readonly, unreachable, timeout, other). */
+  redisError: [{ kind: string }];
 }
 
 export type WorkerEventMap = Payloads<EventMap>;
