@@ -13,6 +13,7 @@ import { backoffFromConfig, budgetFromConfig } from '../daemon/service-wiring.ts
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { WorkerEvents } from '../events/worker-events.ts';
 import { registerClusterMetrics } from './cluster-metrics.ts';
+import { ClusterWakes } from './cluster-wakes.ts';
 import { alone, CoordinatorLease } from './coordinator-lease.ts';
 import { ClaimIndex } from './claim-index.ts';
 import { ClaimRoom } from './claim-room.ts';
@@ -182,12 +183,16 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       },
     });
     this.#coordinator = coordinator;
+    const wakes = new ClusterWakes(redis, `${this.#keys.prefix}:wakes`, logger);
     const heartbeat = new Heartbeat({
       replicas: this.#replicas!,
       queue,
       budget: this.#budget!,
       pruner: new QueuePruner({ queue, clock }),
       coordinating: () => this.coordinating,
+      whileCoordinating: async () => {
+        for (const task of await wakes.take()) coordinator.wake(task);
+      },
       concurrency: config.concurrency,
       clock,
       logger,
@@ -197,7 +202,12 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     const coordinatorRun = coordinator.run(core.pollSignal);
     return {
       loops: [heartbeat.loop(core.pollSignal)],
-      wake: (taskKey) => coordinator.wake(taskKey),
+      // Only the coordinator polls: a wake asked on another replica goes to it through Redis.
+      wake: (taskKey) => {
+        if (this.coordinating) return coordinator.wake(taskKey);
+        void wakes.ask(taskKey);
+        return parts.registry.tasks.filter((t) => taskKey === undefined || t.task.key === taskKey).length;
+      },
       keyChanged: () => coordinator.keyChanged(),
       get authorized() {
         return coordinator.authorized;

@@ -16,8 +16,10 @@ export interface HeartbeatOptions {
   queue: Queue<ExecutionJobData>;
   budget: SharedBudget;
   pruner: QueuePruner;
-  /** True while this replica holds the coordinator lease: then it prunes the queue. */
+  /** True while this replica holds the coordinator lease: then it prunes the queue and takes the wakes. */
   coordinating: () => boolean;
+  /** What the coordinator does at each heartbeat besides pruning (the other replicas' wakes). Never rejects. */
+  whileCoordinating?: () => Promise<void>;
   /** This replica's handler slots (DF_CONCURRENCY). */
   concurrency: number;
   clock: Clock;
@@ -104,6 +106,7 @@ export class Heartbeat {
         await this.#o.pruner.maybePrune().catch((error: unknown) => {
           logger.warn({ err: error as Error }, 'could not remove old jobs from the queue');
         });
+        await this.#o.whileCoordinating?.();
       }
       if (this.#ok === false) logger.info('Redis answers again: claiming resumes');
       this.#ok = true;
