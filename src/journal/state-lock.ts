@@ -65,6 +65,7 @@ export class StateLock {
   #released = false;
   /** The heartbeat write in progress, if any: release() waits for it. */
   #beating: Promise<void> = Promise.resolve();
+  #beatInFlight = false;
   #seen: Seen | undefined;
   /** Why the lock is no longer this owner's, once found. */
   #lost: string | undefined;
@@ -219,7 +220,13 @@ export class StateLock {
   }
 
   #beat(): Promise<void> {
-    this.#beating = this.#writeBeat();
+    // One write at a time: a tick that comes while the last write is still on its way (a stalled disk, or
+    // a loaded machine at a short heartbeatMs) is skipped, so release() waits for every write there is.
+    if (this.#beatInFlight) return this.#beating;
+    this.#beatInFlight = true;
+    this.#beating = this.#writeBeat().finally(() => {
+      this.#beatInFlight = false;
+    });
     return this.#beating;
   }
 

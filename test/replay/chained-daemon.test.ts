@@ -49,5 +49,5 @@ describe('the daemon on a chained month', () => {
     const jobReads = paced.requests.filter((r) => r.kind === 'other').length;
     expect(jobReads).toBe(paced.requests.filter((r) => r.kind === 'list').length);
     expect(jobReads).toBeLessThanOrEqual(31);
-  });
+  }, 120_000);
 });

@@ -67,7 +67,8 @@ async function replayAfterOctober(
 }
 
 // A replay is CPU work alone: 1 to 5 s on a quiet machine, several times that beside busy forks and loops.
-describe('a replayed month', { timeout: 120_000 }, () => {
+// Virtual time: a replay is CPU only, and beside busy loops (.ci/loaded-suite) a core may be a third of one.
+describe('a replayed month', { timeout: 300_000 }, () => {
   // The floor is 1.1; df-worker measures 0.92-0.93 on these seeds (re-polls that would most likely come
   // back empty are skipped), so the test holds it to the goal of 1.0.
   it('on Poisson arrivals (1 per 5 min): p95 pickup at most that of the best fixed poller with re-poll, chosen in hindsight', async () => {
