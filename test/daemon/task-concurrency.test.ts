@@ -13,27 +13,38 @@ afterEach(async () => {
   harness = undefined;
 });
 
+/**
+ * A task `one-at-a-time` of concurrency 1 whose executions each wait for their release, beside a task `other`,
+ * within DF_CONCURRENCY 4; counts how many run at once.
+ */
+function heldHandlers() {
+  const state = { running: 0, mostRunning: 0, releases: [] as Array<() => void> };
+  const options = {
+    settings: { concurrency: 4, 'budget.perSecond': 50, 'budget.perMinute': 1_000 },
+    emulator: { limits: { perSecond: 50, perMinute: 1_000, perMonth: 40_000 } },
+    handlers: [
+      {
+        key: 'one-at-a-time',
+        concurrency: 1,
+        handle: async () => {
+          state.mostRunning = Math.max(state.mostRunning, ++state.running);
+          await new Promise<void>((resolve) => state.releases.push(resolve));
+          state.running--;
+          return {};
+        },
+      },
+      { key: 'other', handle: () => ({}) },
+    ],
+  };
+  return Object.assign(state, { options });
+}
+
 describe('a task declaring concurrency', () => {
   it('runs one execution at a time within DF_CONCURRENCY 4, and is not polled while it runs', async () => {
-    let running = 0;
-    let mostRunning = 0;
-    const releases: Array<() => void> = [];
+    const gate = heldHandlers();
+    const { releases } = gate;
     harness = await startHarness({
-      settings: { concurrency: 4, 'budget.perSecond': 50, 'budget.perMinute': 1_000 },
-      emulator: { limits: { perSecond: 50, perMinute: 1_000, perMonth: 40_000 } },
-      handlers: [
-        {
-          key: 'one-at-a-time',
-          concurrency: 1,
-          handle: async () => {
-            mostRunning = Math.max(mostRunning, ++running);
-            await new Promise<void>((resolve) => releases.push(resolve));
-            running--;
-            return {};
-          },
-        },
-        { key: 'other', handle: () => ({}) },
-      ],
+      ...gate.options,
     });
     const { emulator, worker } = harness;
     const single = emulator.tasks().find((t) => t.key === 'one-at-a-time')!;
@@ -41,7 +52,7 @@ describe('a task declaring concurrency', () => {
       emulator.requests().filter((r) => r.operation === 'tasks.poll' && r.path.includes(single.id)).length;
     for (let i = 0; i < 3; i++) emulator.enqueueExecution(single.id, {});
     worker.wake();
-    await waitFor(() => running === 1, 'the first execution to start');
+    await waitFor(() => gate.running === 1, 'the first execution to start');
     const pollsWhileFull = pollsOfSingle();
     // The other task is polled, claimed and reported meanwhile: the loop went round, the full task stayed out.
     const others = [1, 2, 3].map(() => emulator.enqueueExecution('other', {}).id);
@@ -51,35 +62,20 @@ describe('a task declaring concurrency', () => {
       'the other task to be served',
     );
     expect(pollsOfSingle()).toBe(pollsWhileFull);
-    expect(running).toBe(1);
+    expect(gate.running).toBe(1);
     for (let released = 0; released < 3; released++) {
       await waitFor(() => releases.length > released, `execution ${released + 1} to start`);
       releases[released]!();
     }
     await waitFor(() => emulator.executions().every((e) => e.reports.length > 0), 'every execution reported');
-    expect(mostRunning).toBe(1);
+    expect(gate.mostRunning).toBe(1);
   });
 
   it('replays the executions an earlier run left claimed within the same limit, one at a time', async () => {
-    let running = 0;
-    let mostRunning = 0;
-    const releases: Array<() => void> = [];
+    const gate = heldHandlers();
+    const { releases } = gate;
     harness = await startHarness({
-      settings: { concurrency: 4, 'budget.perSecond': 50, 'budget.perMinute': 1_000 },
-      emulator: { limits: { perSecond: 50, perMinute: 1_000, perMonth: 40_000 } },
-      handlers: [
-        {
-          key: 'one-at-a-time',
-          concurrency: 1,
-          handle: async () => {
-            mostRunning = Math.max(mostRunning, ++running);
-            await new Promise<void>((resolve) => releases.push(resolve));
-            running--;
-            return {};
-          },
-        },
-        { key: 'other', handle: () => ({}) },
-      ],
+      ...gate.options,
       start: false,
     });
     const h = harness;
@@ -108,13 +104,13 @@ describe('a task declaring concurrency', () => {
     const others = [1, 2, 3].map(() => h.emulator.enqueueExecution('other', {}).id);
     await h.worker.start();
     h.worker.wake();
-    await waitFor(() => running === 1, 'the first replay to start');
+    await waitFor(() => gate.running === 1, 'the first replay to start');
     // The other task is served in the slots left while the replays wait for the task's one slot.
     await waitFor(
       () => others.every((id) => (h.emulator.execution(id)?.reports.length ?? 0) > 0),
       'the other task to be served',
     );
-    expect(running).toBe(1);
+    expect(gate.running).toBe(1);
     for (let released = 0; released < 3; released++) {
       await waitFor(() => releases.length > released, `replay ${released + 1} to start`);
       releases[released]!();
@@ -123,6 +119,6 @@ describe('a task declaring concurrency', () => {
       () => claimed.every((id) => (h.emulator.execution(id)?.reports.length ?? 0) > 0),
       'every replay reported',
     );
-    expect(mostRunning).toBe(1);
+    expect(gate.mostRunning).toBe(1);
   });
 });
