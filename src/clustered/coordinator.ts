@@ -339,12 +339,8 @@ export class Coordinator {
       task: claim.taskKey,
       executionId: claim.executionId,
       where: 'queue',
+      jobId,
     });
-    logger.warn(
-      { jobId },
-      'a poll handed out again an execution whose job is not finished (the service re-queued it): it is not ' +
-        'queued again; that job reports it once',
-    );
     return true;
   }
 }

@@ -26,6 +26,7 @@ import type { BudgetGate, Claimer, CoreHandle, CoreParts, DaemonMode, PollLoopFa
 import { TaskList } from './task-list.ts';
 import { TaskRegistry } from './task-registry.ts';
 import { listenForTelemetry } from './telemetry-listener.ts';
+import { logEvents } from './event-log.ts';
 import { listenForSuccessors } from './successor-listener.ts';
 import { SuccessorPacing } from '../scheduler/successor-pacing.ts';
 
@@ -101,6 +102,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
       this.clock,
       () => this.#parts.client?.serviceClock,
     );
+    logEvents(this.events, this.logger);
     this.#keys = new KeyRotation(this.config, this.logger, this.events);
     this.hooks =
       options.tracing?.listen(this.events, mode.replicaId === undefined ? {} : { replica: mode.replicaId }) ??

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { TaskExecution } from '../api/types.ts';
 import type { ServiceClient } from '../api/client.ts';
 import type { Clock } from '../clock/clock.ts';
-import { NO_HOOKS, type ExecutionScope, type WorkerHooks } from '../events/hooks.ts';
+import { NO_HOOKS, type WorkerHooks } from '../events/hooks.ts';
 import type { ClaimOrigin, WorkerEventMap, WorkerEvents } from '../events/worker-events.ts';
 import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
 import type { AttemptHost } from '../runner/attempt-host.ts';
@@ -74,7 +74,7 @@ export class ExecutionPipeline {
   /** Executions taken in (claimed or resumed) and not yet out (reported, dead-lettered or left). */
   readonly #held = new Set<string>();
   /** Held executions already logged as handed out again: one line per claim, however many polls repeat it. */
-  readonly #redeliveryLogged = new Set<string>();
+  readonly #redeliveryTold = new Set<string>();
 
   readonly #delivery: ReportDelivery;
 
@@ -102,7 +102,7 @@ export class ExecutionPipeline {
     const taskKey = registered?.task.key ?? polled.key;
     const logger = this.#o.logger.child({ taskKey, executionId: execution.id });
     if (this.#held.has(execution.id) || this.#o.journal.owes?.(execution.id) === true) {
-      this.#redelivered(taskKey, execution.id, logger);
+      this.#redelivered(taskKey, execution.id);
       return;
     }
     await this.#holding(execution.id, () => this.#process(polled, execution, registered, logger, origin));
@@ -122,13 +122,14 @@ export class ExecutionPipeline {
         'poll answered an execution of another task',
       );
     }
-    const scope = this.#enter(freshClaim(taskKey, execution, origin));
-    await (scope?.run ?? runNow)(async () => {
-      await this.#journalClaim(taskKey, execution, logger);
-      logger.info('execution claimed');
-      const outcome = await runToOutcome(this.#o, registered, execution, logger);
-      await this.finish(taskKey, execution.id, outcome, logger);
-    });
+    await this.#enter(
+      freshClaim(taskKey, execution, origin),
+      async () => {
+        const outcome = await runToOutcome(this.#o, registered, execution, logger);
+        await this.finish(taskKey, execution.id, outcome, logger);
+      },
+      () => this.#journalClaim(taskKey, execution, logger),
+    );
   }
 
   /**
@@ -150,17 +151,17 @@ export class ExecutionPipeline {
       status: 'IN_PROGRESS',
       input: {},
     };
-    const scope = this.#enter(freshClaim(polled.key, execution, origin));
     const message =
       `the service handed out this execution with an unusable answer (${problem}); ` +
       'df-worker did not run it';
     const outcome = failedOutcome('input', message);
     // Claim and outcome in one durable write: a claim record alone would be run again by a replay, with
     // the empty input that stands in for the unusable one.
-    await (scope?.run ?? runNow)(async () => {
-      await this.#journalClaim(polled.key, execution, logger, outcome);
-      await this.finish(polled.key, executionId, outcome, logger, { journaled: true });
-    });
+    await this.#enter(
+      freshClaim(polled.key, execution, origin),
+      () => this.finish(polled.key, executionId, outcome, logger, { journaled: true }),
+      () => this.#journalClaim(polled.key, execution, logger, outcome),
+    );
   }
 
   async #journalClaim(
@@ -201,21 +202,32 @@ export class ExecutionPipeline {
 
   /** Replays a journal record left by an earlier run (see Worker.replay). */
   async resume(entry: JournalEntry, mode: 'rerun' | 'fail', origin?: ClaimOrigin): Promise<void> {
-    const scope = this.#enter({
+    const claim: WorkerEventMap['claim'][0] = {
       task: entry.taskKey,
       executionId: entry.executionId,
       resumed: true,
       ...jobOf(entry.input),
       ...(origin ? { origin } : {}),
-    });
-    await this.#holding(entry.executionId, () => (scope?.run ?? runNow)(() => this.#resume(entry, mode)));
+    };
+    await this.#holding(entry.executionId, () => this.#enter(claim, () => this.#resume(entry, mode)));
   }
 
-  /** An execution enters the pipeline: the context it runs in is asked of the hooks, then it is told. */
-  #enter(claim: WorkerEventMap['claim'][0]): ExecutionScope | undefined {
+  /**
+   * An execution enters the pipeline: the context it runs in is asked of the hooks, and in that context its
+   * claim is journaled (`journal`, a fresh claim), told, then `work` runs: every event of the execution, and
+   * each log line its listeners write, is told inside it.
+   */
+  #enter(
+    claim: WorkerEventMap['claim'][0],
+    work: () => Promise<void>,
+    journal?: () => Promise<void>,
+  ): Promise<void> {
     const scope = (this.#o.hooks ?? NO_HOOKS).executionScope?.(claim);
-    this.#o.events.emit('claim', claim);
-    return scope;
+    return (scope?.run ?? runNow)(async () => {
+      await journal?.();
+      this.#o.events.emit('claim', claim);
+      await work();
+    });
   }
 
   /** Runs `work` with the execution held, so that a poll handing it out again meanwhile does not run it. */
@@ -225,18 +237,14 @@ export class ExecutionPipeline {
       await work();
     } finally {
       this.#held.delete(executionId);
-      this.#redeliveryLogged.delete(executionId);
+      this.#redeliveryTold.delete(executionId);
     }
   }
 
-  #redelivered(taskKey: string, executionId: string, logger: Logger): void {
-    this.#o.events.emit('redelivered', { task: taskKey, executionId, where: 'pipeline' });
-    if (this.#redeliveryLogged.has(executionId)) return;
-    this.#redeliveryLogged.add(executionId);
-    logger.warn(
-      'a poll handed out again an execution this worker still owes a report for (the service re-queued it): ' +
-        'it is not run again; the claim in hand reports it once',
-    );
+  #redelivered(taskKey: string, executionId: string): void {
+    const again = this.#redeliveryTold.has(executionId);
+    this.#redeliveryTold.add(executionId);
+    this.#o.events.emit('redelivered', { task: taskKey, executionId, where: 'pipeline', again });
   }
 
   async #resume(entry: JournalEntry, mode: 'rerun' | 'fail'): Promise<void> {
@@ -300,15 +308,6 @@ export class ExecutionPipeline {
     options: { journaled?: boolean } = {},
   ): Promise<void> {
     this.#o.events.emit('outcome', { task: taskKey, executionId, outcome });
-    logger.info(
-      {
-        status: outcome.status,
-        attempts: outcome.attempts,
-        durationMs: outcome.durationMs,
-        failure: outcome.failure,
-      },
-      'execution finished',
-    );
     if (!options.journaled) {
       try {
         await this.#o.journal.recordOutcome(executionId, this.#outcomeRecord(outcome));

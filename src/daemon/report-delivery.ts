@@ -45,9 +45,9 @@ export class ReportDelivery {
         ...(fence ? { mayReport: () => this.#owned(fence, executionId, logger) } : {}),
         // Counted only when an attempt failed: `df-worker journal` shows reports that are stuck, and the
         // happy path costs no extra write.
-        onRetry: (attempt, error) => {
+        onRetry: (attempt, error, next) => {
           const { errorName, message } = summariseError(error);
-          events.emit('reportRetry', { ...ref, attempt, error: { name: errorName, message } });
+          events.emit('reportRetry', { ...ref, attempt, ...next, error: { name: errorName, message } });
           return journal.recordReportAttempt(executionId).catch((error: unknown) => {
             logger.warn({ err: error as Error }, 'could not count the report attempt in the journal');
           });
@@ -56,11 +56,10 @@ export class ReportDelivery {
     const result = await report(outcome.status, outcome.output);
     try {
       if ('fenced' in result) {
-        this.#fenced(taskKey, executionId, logger);
+        this.#fenced(taskKey, executionId);
       } else if (result.delivered) {
         await journal.complete(executionId);
-        logger.info({ status: outcome.status, reportAttempts: result.attempts }, 'execution reported');
-        this.#reported(taskKey, executionId, 'delivered', result.attempts);
+        this.#reported(ref, outcome.status, 'delivered', result.attempts);
       } else if ('refused' in result) {
         events.emit('reportRefused', { ...ref, ...result.refused });
         let refused = result.refused;
@@ -73,12 +72,11 @@ export class ReportDelivery {
           logger.error({ refusedStatus: refused.status }, 'output refused; reporting the execution FAILED');
           const fallback = await report('FAILED', { error: message, message, refusedStatus: refused.status });
           if ('fenced' in fallback) {
-            this.#fenced(taskKey, executionId, logger);
+            this.#fenced(taskKey, executionId);
             return;
           }
           if ('interrupted' in fallback) {
-            logger.warn('report not delivered before exit; it stays in the journal for the next start');
-            this.#reported(taskKey, executionId, 'left-in-journal', result.attempts);
+            this.#reported(ref, 'FAILED', 'left-in-journal', result.attempts);
             return;
           }
           refused = {
@@ -89,10 +87,9 @@ export class ReportDelivery {
           };
         }
         await journal.deadLetter(executionId, refused);
-        this.#reported(taskKey, executionId, 'dead-lettered', result.attempts);
+        this.#reported(ref, outcome.status, 'dead-lettered', result.attempts);
       } else {
-        logger.warn('report not delivered before exit; it stays in the journal for the next start');
-        this.#reported(taskKey, executionId, 'left-in-journal', result.attempts);
+        this.#reported(ref, outcome.status, 'left-in-journal', result.attempts);
       }
     } catch (error) {
       logger.error({ err: error as Error }, 'could not update the journal after reporting');
@@ -100,12 +97,12 @@ export class ReportDelivery {
   }
 
   #reported(
-    task: string,
-    executionId: string,
+    ref: { task: string; executionId: string },
+    status: ExecutionOutcome['status'],
     result: 'delivered' | 'dead-lettered' | 'left-in-journal',
     attempts: number,
   ): void {
-    this.#o.events.emit('report', { task, executionId, result, attempts });
+    this.#o.events.emit('report', { ...ref, status, result, attempts });
     const counts = this.#o.journalCounts;
     if (counts) this.#o.events.emit('journal', counts());
   }
@@ -124,11 +121,8 @@ export class ReportDelivery {
     }
   }
 
-  #fenced(task: string, executionId: string, logger: Logger): void {
-    logger.warn(
-      'this process no longer owns the execution (its lock lapsed during a stall or a partition): dropping ' +
-        'its outcome unreported; the replica that took it over reports it',
-    );
+  /** This process no longer owns the execution: its outcome is dropped unreported (the new owner reports it). */
+  #fenced(task: string, executionId: string): void {
     this.#o.events.emit('fenced', { request: 'report', task, executionId });
   }
 }

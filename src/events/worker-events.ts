@@ -51,8 +51,23 @@ interface EventMap {
       claimed?: { executionId: string; createdAt: string };
     },
   ];
-  /** A poll's answer was lost after it left: the execution it may have claimed is looked for again. */
-  pollAnswerLost: [{ task: string; reason: PollAnswerLoss }];
+  /**
+   * A poll's answer was lost after it left: the service may hold an execution of the task claimed by this
+   * worker between `polledAt` and `lostAt` (ISO instants) that no one will run or report.
+   */
+  pollAnswerLost: [
+    {
+      task: string;
+      taskId: string;
+      reason: PollAnswerLoss;
+      polledAt: string;
+      lostAt: string;
+      /** The status of an answer that came but could not be read. */
+      answerStatus?: number;
+      /** The failure: its class name, message, stable code, and how far the request got. */
+      error: { name: string; message: string; code?: string; phase?: string; sent?: boolean };
+    },
+  ];
   /** A request to the service ended (any operation). */
   response: [ResponseEvent];
   /**
@@ -65,9 +80,9 @@ interface EventMap {
   /** The task list was read and matched to the handlers: tasks polled, handlers without a task. */
   tasks: [{ served: readonly string[]; withoutTask: readonly string[] }];
   /**
-   * An execution entered the pipeline: freshly claimed, or taken up again from the journal or the queue.
-   * `origin`: how it reached this process through the cluster's queue. The context it runs in is asked of
-   * the `executionScope` hook just before.
+   * An execution entered the pipeline: freshly claimed (told once its claim is journaled), or taken up again
+   * from the journal or the queue. `origin`: how it reached this process through the cluster's queue. The
+   * context it runs in is asked of the `executionScope` hook first, and the event is told inside it.
    */
   claim: [
     ExecutionRef & {
@@ -87,12 +102,22 @@ interface EventMap {
   attempt: [ExecutionRef & AttemptEvent];
   /** A handler's `ctx.service` call ended (its URL without the query string: never the key). */
   serviceCall: [ExecutionRef & { attempt: number } & ResponseEvent];
-  /** A report attempt failed and the report is retried. */
-  reportRetry: [ExecutionRef & { attempt: number; error: { name: string; message: string } }];
+  /**
+   * A report attempt failed and the report is retried, in `retryInMs` (a failure), or once the 429 pause the
+   * budget heard ends (`rateLimited`).
+   */
+  reportRetry: [
+    ExecutionRef & {
+      attempt: number;
+      retryInMs: number;
+      rateLimited: boolean;
+      error: { name: string; message: string };
+    },
+  ];
   /** An execution's handler attempts ended with its outcome (before the report). */
   outcome: [ExecutionRef & { outcome: ExecutionOutcome }];
-  /** An execution's report ended. */
-  report: [ExecutionRef & { result: ReportResult; attempts: number }];
+  /** An execution's report ended; `status`: what was reported (or was to be). */
+  report: [ExecutionRef & { result: ReportResult; attempts: number; status: ExecutionOutcome['status'] }];
   /**
    * The service refused a report for good (400, 404, 409, 410, 412...): its status, code and message. The
    * execution is dead-lettered once; the core then polls its task at once, as the service has likely queued
@@ -109,7 +134,15 @@ interface EventMap {
    * run again. `where`: the replica that still runs it (`pipeline`), or the cluster's queue (`queue`, on the
    * coordinator: a job of the execution is not finished).
    */
-  redelivered: [ExecutionRef & { where: 'pipeline' | 'queue' }];
+  redelivered: [
+    ExecutionRef & {
+      where: 'pipeline' | 'queue';
+      /** The queue's job that still holds it (`queue`). */
+      jobId?: string;
+      /** Told already for this claim in hand (`pipeline`): the same redelivery seen again. */
+      again?: boolean;
+    },
+  ];
   /** A record left by an earlier run (journal or queue) was taken up again. */
   replay: [{ phase: 'claimed' | 'finished' }];
   /** Records owed a report, and dead letters, in the journal (standalone) after a change. */

@@ -41,8 +41,15 @@ export class Reporter {
     report: { status: ReportStatus; output: JsonObject },
     signal?: AbortSignal,
     hooks: {
-      /** A failed attempt (1-based) is to be retried; `error` is what it failed with. */
-      onRetry?: (attempt: number, error: unknown) => Promise<void>;
+      /**
+       * A failed attempt (1-based) is to be retried; `error` is what it failed with; `retryInMs`: the backoff
+       * before the next, or 0 after a 429 (`rateLimited`: the budget's pause holds it).
+       */
+      onRetry?: (
+        attempt: number,
+        error: unknown,
+        next: { retryInMs: number; rateLimited: boolean },
+      ) => Promise<void>;
       /**
        * Asked before each attempt leaves (once the budget let it through): false drops the report unsent, and
        * its retries (another owner reports the execution).
@@ -110,12 +117,11 @@ export class Reporter {
         } else {
           transientFailures++;
           waitMs = backoffDelayMs(transientFailures, this.#o.backoff);
-          logger.warn(
-            { executionId, attempt: attempts, retryInMs: waitMs, err: error as Error },
-            'report failed; retrying',
-          );
         }
-        await hooks.onRetry?.(attempts, error);
+        await hooks.onRetry?.(attempts, error, {
+          retryInMs: waitMs,
+          rateLimited: action.kind === 'rate-limited',
+        });
         try {
           if (waitMs > 0) await clock.sleep(waitMs, signal);
         } catch {

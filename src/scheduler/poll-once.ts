@@ -5,7 +5,7 @@ import { NetworkError, ResponseValidationError, TimeoutError } from '../api/erro
 import { topLevelString } from '../api/json-prefix.ts';
 import type { TaskExecution } from '../api/types.ts';
 import { monotonicAt } from '../clock/clock.ts';
-import type { PollAnswerLoss, PollResult } from '../events/worker-events.ts';
+import type { PollAnswerLoss, PollResult, WorkerEventMap } from '../events/worker-events.ts';
 import { classifyFailure } from '../reports/retry-policy.ts';
 import { jobIdOf } from './successor-pacing.ts';
 import type { PolledTask, SchedulerOptions } from './scheduler.ts';
@@ -144,22 +144,31 @@ function pollAnswerLost(
   reason: PollAnswerLoss,
   error: unknown,
 ): void {
-  // Nothing else will name this execution: this worker never learnt its id, and the service API documents no
-  // way back from claimed to pending. An operator can find it on the service by task and time.
-  o.logger.error(
-    {
-      taskKey: task.key,
-      taskId: task.taskId,
-      reason,
-      polledAt: new Date(started).toISOString(),
-      lostAt: new Date(now).toISOString(),
-      answerStatus: error instanceof NetworkError ? error.answerStatus : undefined,
-      err: error as Error,
-    },
-    'poll answer lost after the poll was sent: the service may hold an execution of this task claimed by ' +
-      'this worker between polledAt and lostAt that no one will run or report; look for it on the service',
-  );
-  o.events?.emit('pollAnswerLost', { task: task.key, reason });
+  // Told (and logged: daemon/event-log.ts) with the task and the instants an operator needs to find it.
+  o.events?.emit('pollAnswerLost', {
+    task: task.key,
+    taskId: task.taskId,
+    reason,
+    polledAt: new Date(started).toISOString(),
+    lostAt: new Date(now).toISOString(),
+    ...(error instanceof NetworkError && error.answerStatus !== undefined
+      ? { answerStatus: error.answerStatus }
+      : {}),
+    error: lossOf(error),
+  });
+}
+
+/** What a lost answer's log line and span say of its failure (the error's own fields, no stack). */
+function lossOf(error: unknown): WorkerEventMap['pollAnswerLost'][0]['error'] {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const { code, phase, sent } = error as { code?: unknown; phase?: unknown; sent?: unknown };
+  return {
+    name: error.name,
+    message: error.message,
+    ...(typeof code === 'string' ? { code } : {}),
+    ...(typeof phase === 'string' ? { phase } : {}),
+    ...(typeof sent === 'boolean' ? { sent } : {}),
+  };
 }
 
 function told(

@@ -36,7 +36,13 @@ describe('ExecutionRecorder', () => {
       executionId: 'e1',
       outcome: { status: 'COMPLETED', output: {}, attempts: 2, durationMs: 80 },
     });
-    events.emit('report', { task: 'greet', executionId: 'e1', result: 'delivered', attempts: 1 });
+    events.emit('report', {
+      task: 'greet',
+      executionId: 'e1',
+      result: 'delivered',
+      attempts: 1,
+      status: 'COMPLETED',
+    });
     recorder.logLine(line({ executionId: 'e1', msg: 'execution reported' }));
     recorder.logLine('not json');
     recorder.logLine(line({ msg: 'no execution' }));

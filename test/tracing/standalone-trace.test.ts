@@ -75,6 +75,11 @@ describe('traces of df-worker start', () => {
     // The execution's log lines carry its trace.
     const claimed = cli.logs().find((l) => l.msg === 'execution claimed' && l.executionId === execution.id);
     expect(claimed).toMatchObject({ trace_id: root.traceId, span_id: root.spanId });
+    // So do the lines the event log writes from the execution's later events.
+    for (const msg of ['execution finished', 'execution reported']) {
+      const line = cli.logs().find((l) => l.msg === msg && l.executionId === execution.id);
+      expect(line, msg).toMatchObject({ trace_id: root.traceId });
+    }
     const failed = cli.logs().find((l) => l.msg === 'attempt failed; retrying');
     expect(failed?.trace_id).toBe(root.traceId);
     // A line the handler logged in its worker process carries its attempt's span.
