@@ -4,7 +4,7 @@
 // and the report's end decides how the job ends (completed, failed as a dead letter, or retried elsewhere).
 import type { Job } from 'bullmq';
 import type { JsonObject } from '../api/types.ts';
-import type { ExecutionJournal } from '../daemon/execution-pipeline.ts';
+import type { ExecutionJournal } from '../daemon/execution-journal.ts';
 import type { ClaimRecord, DeadLetter, JournalEntry, OutcomeRecord } from '../journal/records.ts';
 
 /** A job's data: the claim as polled, and once the handler ended, its outcome. */

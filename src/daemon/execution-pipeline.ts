@@ -3,62 +3,24 @@
 // still in the journal for the next start: never silently dropped.
 import type { Logger } from 'pino';
 import type { TaskExecution } from '../api/types.ts';
-import type { ServiceClient } from '../api/client.ts';
-import type { Clock } from '../clock/clock.ts';
-import { NO_HOOKS, type WorkerHooks } from '../events/hooks.ts';
-import type { ClaimOrigin, WorkerEventMap, WorkerEvents } from '../events/worker-events.ts';
-import type { Journal, JournalEntry, OutcomeRecord } from '../journal/journal.ts';
-import type { AttemptHost } from '../runner/attempt-host.ts';
+import { NO_HOOKS } from '../events/hooks.ts';
+import type { ClaimOrigin, WorkerEventMap } from '../events/worker-events.ts';
+import type { JournalEntry, OutcomeRecord } from '../journal/journal.ts';
 import { splitInput } from '../runner/input.ts';
-import type { Redact } from '../secrets/redact.ts';
 import type { ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../reports/reporter.ts';
 import type { PolledTask } from '../scheduler/scheduler.ts';
-import { failedOutcome, runToOutcome } from './handler-run.ts';
+import type { ExecutionJournal } from './execution-journal.ts';
+import { failedOutcome, runToOutcome, type HandlerRunOptions } from './handler-run.ts';
 import { ReportDelivery } from './report-delivery.ts';
 import type { RegisteredTask } from './task-registry.ts';
 
-/** The service's answer to a report it refused for good, as the dead letter keeps it. */
-export type ReportRefusal = { status: number; code?: string; message: string };
-
-/**
- * Where claims and outcomes are kept until reported: the state folder's journal (standalone), or the cluster's
- * queue (clustered mode, src/clustered/queue-journal.ts).
- */
-export type ExecutionJournal = Pick<
-  Journal,
-  'recordClaim' | 'recordStart' | 'recordOutcome' | 'recordReportAttempt' | 'complete' | 'deadLetter'
-> &
-  Partial<Pick<Journal, 'owes'>>;
-
-export interface ExecutionPipelineOptions {
+export interface ExecutionPipelineOptions extends HandlerRunOptions {
   journal: ExecutionJournal;
   reporter: Reporter;
-  clock: Clock;
-  logger: Logger;
-  defaultTimeoutMs: number;
-  /** Back-off between handler attempts. */
-  backoff?: { baseMs: number; maxMs: number };
-  /** Where handler attempts run (DF_HANDLER_ISOLATION). Default: inline. */
-  host?: AttemptHost;
-  /** The client behind handlers' `ctx.service`: the daemon's key and budget, in its 'handler' class. */
-  service?: ServiceClient;
-  /** Cleans the daemon's secrets out of what handlers return, throw and log. */
-  redact?: Redact;
-  /** Runs of one execution that may die with the daemon or its worker before it is failed as poison. */
-  maxCrashesPerExecution?: number;
   lookup: (taskId: string) => RegisteredTask | undefined;
-  /** Aborted when the shutdown grace period ends: running handlers are stopped and reported FAILED. */
-  handlerSignal: AbortSignal;
   /** Aborted when the daemon must exit: report retries stop, the outcome stays in the journal. */
   reportSignal: AbortSignal;
-  /**
-   * Where each step is told: claim (or resume), attempts, the handlers' `ctx.service` calls, the outcome,
-   * report retries, refusals, fences, redeliveries, the report, and the journal's counts after it.
-   */
-  events: WorkerEvents;
-  /** Asked for the context each execution runs in, and a span around each attempt. Default: none. */
-  hooks?: WorkerHooks;
   /** Records owed a report and dead letters, told (`journal` event) after each report (standalone's journal). */
   journalCounts?: () => { pending: number; deadLettered: number };
   /**

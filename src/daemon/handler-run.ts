@@ -3,14 +3,44 @@
 // FAILED outcome, never a rejection.
 import type { Logger } from 'pino';
 import type { JsonObject, TaskExecution } from '../api/types.ts';
-import type { FailureKind } from '../events/worker-events.ts';
+import type { ServiceClient } from '../api/client.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { WorkerHooks } from '../events/hooks.ts';
+import type { FailureKind, WorkerEvents } from '../events/worker-events.ts';
+import type { AttemptHost } from '../runner/attempt-host.ts';
+import type { Redact } from '../secrets/redact.ts';
 import { runExecution, type ExecutionOutcome } from '../runner/run-execution.ts';
-import type { ExecutionPipelineOptions } from './execution-pipeline.ts';
 import type { RegisteredTask } from './task-registry.ts';
+
+/** What running a handler needs of the pipeline's options. */
+export interface HandlerRunOptions {
+  clock: Clock;
+  logger: Logger;
+  defaultTimeoutMs: number;
+  /** Back-off between handler attempts. */
+  backoff?: { baseMs: number; maxMs: number };
+  /** Where handler attempts run (DF_HANDLER_ISOLATION). Default: inline. */
+  host?: AttemptHost;
+  /** The client behind handlers' `ctx.service`: the daemon's key and budget, in its 'handler' class. */
+  service?: ServiceClient;
+  /** Cleans the daemon's secrets out of what handlers return, throw and log. */
+  redact?: Redact;
+  /** Runs of one execution that may die with the daemon or its worker before it is failed as poison. */
+  maxCrashesPerExecution?: number;
+  /** Aborted when the shutdown grace period ends: running handlers are stopped and reported FAILED. */
+  handlerSignal: AbortSignal;
+  /**
+   * Where each step is told: claim (or resume), attempts, the handlers' `ctx.service` calls, the outcome,
+   * report retries, refusals, fences, redeliveries, the report, and the journal's counts after it.
+   */
+  events: WorkerEvents;
+  /** Asked for the context each execution runs in, and a span around each attempt. Default: none. */
+  hooks?: WorkerHooks;
+}
 
 /** The handler's outcome; whatever goes wrong on the way is a FAILED outcome, never a rejection. */
 export async function runToOutcome(
-  o: ExecutionPipelineOptions,
+  o: HandlerRunOptions,
   registered: RegisteredTask | undefined,
   execution: TaskExecution,
   logger: Logger,
@@ -28,7 +58,7 @@ export async function runToOutcome(
 }
 
 async function runHandler(
-  o: ExecutionPipelineOptions,
+  o: HandlerRunOptions,
   registered: RegisteredTask | undefined,
   execution: TaskExecution,
   logger: Logger,

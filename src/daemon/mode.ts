@@ -13,7 +13,8 @@ import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { Readiness, WorkerState } from './contract.ts';
 import type { WorkerHooks } from '../events/hooks.ts';
 import type { WorkerEvents } from '../events/worker-events.ts';
-import type { ExecutionJournal, ExecutionPipeline } from './execution-pipeline.ts';
+import type { ExecutionJournal } from './execution-journal.ts';
+import type { ExecutionPipeline } from './execution-pipeline.ts';
 import type { TaskList, TaskListOptions } from './task-list.ts';
 import type { TaskRegistry } from './task-registry.ts';
 

@@ -7,7 +7,7 @@ import { summariseError, truncateMessage } from '../runner/errors.ts';
 import { withFailureMessage } from '../runner/failure-output.ts';
 import type { ExecutionOutcome } from '../runner/run-execution.ts';
 import type { Reporter } from '../reports/reporter.ts';
-import type { ExecutionJournal } from './execution-pipeline.ts';
+import type { ExecutionJournal } from './execution-journal.ts';
 
 export interface ReportDeliveryOptions {
   journal: ExecutionJournal;

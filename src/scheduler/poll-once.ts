@@ -8,7 +8,7 @@ import { monotonicAt } from '../clock/clock.ts';
 import type { PollAnswerLoss, PollResult, WorkerEventMap } from '../events/worker-events.ts';
 import { classifyFailure } from '../reports/retry-policy.ts';
 import { jobIdOf } from './successor-pacing.ts';
-import type { PolledTask, SchedulerOptions } from './scheduler.ts';
+import type { PolledTask, SchedulerOptions } from './scheduler-options.ts';
 
 /** What a poll does to the loop that sent it. */
 export interface PollEffects {

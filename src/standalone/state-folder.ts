@@ -15,7 +15,7 @@ import { requestsShownByJournal } from '../journal/journal-contents.ts';
 import { Journal } from '../journal/journal.ts';
 import { StateLock } from '../journal/state-lock.ts';
 import type { CoreHandle } from '../daemon/mode.ts';
-import type { ExecutionJournal } from '../daemon/execution-pipeline.ts';
+import type { ExecutionJournal } from '../daemon/execution-journal.ts';
 import { reportReserveFor } from '../budget/report-reserve.ts';
 import { budgetFromConfig } from '../daemon/service-wiring.ts';
 

@@ -41,6 +41,22 @@ function folderImports(): Map<string, Map<string, string>> {
   return graph;
 }
 
+/** file -> the files of src/ it imports (type imports included), each with the import that shows it. */
+function fileImports(): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  const importLine = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g;
+  for (const file of sourceFiles(SRC)) {
+    const from = relative(SRC, file);
+    const edges = new Map<string, string>();
+    graph.set(from, edges);
+    for (const match of readFileSync(file, 'utf8').matchAll(importLine)) {
+      const target = resolve(dirname(file), match[1] ?? match[2]!);
+      if (target.startsWith(SRC)) edges.set(relative(SRC, target), `imports ${match[1] ?? match[2]}`);
+    }
+  }
+  return graph;
+}
+
 /** A loop of folders, as the imports that make it, or undefined when there is none. */
 function findLoop(graph: Map<string, Map<string, string>>): string[] | undefined {
   const state = new Map<string, 'open' | 'done'>();
@@ -80,6 +96,12 @@ describe("src/'s folders", () => {
     // The reading works: the core's folder imports several others, and the ground floor none.
     expect(graph.get('daemon')?.size).toBeGreaterThan(5);
     expect(graph.get('clock')?.size ?? 0).toBe(0);
+    expect(findLoop(graph)).toBeUndefined();
+  });
+
+  it('hold no file that imports, through others, a file that imports it', () => {
+    const graph = fileImports();
+    expect(graph.get('daemon/core.ts')?.size).toBeGreaterThan(10);
     expect(findLoop(graph)).toBeUndefined();
   });
 
