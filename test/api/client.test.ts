@@ -203,6 +203,38 @@ describe('ServiceClient requests', () => {
     expect(events.every((e) => e.durationMs >= 0)).toBe(true);
   });
 
+  it("tells a handler attempt's requests as its serviceCall too, and costs nothing while nobody listens", async () => {
+    const { events: emitter, seen: responses } = told('response');
+    const api = client({ events: emitter });
+    const attempt = { task: 'enrich', executionId: 'e1', attempt: 2 };
+    // No listener of serviceCall (tracing off): the attempt's client is the client itself.
+    expect(api.forAttempt(attempt)).toBe(api);
+    const withoutEvents = client();
+    expect(withoutEvents.forAttempt(attempt)).toBe(withoutEvents);
+
+    const calls: unknown[] = [];
+    emitter.on('serviceCall', (call) => calls.push(call));
+    const ofAttempt = api.forAttempt(attempt);
+    expect(ofAttempt).not.toBe(api);
+    const task = await ofAttempt.createTask(definition);
+    await expect(ofAttempt.getTask('missing')).rejects.toBeInstanceOf(ServiceClientError);
+    // The parent's own requests are not the attempt's.
+    expect(await api.pollTask(task.id)).toBeNull();
+    expect(responses.map((e) => [e.operation, e.status])).toEqual([
+      ['tasks.create', 201],
+      ['tasks.get', 404],
+      ['tasks.poll', 404],
+    ]);
+    expect(calls).toEqual([
+      { ...attempt, ...responses[0] },
+      { ...attempt, ...responses[1] },
+    ]);
+    expect(calls[1]).toMatchObject({ error: { name: 'ServiceError' } });
+    // Same connections: closing the attempt's client leaves the parent's.
+    await ofAttempt.close();
+    expect(await api.pollTask(task.id)).toBeNull();
+  });
+
   it('sends the key as X-Api-Key with a df-worker user agent under the base URL prefix', async () => {
     // The emulator does not log headers; a bare loopback server shows exactly what goes on the wire.
     const seen: IncomingHttpHeaders[] = [];
