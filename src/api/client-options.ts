@@ -1,15 +1,19 @@
-// What a ServiceClient is built from: its options (every limit with its default and unit), the hooks the daemon
-// plugs in (the budget gate, the metrics hook, another transport) and the shapes of what its methods take.
+// What a ServiceClient is built from: its options (every limit with its default and unit), what the daemon plugs
+// in (the budget gate, the emitter its requests are told on, another transport) and the shapes of what its
+// methods take.
 import type { ApiKeySource } from '../secrets/api-key-file.ts';
 import { readFileSync } from 'node:fs';
 import type { Clock } from '../clock/clock.ts';
-import type { ServiceClientError, TimeoutPhase } from './errors.ts';
+import type { EventSink } from '../events/worker-events.ts';
+import type { TimeoutPhase } from './errors.ts';
 import type { PathStyleSetting } from './path-style.ts';
 import type { Answer } from './response.ts';
 import { TIMEOUT_SETTINGS } from './settings.ts';
 import { Transport } from './transport.ts';
 import type { OutgoingRequest } from './transport.ts';
 import type { JsonObject, Operation, ReportStatus } from './types.ts';
+
+export type { ResponseEvent } from '../events/service-payloads.ts';
 
 /** The daemon's budget: every request waits for a slot before it is sent, and the budget hears every answer. */
 export interface RequestGate {
@@ -29,25 +33,6 @@ export interface GateAnswer {
   status: number;
   /** From the answer's `Retry-After` header, in milliseconds; undefined when absent or unreadable. */
   retryAfterMs: number | undefined;
-}
-
-/**
- * One per request sent, for metrics and traces. Carries no query string, header or body, so it can never leak
- * the API key (which travels in a header, or in the query string with authMode 'query').
- */
-export interface ResponseEvent {
-  operation: Operation;
-  method: string;
-  /** Scheme, host, port and path of the request: no query string, no credentials. */
-  url: string;
-  /** When the request left the budget gate, in epoch ms. */
-  startedAt: number;
-  /** HTTP status, or 0 when no answer came (network error, timeout, caller's abort). */
-  status: number;
-  /** From sending (after the gate) to the body fully read or the failure, in milliseconds. */
-  durationMs: number;
-  /** The error the call threw, when it was a ServiceClientError; absent on success and on a caller's abort. */
-  error?: ServiceClientError;
 }
 
 export interface ServiceClientOptions {
@@ -107,8 +92,12 @@ export interface ServiceClientOptions {
   connections?: number;
   /** Budget gate awaited before every request. Default: none. */
   gate?: RequestGate;
-  /** Metrics hook, called once per request; whatever it throws is swallowed. */
-  onResponse?: (event: ResponseEvent) => void;
+  /**
+   * Where each request is told once it ended (`response`, for metrics and the key's rotation), and each
+   * request of a client made by forAttempt() (`serviceCall`, for traces); whatever a listener throws is
+   * swallowed. Default: none, nothing is told.
+   */
+  events?: EventSink;
   /** Default `df-worker/<package version>`. */
   userAgent?: string;
   /**
@@ -162,24 +151,6 @@ const PHASE_OF: Record<keyof typeof TIMEOUT_DEFAULTS, TimeoutPhase> = {
   requestTimeoutMs: 'request',
   answerTimeoutMs: 'answer',
 };
-
-/** `options` whose metrics hook tells `onResponse` too, after the hook they had, whatever that one throws. */
-export function alsoTelling(
-  options: ServiceClientOptions,
-  onResponse: (event: ResponseEvent) => void,
-): ServiceClientOptions {
-  const own = options.onResponse;
-  return {
-    ...options,
-    onResponse: (event) => {
-      try {
-        own?.(event);
-      } finally {
-        onResponse(event);
-      }
-    },
-  };
-}
 
 /** The node:http transport the options describe, each limit checked and named as the user set it. */
 export function httpTransport(

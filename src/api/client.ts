@@ -1,13 +1,11 @@
 // ServiceClient: the only code that speaks to the service. Each method is one request (listTasks: one per
-// page), awaited through the budget gate, validated at the boundary, reported once to the metrics hook; how a
+// page), awaited through the budget gate, validated at the boundary, told once as a `response` event; how a
 // request is sent and its answer observed is the request channel's (request-channel.ts).
 import type { ServiceClock } from '../clock/service-clock.ts';
-import { alsoTelling } from './client-options.ts';
 import type {
   ExecutionReport,
   FileUpload,
   RequestGate,
-  ResponseEvent,
   ServiceClientOptions,
   ServiceTransport,
   VariableUpdateOptions,
@@ -23,7 +21,7 @@ import {
 import type { ServicePaths } from './paths.ts';
 import { checkUploadSize } from './file-limits.ts';
 import { PathStyleHolder, type PathStyleResolution, type PathStyleSetting } from './path-style.ts';
-import { RequestChannel, type AuthMode } from './request-channel.ts';
+import { RequestChannel, type AttemptRef, type AuthMode } from './request-channel.ts';
 import { parseJsonBody } from './response.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import {
@@ -66,12 +64,15 @@ export class ServiceClient {
   /** The service's clock, learnt from its answers' Date headers: where its createdAt instants fall locally. */
   readonly serviceClock: ServiceClock;
 
-  /** `shared`: a sibling made by withGate() or observed() uses the transport of the client that made it. */
+  /**
+   * `shared`: a sibling made by withGate() or forAttempt() uses the transport of the client that made it (and
+   * one made by forAttempt() names its attempt).
+   */
   constructor(
     options: ServiceClientOptions,
-    shared?: { transport: ServiceTransport; pathStyle: PathStyleHolder },
+    shared?: { transport: ServiceTransport; pathStyle: PathStyleHolder; attempt?: AttemptRef },
   ) {
-    this.#channel = new RequestChannel(options, shared?.transport);
+    this.#channel = new RequestChannel(options, shared?.transport, shared?.attempt);
     this.serviceClock = this.#channel.serviceClock;
     this.#pathStyle =
       shared?.pathStyle ?? new PathStyleHolder(options.pathStyle ?? 'hyphen', this.#channel.basePath);
@@ -226,13 +227,17 @@ export class ServiceClient {
   }
 
   /**
-   * A client for the same service, key and gate that also tells `onResponse` of each of its requests (a handler
-   * attempt's `ctx.service` calls, for its trace). It shares this client's connections, as withGate's does.
+   * The client of one handler attempt's `ctx.service`: each of its requests is also told as that attempt's
+   * `serviceCall` (for its trace), after its `response`. It shares this client's connections, as withGate's
+   * does. While nobody listens to `serviceCall` (no traces) it is this client itself: no cost.
    */
-  observed(onResponse: (event: ResponseEvent) => void): ServiceClient {
-    return new ServiceClient(alsoTelling(this.#options, onResponse), {
+  forAttempt(attempt: AttemptRef): ServiceClient {
+    const events = this.#options.events;
+    if (!events || events.listenerCount('serviceCall') === 0) return this;
+    return new ServiceClient(this.#options, {
       transport: this.#channel.transport,
       pathStyle: this.#pathStyle,
+      attempt: { ...attempt },
     });
   }
 

@@ -1,7 +1,8 @@
 // The request machinery under ServiceClient: one request carries the key by the auth mode, waits on the budget
-// gate, goes through the transport, and its answer is told to the gate, the service clock and the metrics hook.
+// gate, goes through the transport, and its answer is told to the gate, the service clock and the events.
 import { systemClock, type Clock } from '../clock/clock.ts';
 import { ServiceClock } from '../clock/service-clock.ts';
+import type { EventSink } from '../events/worker-events.ts';
 import { redactor } from '../secrets/redact.ts';
 import { defaultUserAgent, httpTransport } from './client-options.ts';
 import type { RequestGate, ResponseEvent, ServiceClientOptions, ServiceTransport } from './client-options.ts';
@@ -16,6 +17,13 @@ import type { Operation, VersionedVariable } from './types.ts';
 import type { ServiceError } from './errors.ts';
 
 export type AuthMode = NonNullable<ServiceClientOptions['authMode']>;
+
+/** A handler attempt, as its `ctx.service` requests name it in their `serviceCall` events. */
+export interface AttemptRef {
+  task: string;
+  executionId: string;
+  attempt: number;
+}
 
 /** How one request is sent once built; see ServiceClient.pollTask and reportExecution for who needs which. */
 export interface CallOptions {
@@ -38,7 +46,9 @@ export class RequestChannel {
   readonly #origin: string;
   readonly transport: ServiceTransport;
   readonly #gate: RequestGate | undefined;
-  readonly #onResponse: ((event: ResponseEvent) => void) | undefined;
+  readonly #events: EventSink | undefined;
+  /** The handler attempt whose `ctx.service` this channel carries: each request is also its `serviceCall`. */
+  readonly #attempt: AttemptRef | undefined;
   readonly #userAgent: string;
   readonly urlSetting: string;
   readonly #clock: Pick<Clock, 'now' | 'monotonic'>;
@@ -48,7 +58,7 @@ export class RequestChannel {
   readonly #ownsTransport: boolean;
   #closed = false;
 
-  constructor(options: ServiceClientOptions, sharedTransport?: ServiceTransport) {
+  constructor(options: ServiceClientOptions, sharedTransport?: ServiceTransport, attempt?: AttemptRef) {
     if (typeof options.apiKey !== 'string' || options.apiKey === '') {
       throw new TypeError('ServiceClient needs a non-empty apiKey');
     }
@@ -67,7 +77,8 @@ export class RequestChannel {
     this.#origin = url.origin;
     this.baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
     this.#gate = options.gate;
-    this.#onResponse = options.onResponse;
+    this.#events = options.events;
+    this.#attempt = attempt;
     this.#userAgent = options.userAgent ?? defaultUserAgent();
     this.#ownsTransport = sharedTransport === undefined;
     this.transport =
@@ -206,10 +217,18 @@ export class RequestChannel {
   }
 
   #emit(event: ResponseEvent): void {
+    const events = this.#events;
+    if (!events) return;
     try {
-      this.#onResponse?.(event);
+      events.emit('response', event);
     } catch {
-      // A broken metrics hook must not turn a successful request into a failure.
+      // A broken listener must not turn a successful request into a failure.
+    }
+    if (!this.#attempt) return;
+    try {
+      events.emit('serviceCall', { ...this.#attempt, ...event });
+    } catch {
+      // Nor a broken trace.
     }
   }
 }

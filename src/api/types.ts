@@ -1,4 +1,9 @@
 // The service's custom-task records, as documented in the service API (part 2) and seen on the wire.
+import type { JsonObject } from '../schema/json.ts';
+
+export type { JsonObject } from '../schema/json.ts';
+// The operations' names are the events' vocabulary too (a request's `response`, a 429's pause): kept there.
+export { OPERATIONS, type Operation } from '../events/operations.ts';
 
 export interface KeyDescription {
   key: string;
@@ -50,8 +55,6 @@ export interface TaskDefinition {
 export type TaskExecutionStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED';
 /** The only statuses a client may report (part 3). */
 export type ReportStatus = 'COMPLETED' | 'FAILED';
-
-export type JsonObject = { [key: string]: unknown };
 
 /** A task execution (object `task_execution`). */
 export interface TaskExecution {
@@ -140,39 +143,3 @@ export interface JobExecution {
 export interface Job {
   [key: string]: unknown;
 }
-
-/** Every operation the client can perform; budget, metrics and the emulator's fault table use these names. */
-export type Operation =
-  | 'tasks.list'
-  | 'tasks.get'
-  | 'tasks.create'
-  | 'tasks.update'
-  | 'tasks.delete'
-  | 'tasks.poll'
-  | 'executions.get'
-  | 'executions.report'
-  | 'files.upload'
-  | 'files.get'
-  | 'variables.get'
-  | 'variables.update'
-  | 'jobExecutions.get'
-  | 'jobExecutions.create'
-  | 'jobs.list';
-
-export const OPERATIONS: readonly Operation[] = [
-  'tasks.list',
-  'tasks.get',
-  'tasks.create',
-  'tasks.update',
-  'tasks.delete',
-  'tasks.poll',
-  'executions.get',
-  'executions.report',
-  'files.upload',
-  'files.get',
-  'variables.get',
-  'variables.update',
-  'jobExecutions.get',
-  'jobExecutions.create',
-  'jobs.list',
-];

@@ -2,7 +2,7 @@
 // itself (the month being counted, a snapshot for the status page and metrics).
 import type { Clock } from '../clock/clock.ts';
 import type { WriterStamp } from '../clock/writer-stamp.ts';
-import type { RateLimitPause } from './rate-limit-pause.ts';
+import type { EventSink } from '../events/worker-events.ts';
 import type { BudgetStore } from './store.ts';
 
 export interface BudgetLimits {
@@ -44,8 +44,11 @@ export interface BudgetOptions {
    * not): past it one request tries again, and another 429 pauses anew. Default 120_000.
    */
   retryAfterMaxMs?: number;
-  /** Told once per pause a 429 starts or lengthens (not of a 429 that falls within one already running). */
-  onPause?: (pause: RateLimitPause) => void;
+  /**
+   * Where each pause a 429 starts or lengthens is told (`rateLimited`; not a 429 that falls within one already
+   * running). Default: none.
+   */
+  events?: Pick<EventSink, 'emit'>;
 }
 
 /** The calendar month being counted and what it has used. */

@@ -70,7 +70,7 @@ export class Budget implements RequestGate {
       defaultPauseMs: options.rateLimitPauseMs ?? 60_000,
       maxPauseMs: options.retryAfterMaxMs ?? 120_000,
       wake: () => this.#interrupt?.abort(),
-      onPause: options.onPause,
+      events: options.events,
     });
     this.#windows = new SlidingWindows(
       [

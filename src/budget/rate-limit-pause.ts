@@ -2,19 +2,10 @@
 // pauses, for the answer's Retry-After or a default pause, never longer than a cap. It lives here alone: the
 // client's callers that retry after a 429 just retry, and their next acquire waits for the pause.
 import type { GateAnswer } from '../api/client.ts';
-import type { Operation } from '../api/types.ts';
 import type { Clock } from '../clock/clock.ts';
+import type { EventSink } from '../events/worker-events.ts';
 
-/** A pause of every request after a 429: what the service asked, and what the budget took. */
-export interface RateLimitPause {
-  operation: Operation;
-  /** From the answer's Retry-After, in ms; undefined when it had none (or none readable). */
-  retryAfterMs: number | undefined;
-  /** The pause taken, in ms: Retry-After (or the default pause) capped at `retryAfterMaxMs`. */
-  pauseMs: number;
-  /** Monotonic instant the pause ends (a wall-clock step neither lengthens nor ends it). */
-  until: number;
-}
+export type { RateLimitPause } from '../events/service-payloads.ts';
 
 export interface RateLimitPausesOptions {
   clock: Clock;
@@ -22,10 +13,10 @@ export interface RateLimitPausesOptions {
   defaultPauseMs: number;
   /** Longest pause a 429 may impose, in ms (the budget's `retryAfterMaxMs`). */
   maxPauseMs: number;
-  /** Called when a pause starts or lengthens, before `onPause`: requests waiting must look again. */
+  /** Called when a pause starts or lengthens, before it is told: requests waiting must look again. */
   wake: () => void;
-  /** Told once per pause a 429 starts or lengthens (the budget's `onPause`). */
-  onPause?: ((pause: RateLimitPause) => void) | undefined;
+  /** Where each pause a 429 starts or lengthens is told, `rateLimited` (the budget's `events`). */
+  events?: Pick<EventSink, 'emit'> | undefined;
 }
 
 export class RateLimitPauses {
@@ -48,7 +39,7 @@ export class RateLimitPauses {
    */
   observe(answer: GateAnswer): void {
     if (answer.status !== 429) return;
-    const { clock, defaultPauseMs, maxPauseMs, wake, onPause } = this.#options;
+    const { clock, defaultPauseMs, maxPauseMs, wake, events } = this.#options;
     const asked = answer.retryAfterMs;
     const pauseMs = Math.min(Math.max(0, asked ?? defaultPauseMs), maxPauseMs);
     const untilMs = clock.monotonic() + pauseMs;
@@ -56,7 +47,12 @@ export class RateLimitPauses {
     this.#until = untilMs;
     wake();
     try {
-      onPause?.({ operation: answer.operation, retryAfterMs: asked, pauseMs, until: untilMs });
+      events?.emit('rateLimited', {
+        operation: answer.operation,
+        retryAfterMs: asked,
+        pauseMs,
+        until: untilMs,
+      });
     } catch {
       // A listener's failure must not change how the budget reacts.
     }

@@ -78,9 +78,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   async open(core: CoreHandle): Promise<ModeState<SharedBudget>> {
     const { config, logger, clock, events } = core;
     logger.info(redisForLogs(config.cluster), 'clustered mode: connecting to Redis');
-    const link = new RedisLink(config, backoffFromConfig(config), core, (kind) =>
-      events.emit('redisError', { kind }),
-    );
+    const link = new RedisLink(config, backoffFromConfig(config), core);
     this.#link = link;
     const redis = link.redis;
     await link.connected(core.pollSignal);
@@ -88,9 +86,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     this.#replicas = new Replicas(redis, this.#keys.replicas, this.replicaId);
     if (!core.pollSignal.aborted) await joinCluster(this.#replicas, config.concurrency, core);
     // The local budget orders this replica's requests and paces; Redis holds the key's windows and month.
-    const local = budgetFromConfig(config, clock, 2 * config.concurrency, memoryBudgetStore(), (pause) =>
-      events.emit('rateLimited', pause),
-    );
+    const local = budgetFromConfig(config, clock, 2 * config.concurrency, memoryBudgetStore(), events);
     await local.load();
     const budget = new SharedBudget({
       local,

@@ -2,6 +2,7 @@
 // OOM...) for the log (once per distinct error), /readyz and dfworker_redis_errors_total; and the server's own
 // set-up (cluster mode, eviction policy, role) is read from INFO, which unlike CONFIG is never disabled.
 import type { Redis } from 'ioredis';
+import type { EventSink } from '../events/worker-events.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 export const REDIS_ERROR_KINDS = [
@@ -90,14 +91,15 @@ export const RELOG_AFTER_MS = 300_000;
 /** The errors met on the daemon's connections: logged once per distinct error, counted, the last one kept. */
 export class RedisHealth {
   readonly #logger: Logger;
-  readonly #count: (kind: RedisErrorKind) => void;
+  readonly #events: Pick<EventSink, 'emit'> | undefined;
   readonly #now: () => number;
   readonly #logged = new Map<string, number>();
   #last: RedisProblem | undefined;
 
-  constructor(logger: Logger, count: (kind: RedisErrorKind) => void = () => undefined, now = Date.now) {
+  /** `events`: where each error met is told (`redisError`, by kind). Default: none. */
+  constructor(logger: Logger, events?: Pick<EventSink, 'emit'>, now = Date.now) {
     this.#logger = logger;
-    this.#count = count;
+    this.#events = events;
     this.#now = now;
   }
 
@@ -108,7 +110,7 @@ export class RedisHealth {
 
   observe(error: unknown): RedisProblem {
     const problem = describeRedisError(error);
-    this.#count(problem.kind);
+    this.#events?.emit('redisError', { kind: problem.kind });
     if (problem.consequence && this.#last !== undefined) return problem;
     this.#last = problem;
     this.once(problem.message, () => this.#logger.error({ kind: problem.kind }, problem.message));

@@ -5,6 +5,7 @@ import { ReplyError, type Redis } from 'ioredis';
 import type { BackoffOptions } from '../clock/backoff.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { WorkerConfig } from '../config/schema.ts';
+import type { EventSink } from '../events/worker-events.ts';
 import type { Readiness } from '../daemon/contract.ts';
 import { StartupError } from '../daemon/task-list.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -14,7 +15,6 @@ import {
   REDIS_CLUSTER_REFUSED,
   RedisHealth,
   setupProblems,
-  type RedisErrorKind,
   type RedisSetup,
 } from './redis-health.ts';
 
@@ -32,12 +32,11 @@ export class RedisLink {
   constructor(
     config: WorkerConfig,
     backoff: BackoffOptions,
-    core: { logger: Logger; clock: Clock },
-    onError: (kind: RedisErrorKind) => void,
+    core: { logger: Logger; clock: Clock; events: Pick<EventSink, 'emit'> },
   ) {
     this.#logger = core.logger;
     this.#clock = core.clock;
-    this.health = new RedisHealth(core.logger, onError);
+    this.health = new RedisHealth(core.logger, core.events);
     this.redis = connectRedis(config.cluster, backoff, (error) => this.health.observe(error));
   }
 

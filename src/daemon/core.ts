@@ -207,7 +207,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     const client = clientFromConfig(
       config,
       opened.gate,
-      (e) => events.emit('response', e),
+      events,
       this.#options.transport,
       clock,
       this.#keys.source,

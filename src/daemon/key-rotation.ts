@@ -3,8 +3,8 @@
 // poll tries the new one at once. Both modes build it in the core, so standalone and clustered behave alike.
 import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config/schema.ts';
-import { ApiKeyFile, type ApiKeySource, type KeyFileReadResult } from '../secrets/api-key-file.ts';
-import type { WorkerEvents } from '../events/worker-events.ts';
+import { ApiKeyFile, type ApiKeySource } from '../secrets/api-key-file.ts';
+import type { KeyFileRead, WorkerEvents } from '../events/worker-events.ts';
 
 export class KeyRotation {
   readonly #file: ApiKeyFile | undefined;
@@ -20,11 +20,10 @@ export class KeyRotation {
       path: config.api.keyFile,
       initial: config.api.key,
       statEveryMs: config.api.keyFileCheckMs,
-      onRead: (result, detail) => {
-        events.emit('apiKeyFile', { result });
-        this.#onRead(result, detail);
-      },
+      events,
     });
+    // Its own file's reads: the only ones told on this emitter.
+    events.on('apiKeyFile', (read) => this.#onRead(read));
     events.on('response', ({ status }) => {
       if (status === 401) this.#refused();
     });
@@ -67,20 +66,17 @@ export class KeyRotation {
     void this.#file.reload().finally(() => (this.#reloading = false));
   }
 
-  #onRead(
-    result: KeyFileReadResult,
-    detail: { trigger: 'watch' | 'stat' | 'refused'; problem?: string },
-  ): void {
+  #onRead({ result, trigger, problem }: Readonly<KeyFileRead>): void {
     const path = this.#file!.path;
     if (result === 'changed') {
       this.#logger.info(
-        { keyFile: path, trigger: detail.trigger },
+        { keyFile: path, trigger },
         'DF_API_KEY_FILE holds a new API key; requests use it from now on',
       );
       this.#keyChanged?.();
     } else if (result === 'unreadable') {
       this.#logger.warn(
-        { keyFile: path, trigger: detail.trigger, problem: detail.problem },
+        { keyFile: path, trigger, problem },
         'DF_API_KEY_FILE could not be read again; the key in use is kept',
       );
     }

@@ -2,25 +2,29 @@
 // place, shared by the daemon and by CLI commands that talk to the service, so every request of a key counts
 // against the same budget. The poll planner is built in planner-from-config.ts.
 import type { ApiKeySource } from '../secrets/api-key-file.ts';
-import { ServiceClient, type RequestGate, type ResponseEvent, type ServiceTransport } from '../api/client.ts';
-import { Budget, type RateLimitPause } from '../budget/budget.ts';
+import { ServiceClient, type RequestGate, type ServiceTransport } from '../api/client.ts';
+import { Budget } from '../budget/budget.ts';
 import { fileBudgetStore, type BudgetStore } from '../budget/store.ts';
 import type { BackoffOptions } from '../clock/backoff.ts';
 import { systemClock, type Clock } from '../clock/clock.ts';
 import { systemWriterStamp } from '../clock/writer-stamp.ts';
 import type { WorkerConfig } from '../config/schema.ts';
+import type { EventSink } from '../events/worker-events.ts';
 
-/** `store`: where the budget survives restarts; default the state folder's budget.json. */
+/**
+ * `store`: where the budget survives restarts; default the state folder's budget.json. `events`: where a 429's
+ * pause is told (`rateLimited`); default nowhere.
+ */
 export function budgetFromConfig(
   config: WorkerConfig,
   clock: Clock,
   reportReserve = 0,
   store: BudgetStore = fileBudgetStore(config.state.dir),
-  onPause?: (pause: RateLimitPause) => void,
+  events?: EventSink,
 ): Budget {
   return new Budget({
     retryAfterMaxMs: config.scheduler.retryAfterMaxMs,
-    ...(onPause ? { onPause } : {}),
+    ...(events ? { events } : {}),
     limits: config.budget,
     clock,
     timeZone: config.budget.timeZone,
@@ -39,10 +43,11 @@ export function backoffFromConfig(config: WorkerConfig): BackoffOptions {
   return { baseMs: config.scheduler.retryBaseMs, maxMs: config.scheduler.errorBackoffMaxMs };
 }
 
+/** `events`: where each request is told (`response`, and `serviceCall` of a handler's); default nowhere. */
 export function clientFromConfig(
   config: WorkerConfig,
   budget: RequestGate,
-  onResponse?: (event: ResponseEvent) => void,
+  events?: EventSink,
   transport?: ServiceTransport,
   clock?: Clock,
   apiKeySource?: ApiKeySource,
@@ -59,7 +64,7 @@ export function clientFromConfig(
     requestTimeoutMs: config.api.requestTimeoutMs,
     answerTimeoutMs: config.api.answerTimeoutMs,
     gate: budget,
-    ...(onResponse ? { onResponse } : {}),
+    ...(events ? { events } : {}),
     ...(transport ? { transport } : {}),
     ...(clock ? { clock } : {}),
   });

@@ -1,6 +1,6 @@
 // The small types the event map shares with the parts that emit it (the scheduler's poll results, the runner's
 // attempts and outcomes): kept here, below every part and every listener, so both import them downward.
-import type { JsonObject } from '../api/types.ts';
+import type { JsonObject } from '../schema/json.ts';
 
 export type PollResult = 'hit' | 'empty' | 'error';
 

@@ -4,9 +4,6 @@
 // tell: a payload is read-only, and frozen in development builds. What a listener contributes goes through
 // the hooks (hooks.ts).
 import { EventEmitter } from 'node:events';
-import type { ResponseEvent } from '../api/client-options.ts';
-import type { RateLimitPause } from '../budget/rate-limit-pause.ts';
-import type { KeyFileReadResult } from '../secrets/api-key-file.ts';
 import { deepFreeze } from './deep-freeze.ts';
 import type {
   AttemptEvent,
@@ -16,6 +13,7 @@ import type {
   PollResult,
   ReportResult,
 } from './execution-types.ts';
+import type { KeyFileRead, RateLimitPause, ResponseEvent } from './service-payloads.ts';
 
 export type {
   AttemptEvent,
@@ -27,6 +25,7 @@ export type {
   ReportResult,
 } from './execution-types.ts';
 export { POLL_ANSWER_LOSSES } from './execution-types.ts';
+export type { KeyFileRead, KeyFileReadResult, RateLimitPause, ResponseEvent } from './service-payloads.ts';
 
 interface ExecutionRef {
   readonly task: string;
@@ -74,7 +73,7 @@ interface EventMap {
    * DF_API_KEY_FILE was read again (it changed, or the service refused the key): a new key taken, the
    * refused one still there, or a file that holds no key (the key in use is kept).
    */
-  apiKeyFile: [{ result: KeyFileReadResult }];
+  apiKeyFile: [KeyFileRead];
   /** A 429 paused every request of the key. */
   rateLimited: [RateLimitPause];
   /** The task list was read and matched to the handlers: tasks polled, handlers without a task. */
@@ -181,3 +180,9 @@ export class WorkerEvents extends EventEmitter<WorkerEventMap> {
     return (super.emit as (event: K, ...payload: WorkerEventMap[K]) => boolean)(event, ...payload);
   }
 }
+
+/**
+ * What a part that only tells needs of the emitter (the service client, the budget, the key file, Redis's
+ * health): it emits, and may ask whether anyone listens before it builds a costly payload.
+ */
+export type EventSink = Pick<WorkerEvents, 'emit' | 'listenerCount'>;

@@ -41,8 +41,8 @@ export interface RunExecutionArgs {
    */
   crashes?: { limit: number; prior: number };
   /**
-   * Where each handler attempt's start and end is told ('attempt'), and each request of the handler's
-   * `ctx.service` ('serviceCall', observed only while someone listens). Default: none.
+   * Where each handler attempt's start and end is told ('attempt'); the requests of the handler's
+   * `ctx.service` are told on the client's own emitter (ServiceClient.forAttempt). Default: none.
    */
   events?: WorkerEvents;
   /** Asked for a span around each attempt (`attemptTrace`). Default: none. */
@@ -260,12 +260,12 @@ function settleOutput(
 
 const runNow = <T>(fn: () => T): T => fn();
 
-/** The handler's `ctx.service`, its requests told one by one only while someone listens (traces): none, no cost. */
+/**
+ * The handler's `ctx.service`, its requests told one by one as `serviceCall` on the client's emitter only while
+ * someone listens (traces): none, no cost.
+ */
 function observedService(args: RunExecutionArgs, attempt: number): ServiceClient | undefined {
-  const { service, events } = args;
-  if (!service || !events || events.listenerCount('serviceCall') === 0) return service;
-  const ref = { task: args.task.key, executionId: args.execution.id, attempt };
-  return service.observed((event) => events.emit('serviceCall', { ...ref, ...event }));
+  return args.service?.forAttempt({ task: args.task.key, executionId: args.execution.id, attempt });
 }
 
 /** One call of the handler on its host, raced against its deadline and the shutdown signal. */

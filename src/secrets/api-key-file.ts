@@ -6,7 +6,11 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { EventSink } from '../events/worker-events.ts';
+import type { KeyFileRead, KeyFileReadResult } from '../events/service-payloads.ts';
 import { keyShapeProblem } from './key-shape.ts';
+
+export type { KeyFileRead, KeyFileReadResult } from '../events/service-payloads.ts';
 
 /** What the service client asks for each request: the key as it stands now. */
 export interface ApiKeySource {
@@ -18,8 +22,6 @@ export interface ApiKeySource {
 /** Keys kept for redaction after they were replaced: a few rotations. */
 const HELD_KEYS = 8;
 
-export type KeyFileReadResult = 'changed' | 'unchanged' | 'unreadable';
-
 export interface ApiKeyFileOptions {
   /** Absolute path of the key file (DF_API_KEY_FILE). */
   path: string;
@@ -29,11 +31,11 @@ export interface ApiKeyFileOptions {
   statEveryMs?: number;
   /** Whether fs.watch is used besides the stat. Default true; false leaves the stat alone. */
   watch?: boolean;
-  /** After each read that was not for nothing: the key changed, or the file could not be read. */
-  onRead?: (
-    result: KeyFileReadResult,
-    detail: { trigger: 'watch' | 'stat' | 'refused'; problem?: string },
-  ) => void;
+  /**
+   * Where each read that was not for nothing is told (`apiKeyFile`): the key changed, the service refused a
+   * key the file still holds, or the file held no usable key. Default: none.
+   */
+  events?: Pick<EventSink, 'emit'>;
 }
 
 export class ApiKeyFile implements ApiKeySource {
@@ -146,24 +148,32 @@ export class ApiKeyFile implements ApiKeySource {
     } catch (error) {
       // Between the kubelet's writes, or a file removed: the key in use stays until a valid one is there.
       const problem = (error as NodeJS.ErrnoException).code ?? 'unreadable';
-      this.#o.onRead?.('unreadable', { trigger, problem });
+      this.#tell({ result: 'unreadable', trigger, problem });
       return 'unreadable';
     }
     this.#readAt = Date.now();
     // The checks of start: a key a header cannot carry would turn every request into an error.
     const bad = keyShapeProblem(text, this.#o.path);
     if (bad !== undefined) {
-      this.#o.onRead?.('unreadable', { trigger, problem: bad });
+      this.#tell({ result: 'unreadable', trigger, problem: bad });
       return 'unreadable';
     }
     if (text === this.#key) {
-      if (trigger === 'refused') this.#o.onRead?.('unchanged', { trigger });
+      if (trigger === 'refused') this.#tell({ result: 'unchanged', trigger });
       return 'unchanged';
     }
     this.#key = text;
     this.#held = [...this.#held.filter((k) => k !== text), text].slice(-HELD_KEYS);
-    this.#o.onRead?.('changed', { trigger });
+    this.#tell({ result: 'changed', trigger });
     return 'changed';
+  }
+
+  #tell(read: KeyFileRead): void {
+    try {
+      this.#o.events?.emit('apiKeyFile', read);
+    } catch {
+      // A listener's failure must not undo the read: the key it took is in use.
+    }
   }
 
   /** Identity and state of what the path names now (the symlinks followed); undefined when absent. */

@@ -75,7 +75,7 @@ export async function openStateFolder(
     clock,
     reportReserveFor(pending.length + damaged.length),
     budgetStore,
-    (pause) => events.emit('rateLimited', pause),
+    events,
   );
   await budgetStore.waitForHandOver();
   const restored = await budget.load();
@@ -107,9 +107,7 @@ export async function openStateFolder(
 /** The same state in memory (the month replay): nothing survives the process, nothing is written. */
 export async function memoryState(core: CoreHandle): Promise<StandaloneState> {
   const { config, clock, events } = core;
-  const budget = budgetFromConfig(config, clock, reportReserveFor(0), memoryBudgetStore(), (pause) =>
-    events.emit('rateLimited', pause),
-  );
+  const budget = budgetFromConfig(config, clock, reportReserveFor(0), memoryBudgetStore(), events);
   await budget.load();
   const settled = () => Promise.resolve();
   const records: ExecutionJournal = {

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import type { ResponseEvent, ServiceClientOptions } from '../../src/api/client.ts';
+import type { ServiceClientOptions } from '../../src/api/client.ts';
 import {
   NetworkError,
   ResponseValidationError,
@@ -9,7 +9,7 @@ import {
   ServiceError,
   TimeoutError,
 } from '../../src/api/errors.ts';
-import { failure, KEY, useEmulatorAndClients } from './emulator-fixture.ts';
+import { failure, KEY, told, useEmulatorAndClients } from './emulator-fixture.ts';
 import type { FaultRule } from '../../src/emulator/index.ts';
 
 const fx = useEmulatorAndClients({ maxUploadBytes: 1024 });
@@ -119,11 +119,8 @@ describe('ServiceClient response validation', () => {
 
   it('rejects a poll answer without an id', async () => {
     forcePoll(200, JSON.stringify({ ...execution, id: undefined }));
-    const events: ResponseEvent[] = [];
-    const error = await failure(
-      client({ onResponse: (e) => events.push(e) }).pollTask('t1'),
-      ResponseValidationError,
-    );
+    const { events: emitter, seen: events } = told('response');
+    const error = await failure(client({ events: emitter }).pollTask('t1'), ResponseValidationError);
     expect(error).toMatchObject({ operation: 'tasks.poll', field: 'id' });
     expect(error.message).toContain("tasks.poll answer lacks string field 'id'");
     expect(events).toMatchObject([{ status: 200, error }]);
@@ -158,8 +155,8 @@ describe('ServiceClient network failures', () => {
   it('times out waiting for headers with a TimeoutError', async () => {
     // The answer comes long after the limit, so no scheduling delay on a busy machine can let it through.
     emu().setFaults([{ kind: 'latency', ms: 4000 }]);
-    const events: ResponseEvent[] = [];
-    const api = client({ headersTimeoutMs: 50, onResponse: (e) => events.push(e) });
+    const { events: emitter, seen: events } = told('response');
+    const api = client({ headersTimeoutMs: 50, events: emitter });
     const error = await failure(api.getTask('t1'), TimeoutError);
     expect(error).toBeInstanceOf(NetworkError);
     expect(error).toMatchObject({ operation: 'tasks.get', phase: 'headers' });

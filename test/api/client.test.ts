@@ -4,10 +4,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import type { RequestGate, ResponseEvent, ServiceClientOptions } from '../../src/api/client.ts';
+import type { RequestGate, ServiceClientOptions } from '../../src/api/client.ts';
 import { ReportValidationError, ServiceClientError } from '../../src/api/errors.ts';
 import type { JsonObject, Operation, ReportStatus, TaskDefinition } from '../../src/api/types.ts';
-import { KEY, useEmulatorAndClients } from './emulator-fixture.ts';
+import { KEY, told, useEmulatorAndClients } from './emulator-fixture.ts';
 
 const fx = useEmulatorAndClients();
 const emu = () => fx.emu;
@@ -186,14 +186,12 @@ describe('ServiceClient requests', () => {
     expect(emu().requests()).toEqual([]);
   });
 
-  it('reports each request once to onResponse, surviving a throwing hook', async () => {
-    const events: ResponseEvent[] = [];
-    const api = client({
-      onResponse: (event) => {
-        events.push(event);
-        throw new Error('broken hook');
-      },
+  it('tells each request once as a response event, surviving a throwing listener', async () => {
+    const { events: emitter, seen: events } = told('response');
+    emitter.on('response', () => {
+      throw new Error('broken listener');
     });
+    const api = client({ events: emitter });
     const task = await api.createTask(definition);
     await expect(api.getTask('missing')).rejects.toBeInstanceOf(ServiceClientError);
     expect(await api.pollTask(task.id)).toBeNull();
@@ -203,6 +201,38 @@ describe('ServiceClient requests', () => {
       ['tasks.poll', 404, undefined],
     ]);
     expect(events.every((e) => e.durationMs >= 0)).toBe(true);
+  });
+
+  it("tells a handler attempt's requests as its serviceCall too, and costs nothing while nobody listens", async () => {
+    const { events: emitter, seen: responses } = told('response');
+    const api = client({ events: emitter });
+    const attempt = { task: 'enrich', executionId: 'e1', attempt: 2 };
+    // No listener of serviceCall (tracing off): the attempt's client is the client itself.
+    expect(api.forAttempt(attempt)).toBe(api);
+    const withoutEvents = client();
+    expect(withoutEvents.forAttempt(attempt)).toBe(withoutEvents);
+
+    const calls: unknown[] = [];
+    emitter.on('serviceCall', (call) => calls.push(call));
+    const ofAttempt = api.forAttempt(attempt);
+    expect(ofAttempt).not.toBe(api);
+    const task = await ofAttempt.createTask(definition);
+    await expect(ofAttempt.getTask('missing')).rejects.toBeInstanceOf(ServiceClientError);
+    // The parent's own requests are not the attempt's.
+    expect(await api.pollTask(task.id)).toBeNull();
+    expect(responses.map((e) => [e.operation, e.status])).toEqual([
+      ['tasks.create', 201],
+      ['tasks.get', 404],
+      ['tasks.poll', 404],
+    ]);
+    expect(calls).toEqual([
+      { ...attempt, ...responses[0] },
+      { ...attempt, ...responses[1] },
+    ]);
+    expect(calls[1]).toMatchObject({ error: { name: 'ServiceError' } });
+    // Same connections: closing the attempt's client leaves the parent's.
+    await ofAttempt.close();
+    expect(await api.pollTask(task.id)).toBeNull();
   });
 
   it('sends the key as X-Api-Key with a df-worker user agent under the base URL prefix', async () => {
@@ -239,8 +269,8 @@ describe('ServiceClient requests', () => {
     'never shows the key in a 401 error or the client with authMode %s',
     async (authMode) => {
       const wrongKey = 'wrong-key-value';
-      const events: ResponseEvent[] = [];
-      const api = client({ authMode, apiKey: wrongKey, onResponse: (e) => events.push(e) });
+      const { events: emitter, seen: events } = told('response');
+      const api = client({ authMode, apiKey: wrongKey, events: emitter });
       const error = (await api.getTask('t1').catch((e: unknown) => e)) as ServiceClientError;
       expect(error).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
       expect(error.message).toContain('tasks.get answered 401 (UNAUTHENTICATED)');
@@ -267,8 +297,8 @@ describe('ServiceClient requests', () => {
   it('rejects with the caller abort reason, not a network error', async () => {
     emu().setFaults([{ kind: 'latency', ms: 2000 }]);
     const controller = new AbortController();
-    const events: ResponseEvent[] = [];
-    const pending = client({ onResponse: (e) => events.push(e) }).getTask('t1', controller.signal);
+    const { events: emitter, seen: events } = told('response');
+    const pending = client({ events: emitter }).getTask('t1', controller.signal);
     const reason = new Error('shutting down');
     setImmediate(() => controller.abort(reason));
     await expect(pending).rejects.toBe(reason);

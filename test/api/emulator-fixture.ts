@@ -1,10 +1,23 @@
 // One emulator per test file (limits off: the limiter has its own tests) and the clients a test creates,
 // closed after each test. Register it at the top of a file: `const fx = useEmulatorAndClients();`.
+import type { EventEmitter } from 'node:events';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { ServiceClient, type ServiceClientOptions } from '../../src/api/client.ts';
 import { Emulator, type EmulatorOptions } from '../../src/emulator/index.ts';
+import { WorkerEvents, type WorkerEventMap } from '../../src/events/worker-events.ts';
 
 export const KEY = 'k1-secret-key';
+
+/** An emitter to give a client as its `events`, and every `name` event it told so far. */
+export function told<K extends keyof WorkerEventMap>(
+  name: K,
+): { events: WorkerEvents; seen: WorkerEventMap[K][0][] } {
+  const events = new WorkerEvents();
+  const seen: WorkerEventMap[K][0][] = [];
+  const listener = (...payload: WorkerEventMap[K]) => void seen.push(payload[0]);
+  (events as EventEmitter).on(name, listener as (...args: unknown[]) => void);
+  return { events, seen };
+}
 
 export interface ClientFixture {
   readonly emu: Emulator;

@@ -2,16 +2,17 @@
 // poll already sent, whose answer hands over an execution the service has just claimed for this client.
 import { describe, expect, it, vi } from 'vitest';
 import type { ServiceClient } from '../../src/api/client.ts';
-import type { RequestGate, ResponseEvent } from '../../src/api/client.ts';
+import type { RequestGate } from '../../src/api/client.ts';
 import type { Operation } from '../../src/api/types.ts';
-import { useEmulatorAndClients } from './emulator-fixture.ts';
+import type { WorkerEvents } from '../../src/events/worker-events.ts';
+import { told, useEmulatorAndClients } from './emulator-fixture.ts';
 
 const POLL_LATENCY_MS = 300;
 const fx = useEmulatorAndClients();
 const emu = () => fx.emu;
 
-function client(gate?: RequestGate, onResponse?: (event: ResponseEvent) => void): ServiceClient {
-  return fx.client({ ...(gate ? { gate } : {}), ...(onResponse ? { onResponse } : {}) });
+function client(gate?: RequestGate, events?: WorkerEvents): ServiceClient {
+  return fx.client({ ...(gate ? { gate } : {}), ...(events ? { events } : {}) });
 }
 
 /** Resolves once the emulator has received a request for `operation` (it logs it on arrival, before any latency). */
@@ -46,10 +47,10 @@ describe('pollTask abort signal', () => {
     const task = emu().createTask({ key: 'enrich' });
     const queued = emu().enqueueExecution(task.id, { sku: 'A' });
     emu().setFaults([{ operation: 'tasks.poll', kind: 'latency', ms: POLL_LATENCY_MS }]);
-    const events: ResponseEvent[] = [];
+    const { events: emitter, seen: events } = told('response');
     const controller = new AbortController();
 
-    const polling = client(undefined, (event) => events.push(event)).pollTask(task.id, controller.signal);
+    const polling = client(undefined, emitter).pollTask(task.id, controller.signal);
     // Abort while the emulator holds the answer back: the service has claimed the execution by then.
     await arrived('tasks.poll');
     controller.abort(new Error('shutting down'));

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseRetryAfter } from '../../src/api/response.ts';
 import { Budget, type RateLimitPause } from '../../src/budget/budget.ts';
 import { ManualClock } from '../../src/clock/manual-clock.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 
 const limits = { perSecond: 5, perMinute: 50, perMonth: 40_000 };
 const START = Date.UTC(2026, 10, 27, 12);
@@ -10,13 +11,15 @@ const START = Date.UTC(2026, 10, 27, 12);
 function pausedBudget(retryAfter: string | undefined, options: { retryAfterMaxMs?: number } = {}) {
   const clock = new ManualClock(START);
   const pauses: RateLimitPause[] = [];
+  const events = new WorkerEvents();
+  events.on('rateLimited', (pause) => pauses.push(pause));
   const budget = new Budget({
     limits,
     clock,
     safetyMarginMs: 0,
     rateLimitPauseMs: 60_000,
     ...options,
-    onPause: (pause) => pauses.push(pause),
+    events,
   });
   const retryAfterMs = parseRetryAfter(retryAfter, clock.now());
   budget.observe({ operation: 'tasks.poll', status: 429, retryAfterMs });

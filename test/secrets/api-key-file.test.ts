@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
 import { sandboxFromConfig } from '../../src/sandbox/index.ts';
+import { WorkerEvents } from '../../src/events/worker-events.ts';
 import { ApiKeyFile, type KeyFileReadResult } from '../../src/secrets/api-key-file.ts';
 import { waitFor } from '../daemon/harness.ts';
 
@@ -21,12 +22,14 @@ afterEach(async () => {
 
 async function watched(keyPath: string, initial: string, statEveryMs = 100_000, watch = true) {
   const reads: { result: KeyFileReadResult; trigger: string }[] = [];
+  const events = new WorkerEvents();
+  events.on('apiKeyFile', ({ result, trigger }) => reads.push({ result, trigger }));
   file = new ApiKeyFile({
     path: keyPath,
     initial,
     statEveryMs,
     watch,
-    onRead: (result, { trigger }) => reads.push({ result, trigger }),
+    events,
   });
   await file.start();
   return { file, reads };
