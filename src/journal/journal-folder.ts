@@ -104,7 +104,7 @@ export async function readDeadLetterFolder(deadLetterDir: string): Promise<DeadL
     if (checked.ok) content.letters.push({ file, letter: checked.value });
     else content.invalid.push({ file, problem: checked.problem });
   }
-  content.letters.sort((a, b) => a.letter.deadAt.localeCompare(b.letter.deadAt));
+  content.letters.sort((a, b) => ordinal(a.letter.deadAt, b.letter.deadAt));
   return content;
 }
 
@@ -112,7 +112,15 @@ export async function readDeadLetterFolder(deadLetterDir: string): Promise<DeadL
 export function compareClaims(a: JournalEntry, b: JournalEntry): number {
   const byTime = Date.parse(a.claimedAt) - Date.parse(b.claimedAt);
   if (byTime !== 0 && !Number.isNaN(byTime)) return byTime;
-  return a.claimedAt.localeCompare(b.claimedAt) || a.executionId.localeCompare(b.executionId);
+  return ordinal(a.claimedAt, b.claimedAt) || ordinal(a.executionId, b.executionId);
+}
+
+/**
+ * Code-unit order, the same on every machine (ISO instants and ids sort right so). Not localeCompare, which
+ * orders by the locale's collation and pages in Intl's data (~3 MB resident) at the first replay.
+ */
+function ordinal(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 async function readRecord(file: string, name: string): Promise<FoundEntry | CorruptFile | undefined> {

@@ -1,20 +1,10 @@
 // The house's floors (issue 37): src/'s folders import one another without a loop, so each stands above
 // everything it imports and no import runs from a lower folder up to a higher one. Read from the source's own
 // import lines, type imports included: a loop of types is a loop a newcomer must read around too.
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../cli/process.ts';
-
-const SRC = join(REPO_ROOT, 'src');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
-}
+import { fileImports, importsOf, sourceFiles, SRC } from './source-graph.ts';
 
 /** The top folder of src/ a file lives in ('' for src/index.ts). */
 function folderOf(path: string): string {
@@ -25,33 +15,13 @@ function folderOf(path: string): string {
 /** folder -> the folders its files import from, each with one file and import that shows it. */
 function folderImports(): Map<string, Map<string, string>> {
   const graph = new Map<string, Map<string, string>>();
-  const importLine = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g;
-  for (const file of sourceFiles(SRC)) {
+  for (const file of sourceFiles()) {
     const from = folderOf(file);
     const edges = graph.get(from) ?? new Map<string, string>();
     graph.set(from, edges);
-    for (const match of readFileSync(file, 'utf8').matchAll(importLine)) {
-      const target = resolve(dirname(file), match[1] ?? match[2]!);
-      if (!target.startsWith(SRC)) continue;
+    for (const { target, specifier } of importsOf(file)) {
       const to = folderOf(target);
-      if (to !== from && !edges.has(to))
-        edges.set(to, `${relative(REPO_ROOT, file)} imports ${match[1] ?? match[2]}`);
-    }
-  }
-  return graph;
-}
-
-/** file -> the files of src/ it imports (type imports included), each with the import that shows it. */
-function fileImports(): Map<string, Map<string, string>> {
-  const graph = new Map<string, Map<string, string>>();
-  const importLine = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g;
-  for (const file of sourceFiles(SRC)) {
-    const from = relative(SRC, file);
-    const edges = new Map<string, string>();
-    graph.set(from, edges);
-    for (const match of readFileSync(file, 'utf8').matchAll(importLine)) {
-      const target = resolve(dirname(file), match[1] ?? match[2]!);
-      if (target.startsWith(SRC)) edges.set(relative(SRC, target), `imports ${match[1] ?? match[2]}`);
+      if (to !== from && !edges.has(to)) edges.set(to, `${relative(REPO_ROOT, file)} imports ${specifier}`);
     }
   }
   return graph;
