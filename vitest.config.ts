@@ -17,10 +17,8 @@ const LONGEST_FILES = [
   'test/daemon/throughput.test.ts',
   'test/cluster/cluster-daemons.test.ts',
   'test/faults/handler-memory.test.ts',
-  'test/scheduler/month-replay-warm.test.ts',
-  'test/scheduler/month-replay-patterns.test.ts',
-  'test/scheduler/month-replay-poisson.test.ts',
-  'test/scheduler/month-replay-spend.test.ts',
+  'test/scheduler/month-replay-learnt.test.ts',
+  'test/scheduler/month-replay-stationary.test.ts',
   'test/sandbox/handler-pool.test.ts',
 ];
 
