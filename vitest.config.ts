@@ -17,7 +17,8 @@ const LONGEST_FILES = [
   'test/daemon/throughput.test.ts',
   'test/cluster/cluster-daemons.test.ts',
   'test/faults/handler-memory.test.ts',
-  'test/scheduler/month-replay.test.ts',
+  'test/scheduler/month-replay-learnt.test.ts',
+  'test/scheduler/month-replay-stationary.test.ts',
   'test/sandbox/handler-pool.test.ts',
 ];
 

@@ -7,6 +7,12 @@ import { mayTakeSlot } from './slot-share.ts';
 export type { PolledTask, SchedulerOptions, SlotView } from './scheduler-options.ts';
 export { POLL_ANSWER_LOSSES, type PollAnswerLoss, type PollResult } from '../events/worker-events.ts';
 
+/**
+ * The reason every nudge aborts with: abort() without one builds a DOMException (a stack trace) on each call,
+ * even on a signal already aborted, and the loop is nudged after every poll and every execution.
+ */
+const NUDGED = new Error('nudged');
+
 export class Scheduler {
   readonly #o: SchedulerOptions;
   readonly #running = new Set<Promise<void>>();
@@ -47,7 +53,7 @@ export class Scheduler {
 
   /** The slots changed where slotView counts them: which task may be polled is decided again. */
   recheck(): void {
-    this.#nudge.abort();
+    this.#nudge.abort(NUDGED);
   }
 
   /**
@@ -58,7 +64,7 @@ export class Scheduler {
     if (this.#unauthorized)
       return this.#o.planner.tasks.filter((t) => taskKey === undefined || t.key === taskKey).length;
     const woken = this.#o.planner.wake(this.#o.clock.monotonic(), taskKey);
-    this.#nudge.abort();
+    this.#nudge.abort(NUDGED);
     return woken;
   }
 
@@ -67,7 +73,7 @@ export class Scheduler {
     if (!this.#unauthorized) return;
     const first = this.#o.planner.tasks[0];
     if (first) this.#o.planner.wake(this.#o.clock.monotonic(), first.key);
-    this.#nudge.abort();
+    this.#nudge.abort(NUDGED);
   }
 
   /**
@@ -79,7 +85,7 @@ export class Scheduler {
   enqueue(work: () => Promise<void>, task?: PolledTask): void {
     this.#backlog.push({ work, taskId: task?.taskId });
     this.#o.onReportsOwed?.(this.reportsOwed);
-    this.#nudge.abort();
+    this.#nudge.abort(NUDGED);
   }
 
   /**
@@ -99,7 +105,7 @@ export class Scheduler {
   /** Loops until `signal` aborts; does not wait for executions already dispatched (see `drained`). */
   async run(signal: AbortSignal): Promise<void> {
     const { planner, clock, logger } = this.#o;
-    signal.addEventListener('abort', () => this.#nudge.abort(), { once: true });
+    signal.addEventListener('abort', () => this.#nudge.abort(NUDGED), { once: true });
     while (!signal.aborted) {
       if (this.#busy >= this.#o.concurrency) {
         await this.#waitForNudge(Infinity);
@@ -147,7 +153,7 @@ export class Scheduler {
       .finally(() => {
         this.#polling.delete(task.taskId);
         this.#o.onReportsOwed?.(this.reportsOwed);
-        this.#nudge.abort();
+        this.#nudge.abort(NUDGED);
       });
     this.#polling.set(task.taskId, polling);
     this.#o.onReportsOwed?.(this.reportsOwed);
@@ -200,7 +206,7 @@ export class Scheduler {
       }
       this.#running.delete(running);
       this.#o.onReportsOwed?.(this.reportsOwed);
-      this.#nudge.abort();
+      this.#nudge.abort(NUDGED);
     });
     this.#running.add(running);
     this.#o.onReportsOwed?.(this.reportsOwed);
@@ -213,7 +219,7 @@ export class Scheduler {
       this.#o.logger.info('the service accepts the API key again; polling resumes');
       // The other tasks wait out the refused key's back-off step otherwise.
       this.#o.planner.wake(this.#o.clock.monotonic());
-      this.#nudge.abort();
+      this.#nudge.abort(NUDGED);
     } else
       this.#o.logger.error(
         { err: error as Error },

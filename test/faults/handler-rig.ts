@@ -66,10 +66,14 @@ export interface HealthySpan {
  *
  *   heldUpMs = max over the span's executions of (claimedAt_i − due_i − normalPickupMs), and at least 0,
  *
- * where an execution not claimed by the span's `until` counts as claimed then. Instants are the emulator's
- * records (createdAt, claimedAt), in ms.
+ * where an execution not claimed by the span's `until` counts as claimed then, whenever (and whether) it was
+ * claimed later. Instants are the emulator's records (createdAt, claimedAt), in ms.
  */
-export function heldUpMs(executions: EmulatedExecution[], span: HealthySpan, normalPickupMs: number): number {
+export function heldUpMs(
+  executions: readonly Pick<EmulatedExecution, 'id' | 'createdAt' | 'claimedAt'>[],
+  span: HealthySpan,
+  normalPickupMs: number,
+): number {
   const wanted = new Set(span.ids);
   const ordered = executions
     .filter((e) => wanted.has(e.id))
@@ -78,7 +82,10 @@ export function heldUpMs(executions: EmulatedExecution[], span: HealthySpan, nor
   let worst = 0;
   for (const execution of ordered) {
     const created = Date.parse(execution.createdAt);
-    const claimed = execution.claimedAt === undefined ? span.until : Date.parse(execution.claimedAt);
+    // Claimed after the span's observation ended (by the next daemon a scenario starts, say): what it waited
+    // past `until` is that daemon's start, not this one's pickup.
+    const claimed =
+      execution.claimedAt === undefined ? span.until : Math.min(Date.parse(execution.claimedAt), span.until);
     worst = Math.max(worst, claimed - Math.max(created, previousClaim) - normalPickupMs);
     previousClaim = claimed;
   }
