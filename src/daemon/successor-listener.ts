@@ -28,12 +28,14 @@ export interface SuccessorListenerOptions {
    * or once it proves unreadable (404, 403, a run lacking `jobId`, `status` or `createdAt`, not newest
    * first), the tasks are idle-polled as today, which is logged once.
    */
-  jobRuns?: {
-    /** The client: its list, and its clock of the service's (runs' start times are the service's). */
-    source: JobRunSource & { serviceClock: Pick<ServiceClock, 'monotonicAt'> };
-    everyMs: number;
-    clock: Clock;
-  };
+  jobRuns?:
+    | {
+        /** The client: its list, and its clock of the service's (runs' start times are the service's). */
+        source: JobRunSource & { serviceClock: Pick<ServiceClock, 'monotonicAt'> };
+        everyMs: number;
+        clock: Clock;
+      }
+    | undefined;
 }
 
 export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOptions): Promise<void> {
