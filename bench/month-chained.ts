@@ -16,7 +16,12 @@ export async function compareChained(
   env: Record<string, string | undefined>,
 ): Promise<ReplayResult[]> {
   const o = monthBounds(month);
-  const today = await replayMonth({ arrivals: [], jobs: file, month, env });
+  const today = await replayMonth({
+    arrivals: [],
+    jobs: file,
+    month,
+    env: { ...env, DF_PIPELINE_PACING: 'false' },
+  });
   const paced = await replayMonth({
     arrivals: [],
     jobs: file,

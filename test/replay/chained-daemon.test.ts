@@ -33,7 +33,7 @@ const FILE: JobsFile = {
 
 describe('the daemon on a chained month', () => {
   it('with DF_PIPELINE_PACING, claims the second steps within seconds; today, at the idle pace', async () => {
-    const today = await replayMonth({ arrivals: [], jobs: FILE });
+    const today = await replayMonth({ arrivals: [], jobs: FILE, env: { DF_PIPELINE_PACING: 'false' } });
     const paced = await replayMonth({ arrivals: [], jobs: FILE, env: { DF_PIPELINE_PACING: 'true' } });
     for (const r of [today, paced]) {
       const s = summarize(r);
