@@ -6,7 +6,7 @@
 import { ResponseValidationError, ServiceError } from '../api/errors.ts';
 import { monotonicAt, type Clock } from '../clock/clock.ts';
 import type { ServiceClock } from '../clock/service-clock.ts';
-import { JobRunWatch, type JobRunSource } from '../scheduler/job-run-watch.ts';
+import { JobRunWatch, listPays, type JobRunSource } from '../scheduler/job-run-watch.ts';
 import type { PipelineModel } from '../scheduler/pipeline-model.ts';
 import { PipelineSource, type JobSource, type PipelineLogger } from '../scheduler/pipeline-source.ts';
 import type { PollPlanner } from '../scheduler/poll-planner.ts';
@@ -48,7 +48,9 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
   };
   // The job each claimed execution belongs to, until its report ends.
   const jobOf = new Map<string, string>();
-  events.on('tasks', ({ served }) => {
+  let served = o.served;
+  events.on('tasks', (tasks) => {
+    served = tasks.served;
     source.setServed(served);
     void read();
   });
@@ -80,12 +82,16 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
   const first = read();
   if (watch && o.jobRuns) {
     const jobRuns = o.jobRuns;
-    void first.then(() => watchJobRuns(watch, jobRuns, () => model, source, o));
+    const paying = () => (model && listPays(model, served) ? model : undefined);
+    void first.then(() => watchJobRuns(watch, jobRuns, paying, source, o));
   }
   return first;
 }
 
-/** Reads the job-executions list at its cadence until it proves unreadable or the daemon stops. */
+/**
+ * Reads the job-executions list at its cadence until it proves unreadable or the daemon stops; while
+ * `model()` is undefined (no job definitions, or too few tasks for the list to pay) it is not read.
+ */
 async function watchJobRuns(
   watch: JobRunWatch,
   jobRuns: NonNullable<SuccessorListenerOptions['jobRuns']>,

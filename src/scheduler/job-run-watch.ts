@@ -27,6 +27,17 @@ export function listIntervalFor(perMonth: number): number {
   return Math.max(MIN_JOB_LIST_INTERVAL_MS, Math.ceil(MONTH_MS / Math.max(1, perMonth * JOB_LIST_SHARE)));
 }
 
+/**
+ * Whether the list pays for the idle polls it replaces: those of the served tasks a job runs unannounced
+ * (IdleRole `arrivals`). Each such task is idle-polled about every `count` × (month / budget); the list every
+ * (month / budget) / JOB_LIST_SHARE. So it pays from 1 / JOB_LIST_SHARE such tasks (4): below that, each is
+ * polled more often than the list would show its runs.
+ */
+export function listPays(model: PipelineModel, served: readonly string[]): boolean {
+  const replaced = served.filter((task) => model.inAnyJob(task) && model.idleRole(task) === 'arrivals');
+  return replaced.length >= Math.round(1 / JOB_LIST_SHARE);
+}
+
 /** A run is over once it has an end or a final status; the service's example shows `COMPLETED`. */
 const ENDED = new Set(['COMPLETED', 'FAILED', 'CANCELED', 'CANCELLED', 'ABORTED', 'TERMINATED', 'TIMED_OUT']);
 export const runEnded = (run: JobRunRecord): boolean =>

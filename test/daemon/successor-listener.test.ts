@@ -24,6 +24,12 @@ const JOB = {
   ],
 };
 
+// Three more jobs whose first steps are served here: the list pays from 4 tasks it stands in for.
+const OTHERS = ['a', 'b', 'c'].map((task) => ({
+  key: `job-${task}`,
+  tasks: [{ name: `acme/${task}`, type: 'SUB_WORKFLOW' }],
+}));
+
 function setUp() {
   const clock = new ManualClock(START);
   const emulator = new Emulator({ clock, apiKeys: [KEY], limits: { perSecond: 5, perMinute: 50 } });
@@ -32,6 +38,7 @@ function setUp() {
     limits: { perSecond: 5, perMinute: 50, perMonth: 40_000 },
   });
   const jobId = String(emulator.createJob(JOB).id);
+  for (const job of OTHERS) emulator.createJob(job);
   const lines: { code?: string; msg: string }[] = [];
   const logger = pino(
     { level: 'warn' },
@@ -52,7 +59,7 @@ function setUp() {
       pacing,
       planner: { awaitSuccessor: (task) => awaited.push(task), replan: () => replans++ },
       logger,
-      served: ['extract', 'translate'],
+      served: ['extract', 'translate', 'a', 'b', 'c'],
       jobRuns: { source: client, everyMs: EVERY_MS, clock },
       signal: stop.signal,
     });
@@ -79,6 +86,22 @@ describe('the job-executions list in the pipeline listener', () => {
     expect(s.budget.monthUsed).toBe(s.emulator.requests().length);
     expect(s.emulator.requests().every((r) => r.status === 200)).toBe(true);
     expect(s.warnings()).toEqual([]);
+    s.stop.abort();
+  });
+
+  it('reads no list where it would not pay: 3 tasks it could stand in for', async () => {
+    const s = setUp();
+    s.emulator.reset();
+    s.emulator.createJob(JOB);
+    for (const job of OTHERS.slice(1)) s.emulator.createJob(job);
+    await runOnClock(s.clock, s.listen());
+    await s.clock.advance(3 * EVERY_MS);
+    // The jobs were read (the model stands), and no list followed.
+    const reads = s.emulator.requests().filter((r) => r.operation === 'jobs.list');
+    expect(reads.map((r) => r.status)).toEqual([200]);
+    expect(s.lists()).toEqual([]);
+    expect(s.pacing.listing).toBe(false);
+    expect(s.pacing.rareIdleIntervalMs('extract')).toBeUndefined();
     s.stop.abort();
   });
 
