@@ -38,6 +38,9 @@ export interface SuccessorListenerOptions {
     | undefined;
 }
 
+/** Task list refreshes between two reads of job definitions that gave nothing usable. */
+export const UNUSABLE_REREAD_REFRESHES = 7;
+
 export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOptions): Promise<void> {
   let model: PipelineModel | undefined;
   const source = new PipelineSource(o.source, o.served, o.logger);
@@ -49,9 +52,15 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
   // The job each claimed execution belongs to, until its report ends.
   const jobOf = new Map<string, string>();
   let served = o.served;
+  // Where the last read gave nothing usable (no job listed, a 404), the jobs are read again only every
+  // UNUSABLE_REREAD_REFRESHES task list refreshes (a week once every handler has its task): each read is a
+  // request that, with more work than the month carries, is a claim fewer.
+  let refreshesSinceRead = 0;
   events.on('tasks', (tasks) => {
     served = tasks.served;
     source.setServed(served);
+    if (!model && ++refreshesSinceRead < UNUSABLE_REREAD_REFRESHES) return;
+    refreshesSinceRead = 0;
     void read();
   });
   const runs = o.jobRuns;

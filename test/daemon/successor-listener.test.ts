@@ -53,8 +53,9 @@ function setUp() {
   const awaited: string[] = [];
   let replans = 0;
   const stop = new AbortController();
+  const events = new WorkerEvents({ freezePayloads: false });
   const listen = () =>
-    listenForSuccessors(new WorkerEvents({ freezePayloads: false }), {
+    listenForSuccessors(events, {
       source: client,
       pacing,
       planner: { awaitSuccessor: (task) => awaited.push(task), replan: () => replans++ },
@@ -65,7 +66,21 @@ function setUp() {
     });
   const lists = () => emulator.requests().filter((r) => r.operation === 'jobExecutions.list');
   const warnings = () => lines.filter((l) => l.code === 'DFW_PIPELINE_UNREADABLE');
-  return { clock, emulator, budget, client, jobId, pacing, awaited, listen, lists, warnings, stop, replans };
+  return {
+    clock,
+    emulator,
+    budget,
+    client,
+    jobId,
+    pacing,
+    awaited,
+    listen,
+    lists,
+    warnings,
+    stop,
+    replans,
+    events,
+  };
 }
 
 describe('the job-executions list in the pipeline listener', () => {
@@ -148,6 +163,26 @@ describe('the job-executions list in the pipeline listener', () => {
     expect(list!.status).toBe(200);
     expect(list!.at - START).toBeGreaterThanOrEqual(60_000);
     expect(s.emulator.requests().filter((r) => r.status === 429)).toEqual([]);
+    s.stop.abort();
+  });
+
+  it('reads jobs that gave nothing usable again only every 7th task list refresh', async () => {
+    const s = setUp();
+    s.emulator.reset();
+    await runOnClock(s.clock, s.listen());
+    const jobReads = () => s.emulator.requests().filter((r) => r.operation === 'jobs.list').length;
+    expect(jobReads()).toBe(1);
+    const served = ['extract', 'translate', 'a', 'b', 'c'];
+    for (let i = 0; i < 6; i++) s.events.emit('tasks', { served, withoutTask: [] });
+    await driveClockUntil(s.clock, () => true);
+    expect(jobReads()).toBe(1);
+    s.events.emit('tasks', { served, withoutTask: [] });
+    await driveClockUntil(s.clock, () => jobReads() === 2);
+    // Once the jobs are usable, each refresh reads them again.
+    s.emulator.createJob(JOB);
+    for (let i = 0; i < 7; i++) s.events.emit('tasks', { served, withoutTask: [] });
+    await driveClockUntil(s.clock, () => jobReads() >= 3);
+    expect(s.warnings()).toHaveLength(1);
     s.stop.abort();
   });
 });
