@@ -16,15 +16,27 @@ export async function compareChained(
   env: Record<string, string | undefined>,
 ): Promise<ReplayResult[]> {
   const o = monthBounds(month);
-  const today = await replayMonth({ arrivals: [], jobs: file, month, env });
+  const today = await replayMonth({
+    arrivals: [],
+    jobs: file,
+    month,
+    env: { ...env, DF_PIPELINE_PACING: 'false' },
+  });
   const paced = await replayMonth({
     arrivals: [],
     jobs: file,
     month,
     env: { ...env, DF_PIPELINE_PACING: 'true' },
   });
+  const unlisted = await replayMonth({
+    arrivals: [],
+    jobs: file,
+    month,
+    env: { ...env, DF_PIPELINE_PACING: 'true', DF_PIPELINE_JOB_LIST: 'false' },
+  });
   return [
     { ...today, name: "today's planner" },
+    { ...unlisted, name: 'df-worker, pacing without the job list' },
     { ...paced, name: 'df-worker, DF_PIPELINE_PACING' },
     { ...shortestInHindsight(file, (ms) => ({ kind: 'fixed', intervalMs: ms }), o), name: 'best fixed' },
     chainedPoller(file, { kind: 'oracle' }, o),

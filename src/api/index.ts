@@ -35,6 +35,7 @@ export type {
   ErrorEnvelope,
   JobContext,
   JobExecution,
+  JobRunRecord,
   JsonObject,
   KeyDescription,
   ListEnvelope,

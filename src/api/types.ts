@@ -136,6 +136,23 @@ export interface JobExecution {
 }
 
 /**
+ * A job execution (a run of a job) as the job-executions list shows it, with the members successor pacing
+ * reads. The service's docs do not show them (part 2.15); its example task's README shows a finished one:
+ * `{"object": "job_execution", "jobId", "id", "pipelineId", "createdAt", "endedAt", "input", "startedAt",
+ * "status": "COMPLETED", "output", "info"}` (Product-Live/data-factory-task-example). Which step a run is at
+ * is not shown, so none is read; every other member is kept as it came.
+ */
+export interface JobRunRecord extends JobExecution {
+  /** The job run: what an execution's `input.context.jobId` names. */
+  jobId: string;
+  status: string;
+  /** When the run was created (the list is read newest first by it). */
+  createdAt: string;
+  startedAt?: string | null;
+  endedAt?: string | null;
+}
+
+/**
  * A job definition as the service lists it (part 4.6: its fields are not shown). The service's example job
  * has `key`, `title` and `tasks` (each `{"name", "taskReferenceName", "type", ...}`, a custom task being
  * `"type": "SUB_WORKFLOW"` named `<account>/<task key>`); every member is kept as it came.

@@ -11,6 +11,7 @@ import type {
   ListEnvelope,
   Operation,
   JobExecution,
+  JobRunRecord,
   ServiceFile,
   Task,
   TaskExecution,
@@ -107,6 +108,19 @@ const variableSchema = answerRecord(
 
 const fileSchema = answerRecord({ id }, 'a file');
 const jobExecutionSchema = answerRecord({ id }, 'a job execution');
+// What successor pacing reads of a run in the job-executions list (see JobRunRecord): a run without its job
+// or its status cannot tell which task may soon get work, and the list is then not used at all.
+const jobRunSchema = answerRecord(
+  {
+    id,
+    jobId: requiredString,
+    status: requiredString,
+    createdAt: requiredString,
+    startedAt: optionalString,
+    endedAt: optionalString,
+  },
+  'a job execution in the list',
+);
 // A job's fields are not shown (part 4.6): only that it is an object; the pipeline model reads what it can.
 const jobSchema = answerRecord({}, 'a job');
 
@@ -221,6 +235,12 @@ export function parseJob(operation: Operation, value: unknown): Job {
 export function parseJobExecution(operation: Operation, value: unknown): JobExecution {
   check(jobExecutionSchema, operation, value);
   return value as JobExecution;
+}
+
+/** Validates a run in the job-executions list: `id`, `jobId`, `status` and `createdAt` strings are required. */
+export function parseJobRun(operation: Operation, value: unknown, path = ''): JobRunRecord {
+  check(jobRunSchema, operation, value, path);
+  return value as JobRunRecord;
 }
 
 /** Validates a Variable (part 2.3): `id`, `key` and `value` strings are required. */

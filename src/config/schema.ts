@@ -209,6 +209,11 @@ export const schema = {
       default: false,
       doc: "Read the job definitions at start (GET jobs: one request a page, within the budget) and, when a step of a job is reported and the job's next custom step is a task served here, poll that task around the learnt delay from such a report to its arrival (a burst before any history). When the jobs cannot be read, tasks are polled as without it (DFW_PIPELINE_UNREADABLE, logged once).",
     }),
+    pipelineJobList: flag({
+      env: 'DF_PIPELINE_JOB_LIST',
+      default: true,
+      doc: "With DF_PIPELINE_PACING: read the job-executions list (GET job-executions, newest first; a quarter of the monthly budget at most, every 259 s at 40,000 a month) and, for each run seen starting, poll the tasks its start announces (a job's first custom step) around the learnt delay from a start to their arrival, instead of idle-polling them (then every 6 h). A 4xx or a run lacking jobId, status or createdAt turns it off (DFW_PIPELINE_UNREADABLE, logged once).",
+    }),
     taskRefreshMs: milliseconds({
       env: 'DF_TASK_REFRESH_MS',
       default: 3_600_000,

@@ -29,6 +29,7 @@ import { listenForTelemetry } from './telemetry-listener.ts';
 import { logEvents } from './event-log.ts';
 import { listenForSuccessors } from './successor-listener.ts';
 import { SuccessorPacing } from '../scheduler/successor-pacing.ts';
+import { listIntervalFor } from '../scheduler/job-run-watch.ts';
 
 /**
  * The poll loop every mode runs, on the core's clock, logger and events: standalone runs one for this process,
@@ -274,7 +275,10 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     if (successors) {
       const served = registry.tasks.map((t) => t.task.key);
       const pipeline = { source: client, pacing: successors, planner, logger, served };
-      await listenForSuccessors(events, { ...pipeline, signal: this.#pollStop.signal });
+      const everyMs = listIntervalFor(config.budget.perMonth);
+      const jobRuns = config.scheduler.pipelineJobList ? { source: client, everyMs, clock } : undefined;
+      const recheck = () => this.#claimer?.recheck?.();
+      await listenForSuccessors(events, { ...pipeline, jobRuns, recheck, signal: this.#pollStop.signal });
     }
     taskList.plan(planner);
     if (this.#pollStop.signal.aborted) return;

@@ -92,6 +92,8 @@ export interface Claimer {
   wake(taskKey?: string): number;
   /** Another key is in use (DF_API_KEY_FILE changed): while the last was refused, try it now. */
   keyChanged?(): void;
+  /** A task's next poll came forward outside a poll's answer (a job run seen starting): plan again now. */
+  recheck?(): void;
   /** False while the service refuses the key; undefined before a poll was answered. */
   readonly authorized: boolean | undefined;
   /** Executions this process runs now (logged as stop() begins). */

@@ -7,7 +7,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock } from '../clock/clock.ts';
 import type { Clock } from '../clock/clock.ts';
-import type { JobContext, JsonObject, Task, TaskDefinition, Variable } from '../api/types.ts';
+import type { JobContext, JobExecution, JsonObject, Task, TaskDefinition, Variable } from '../api/types.ts';
 import { answerAdminRequest } from './admin.ts';
 import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './errors.ts';
 import { FaultTable } from './faults.ts';
@@ -147,6 +147,21 @@ export class Emulator {
   /** Adds a job definition, answered by `GET /v1/data-factory/jobs` (kept as given, with an id). */
   createJob(definition: JsonObject): JsonObject {
     return structuredClone(this.#store.createJob(definition));
+  }
+
+  /**
+   * A run of job `jobId` starts now (as its pipeline takes it), answered by `GET job-executions` as
+   * `IN_PROGRESS`; `fields` replace or add members (a test leaves out `status` to see the degrade).
+   */
+  startJobRun(jobId: string, fields: JsonObject = {}): JobExecution {
+    return structuredClone(this.#store.startJobRun(jobId, fields));
+  }
+
+  /** A run ended now; throws when no job execution has this id. */
+  endJobRun(id: string, status = 'COMPLETED'): JobExecution {
+    const record = this.#store.endJobRun(id, status);
+    if (!record) throw new Error(`No job execution has id '${id}'.`);
+    return structuredClone(record);
   }
 
   tasks(): Task[] {

@@ -39,6 +39,7 @@ const ROUTES: { method: string; pattern: RegExp; operation: EmulatorOperation }[
   { method: 'PUT', pattern: /^\/v1\/data-factory\/variables\/([^/]+)$/, operation: 'variables.update' },
   { method: 'GET', pattern: /^\/v1\/data-factory\/job-executions\/([^/]+)$/, operation: 'jobExecutions.get' },
   { method: 'POST', pattern: /^\/v1\/data-factory\/job-executions$/, operation: 'jobExecutions.create' },
+  { method: 'GET', pattern: /^\/v1\/data-factory\/job-executions$/, operation: 'jobExecutions.list' },
   { method: 'GET', pattern: /^\/v1\/data-factory\/jobs$/, operation: 'jobs.list' },
 ];
 

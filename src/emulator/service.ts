@@ -88,6 +88,13 @@ export async function answerService(store: Store, request: ServiceRequest): Prom
       const jobs = store.jobs();
       return jsonAnswer(200, { object: 'list', data: pageOf(jobs, page), totalElements: jobs.length });
     }
+    case 'jobExecutions.list': {
+      // Paged and sorted like every list (sort=createdAt&sortOrder=DESC: newest first).
+      const page = parsePageQuery(request.query);
+      if (typeof page === 'string') return badRequest(page, nowMs);
+      const runs = store.jobExecutions();
+      return jsonAnswer(200, { object: 'list', data: pageOf(runs, page), totalElements: runs.length });
+    }
     case 'jobExecutions.create':
       return withJsonBody(request, (body) =>
         isPlainObject(body)

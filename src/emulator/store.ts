@@ -336,6 +336,40 @@ export class Store {
     return record;
   }
 
+  /** Every job execution, oldest first (the list's order unless a sort is asked). */
+  jobExecutions(): JobExecution[] {
+    return [...this.#jobExecutions.values()];
+  }
+
+  /**
+   * A run of job `jobId` leaves its pipeline's queue now: recorded as the service's example shows a run
+   * (`jobId`, `pipelineId`, `createdAt`, `startedAt`, `status`), `IN_PROGRESS` until `endJobRun`.
+   */
+  startJobRun(jobId: string, fields: JsonObject = {}): JobExecution {
+    const at = this.#isoNow();
+    const id = `job-execution-${++this.#sequence.jobExecution}`;
+    const record: JobExecution = {
+      object: 'job_execution',
+      id,
+      jobId,
+      createdAt: at,
+      startedAt: at,
+      status: 'IN_PROGRESS',
+      ...fields,
+    };
+    this.#jobExecutions.set(id, record);
+    return record;
+  }
+
+  /** A run ended now with `status` (`COMPLETED` by default); undefined when no run has this id. */
+  endJobRun(id: string, status = 'COMPLETED'): JobExecution | undefined {
+    const record = this.#jobExecutions.get(id);
+    if (!record) return undefined;
+    record.status = status;
+    record.endedAt = this.#isoNow();
+    return record;
+  }
+
   getJobExecution(id: string): JobExecution | undefined {
     return this.#jobExecutions.get(id);
   }

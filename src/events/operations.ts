@@ -18,6 +18,7 @@ export type Operation =
   | 'variables.update'
   | 'jobExecutions.get'
   | 'jobExecutions.create'
+  | 'jobExecutions.list'
   | 'jobs.list';
 
 export const OPERATIONS: readonly Operation[] = [
@@ -35,5 +36,6 @@ export const OPERATIONS: readonly Operation[] = [
   'variables.update',
   'jobExecutions.get',
   'jobExecutions.create',
+  'jobExecutions.list',
   'jobs.list',
 ];

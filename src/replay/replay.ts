@@ -101,7 +101,27 @@ export async function replayMonth(options: ReplayOptions): Promise<ReplayResult>
   const stop = new AbortController();
   /** The chained arrival behind each execution the emulator created for a job run. */
   const chained = new Map<string, ChainedArrival>();
+  // Each run shows in the job-executions list from its start (what DF_PIPELINE_PACING reads), in progress
+  // until the next run of its pipeline starts (a run ends before that; nothing reads the end itself).
+  const pipelineOf = new Map((options.jobs?.jobs ?? []).map((job) => [job.key, job.pipeline ?? job.key]));
+  const inProgress = new Map<string, string>();
+  const showStarts = () => {
+    for (const start of runs?.startedUntil(Infinity) ?? []) {
+      if (start.at >= endsAt) continue;
+      void clock
+        .sleep(Math.max(0, start.at - clock.now()), stop.signal)
+        .then(() => {
+          const pipeline = pipelineOf.get(start.job) ?? start.job;
+          const before = inProgress.get(pipeline);
+          if (before !== undefined) emulator.endJobRun(before);
+          const run = emulator.startJobRun(jobIdByKey.get(start.job) ?? start.job, { pipelineId: pipeline });
+          inProgress.set(pipeline, run.id);
+        })
+        .catch(() => undefined);
+    }
+  };
   const feed = (list: readonly ChainedArrival[]) => {
+    showStarts();
     for (const a of list) {
       if (a.at >= endsAt) continue;
       void clock
@@ -209,6 +229,7 @@ const KINDS: Record<string, RequestKind> = {
   'tasks.poll': 'poll',
   'executions.report': 'report',
   'tasks.list': 'list',
+  'jobExecutions.list': 'job-list',
 };
 
 function requestRecords(emulator: Emulator, keyByTaskId: Map<string, string>): RequestRecord[] {

@@ -132,14 +132,22 @@ export class Reporter {
   }
 
   async #alreadyApplied(executionId: string, status: ReportStatus, signal?: AbortSignal): Promise<boolean> {
-    try {
-      const current = await this.#o.client.getExecution(executionId, signal);
-      return current.status === status;
-    } catch {
-      return false;
+    // A 429 tells nothing of the execution: read again (the budget gate, which heard it, holds the read
+    // until its pause ends), a few times, rather than dead-letter a report the service may hold.
+    for (let tries = 1; ; tries++) {
+      try {
+        const current = await this.#o.client.getExecution(executionId, signal);
+        return current.status === status;
+      } catch (error) {
+        const limited = error instanceof ServiceError && error.status === 429;
+        if (!limited || tries >= READ_BACK_TRIES || signal?.aborted) return false;
+      }
     }
   }
 }
+
+/** Reads of a refused report's execution answered 429 before the refusal is taken as it stands. */
+const READ_BACK_TRIES = 3;
 
 /**
  * A report is given up only on the service's own refusal (or a report df-worker itself cannot send). Anything

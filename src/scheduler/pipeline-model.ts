@@ -57,6 +57,8 @@ export class PipelineModel {
   readonly #inJobs = new Set<string>();
   /** Tasks some job runs without a report of ours before: a first custom step, or one after a step not served here. */
   readonly #unannounced = new Set<string>();
+  /** Per job, its served steps no report of ours announces, as steps after the run's start (`from` -1). */
+  readonly #afterStart = new Map<string, Successor[]>();
   readonly #served: ReadonlySet<string>;
   readonly #complete: boolean;
 
@@ -79,7 +81,14 @@ export class PipelineModel {
       custom.forEach(({ task, position }, i) => {
         this.#inJobs.add(task);
         const before = custom[i - 1];
-        if (before === undefined || !this.#served.has(before.task)) this.#unannounced.add(task);
+        if (before === undefined || !this.#served.has(before.task)) {
+          this.#unannounced.add(task);
+          if (this.#served.has(task)) {
+            const list = this.#afterStart.get(job.key) ?? [];
+            list.push({ job: job.key, from: -1, to: position, task, builtInsBetween: position });
+            this.#afterStart.set(job.key, list);
+          }
+        }
         const next = custom[i + 1];
         if (next === undefined || !this.#served.has(next.task)) return;
         const successor = {
@@ -98,6 +107,15 @@ export class PipelineModel {
   /** The served custom step that follows `task`'s (its first) step in `job`, if any. */
   successorAfter(job: string, task: string): Successor | undefined {
     return this.#byTask.get(`${job}#${task}`);
+  }
+
+  /**
+   * The served steps of `job` that a run's start announces and no report of ours does (its first custom
+   * step, or one after a step served elsewhere), as pairs from the start (`from` -1): what a run seen in
+   * progress in the job-executions list may soon hand out.
+   */
+  stepsAfterStart(job: string): readonly Successor[] {
+    return this.#afterStart.get(job) ?? [];
   }
 
   /** The served custom step that follows step `position` of `job`, if any. */

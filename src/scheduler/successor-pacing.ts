@@ -74,6 +74,8 @@ export class SuccessorPacing {
   readonly #rareIdleMs: Record<Exclude<IdleRole, 'arrivals'>, number>;
   readonly #reportsSeenHere: boolean;
   #model: PipelineModel | undefined;
+  /** How often the job-executions list is read while it stands in for idle polls; undefined when it does not. */
+  #listEveryMs: number | undefined;
   /** Polls sent at a pacing instant, and when the first step was awaited: what the idle pace leaves them. */
   #pacedPolls = 0;
   #firstReportAt: number | undefined;
@@ -100,24 +102,45 @@ export class SuccessorPacing {
   }
 
   /**
+   * The job-executions list is read every `everyMs` and shows each run as it starts (see JobRunWatch): the
+   * steps a start announces are then awaited like a successor, instead of idle-polled. Undefined: it is not
+   * (not readable, or failing), and those steps are idle-polled as today.
+   */
+  useJobList(everyMs: number | undefined): void {
+    this.#listEveryMs = everyMs;
+  }
+
+  /** Whether the job-executions list stands in for idle polls now. */
+  get listing(): boolean {
+    return this.#listEveryMs !== undefined;
+  }
+
+  /**
    * The idle interval the pipeline sets for `task` (ms), or undefined when it is polled at the idle pace as
-   * today: a task that belongs to no running job's future is not worth an idle poll.
+   * today: a task that belongs to no running job's future is not worth an idle poll, nor one whose runs the
+   * job-executions list shows starting.
    */
   rareIdleIntervalMs(task: string): number | undefined {
     const role = this.#model?.idleRole(task) ?? 'arrivals';
-    if (role === 'arrivals' || (role === 'after-report' && !this.#reportsSeenHere)) return undefined;
+    if (role === 'arrivals') return this.listing ? this.#rareIdleMs['after-report'] : undefined;
+    if (role === 'after-report' && !this.#reportsSeenHere) return undefined;
     return this.#rareIdleMs[role];
   }
 
-  /** The step before `successor` was reported now: its arrival is awaited. */
-  reported(successor: Successor, run?: string): void {
-    const now = this.#clock.monotonic();
-    this.#firstReportAt ??= now;
+  /**
+   * The step before `successor` was reported (or, for a pair from a run's start, the run started) at `at`
+   * (monotonic ms, default now, never later): its arrival is awaited. A pair and run already awaited is
+   * not awaited twice.
+   */
+  reported(successor: Successor, run?: string, at?: number): void {
+    const now = Math.min(at ?? Infinity, this.#clock.monotonic());
     const pair = pairKey(successor);
+    const list = this.#waits.get(successor.task) ?? [];
+    if (run !== undefined && list.some((w) => w.pair === pair && w.run === run)) return;
+    this.#firstReportAt ??= now;
     const offsets = this.#offsets(pair);
     const wait: Wait = { pair, reportedAt: now, pollAt: offsets.map((d) => now + d) };
     if (run !== undefined) wait.run = run;
-    const list = this.#waits.get(successor.task) ?? [];
     list.push(wait);
     this.#waits.set(successor.task, list);
   }
@@ -172,14 +195,16 @@ export class SuccessorPacing {
   }
 
   /**
-   * Polls the pacing is expected to bring about in the next `forMs`, at the rate it did since its first
-   * report: the idle pace keeps them out of its spend, or the month's last hours would find it spent.
+   * Requests the pacing is expected to bring about in the next `forMs`: its polls at the rate it did since
+   * its first report, and the job-executions lists at their cadence (each at least one page). The idle pace
+   * keeps them out of its spend, or the month's last hours would find it spent.
    */
   expectedPolls(forMs: number): number {
+    const lists = this.#listEveryMs === undefined ? 0 : Math.max(0, forMs) / this.#listEveryMs;
     const since = this.#firstReportAt;
-    if (since === undefined || this.#pacedPolls === 0) return 0;
+    if (since === undefined || this.#pacedPolls === 0) return lists;
     const elapsed = Math.max(HOUR_MS, this.#clock.monotonic() - since);
-    return (this.#pacedPolls / elapsed) * Math.max(0, forMs);
+    return lists + (this.#pacedPolls / elapsed) * Math.max(0, forMs);
   }
 
   /** Learned delays of a pair of steps (ms, oldest first). */

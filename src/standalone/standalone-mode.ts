@@ -149,6 +149,7 @@ export class StandaloneMode implements DaemonMode<Budget> {
       loops,
       wake: (taskKey) => scheduler.wake(taskKey),
       keyChanged: () => scheduler.keyChanged(),
+      recheck: () => scheduler.recheck(),
       get authorized() {
         return scheduler.authorized;
       },

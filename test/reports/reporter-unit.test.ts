@@ -176,6 +176,21 @@ describe('Reporter', () => {
     expect(r.emulator.execution(id)?.status).toBe('FAILED');
   });
 
+  it('reads a refused report back again after a 429, and counts it delivered when it was applied', async () => {
+    const r = rig([
+      { operation: 'executions.report', kind: 'dropAfterApply', count: 1 },
+      { operation: 'executions.report', kind: 'status', status: 409, count: 1 },
+      { operation: 'executions.get', kind: 'status', status: 429, count: 1 },
+    ]);
+    const id = await r.claim();
+    const result = await runOnClock(
+      r.clock,
+      r.reporter.report(id, { status: 'FAILED', output: { error: 'e' } }),
+    );
+    expect(result).toEqual({ delivered: true, attempts: 2 });
+    expect(r.sent('executions.get').map((x) => x.status)).toEqual([429, 200]);
+  });
+
   it('dead-letters a refusal when the execution does not carry the reported status', async () => {
     const r = rig([{ operation: 'executions.report', kind: 'status', status: 400, count: 1 }]);
     const id = await r.claim();
