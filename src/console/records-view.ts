@@ -1,7 +1,7 @@
 // Variables and file records of the emulator: lists with forms to create, edit and delete them, each form sent
 // by the page's script to the admin routes (/__admin/variables, /__admin/files) with the admin token.
 import type { Variable } from '../api/types.ts';
-import type { EmulatedFile } from '../emulator/store.ts';
+import type { EmulatedFile } from '../emulator/file-store.ts';
 import { html, shortTime, type SafeHtml } from './html.ts';
 
 const error = html`<span class="form-error" role="alert"></span>`;

@@ -5,7 +5,7 @@ import type { Task, Variable } from '../api/types.ts';
 import type { BudgetSnapshot } from '../budget/budget.ts';
 import type { DeadLetterRetry } from '../standalone/dead-letters.ts';
 import type { KeyUsageFigures } from '../emulator/limits.ts';
-import type { EmulatedFile } from '../emulator/store.ts';
+import type { EmulatedFile } from '../emulator/file-store.ts';
 import type { EmulatedExecution } from '../emulator/types.ts';
 import type { DeadLetter } from '../journal/journal.ts';
 import type { UsageSamples } from './budget-chart.ts';

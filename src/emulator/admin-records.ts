@@ -7,7 +7,8 @@ import { isPlainObject as isObject } from '../schema/plain-object.ts';
 import { record } from '../schema/record.ts';
 import { parseVariableChanges } from './bodies.ts';
 import type { KeyUsageFigures } from './limits.ts';
-import type { EmulatedFile, VariableChanges } from './store.ts';
+import type { EmulatedFile } from './file-store.ts';
+import type { VariableChanges } from './types.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer } from './wire.ts';
 import type { Answer } from './wire.ts';
 

@@ -16,7 +16,8 @@ import { RateLimiter, type KeyUsageFigures } from './limits.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { MAX_UPLOAD_BYTES } from '../api/service-limits.ts';
 import { ServiceGateway, type ServiceCall } from './gateway.ts';
-import { Store, type EmulatedFile, type EmulatedVariable } from './store.ts';
+import type { EmulatedFile } from './file-store.ts';
+import { Store } from './store.ts';
 import type {
   EmulatedExecution,
   EmulatorOptions,
@@ -27,6 +28,7 @@ import type {
   VariableChanges,
 } from './types.ts';
 import { checkCrossSite, checkHost } from '../security/request-guard.ts';
+import type { EmulatedVariable } from './variable-store.ts';
 import { errorAnswer, readBody, refusalAnswer, writeAnswer } from './wire.ts';
 import type { Answer } from './wire.ts';
 
@@ -146,7 +148,7 @@ export class Emulator {
 
   /** Adds a job definition, answered by `GET /v1/data-factory/jobs` (kept as given, with an id). */
   createJob(definition: JsonObject): JsonObject {
-    return structuredClone(this.#store.createJob(definition));
+    return structuredClone(this.#store.jobs.create(definition));
   }
 
   /**
@@ -154,12 +156,12 @@ export class Emulator {
    * `IN_PROGRESS`; `fields` replace or add members (a test leaves out `status` to see the degrade).
    */
   startJobRun(jobId: string, fields: JsonObject = {}): JobExecution {
-    return structuredClone(this.#store.startJobRun(jobId, fields));
+    return structuredClone(this.#store.jobs.startRun(jobId, fields));
   }
 
   /** A run ended now; throws when no job execution has this id. */
   endJobRun(id: string, status = 'COMPLETED'): JobExecution {
-    const record = this.#store.endJobRun(id, status);
+    const record = this.#store.jobs.endRun(id, status);
     if (!record) throw new Error(`No job execution has id '${id}'.`);
     return structuredClone(record);
   }
@@ -201,50 +203,50 @@ export class Emulator {
     };
     const stored =
       variable.id === undefined
-        ? this.#store.createVariable(changes)
-        : this.#store.createVariableWithId(variable.id, changes);
+        ? this.#store.variables.create(changes)
+        : this.#store.variables.createWithId(variable.id, changes);
     if (stored === undefined) throw new VariableExistsError(variable.id!);
     return versioned(stored);
   }
 
   /** The variable as stored now, with its ETag; undefined when no variable has this id. */
   variable(id: string): (Variable & { etag: string }) | undefined {
-    const stored = this.#store.getVariable(id);
+    const stored = this.#store.variables.get(id);
     return stored && versioned(stored);
   }
 
   variables(): (Variable & { etag: string })[] {
-    return this.#store.storedVariables().map(versioned);
+    return this.#store.variables.stored().map(versioned);
   }
 
   /** Applies `changes` over the variable as stored (a new version); undefined when no variable has this id. */
   updateVariable(id: string, changes: VariableChanges): (Variable & { etag: string }) | undefined {
-    const stored = this.#store.updateVariable(id, changes);
+    const stored = this.#store.variables.update(id, changes);
     return stored && versioned(stored);
   }
 
   deleteVariable(id: string): boolean {
-    return this.#store.deleteVariable(id);
+    return this.#store.variables.delete(id);
   }
 
   /** File records, as uploads made them (the emulator keeps no content). */
   files(): EmulatedFile[] {
-    return structuredClone(this.#store.files());
+    return structuredClone(this.#store.files.list());
   }
 
   /** Adds a file record as an upload of `size` bytes would. */
   addFile(file: { name: string; size: number; contentType?: string }): EmulatedFile {
-    const added = this.#store.addFile(file.name, file.size, file.contentType ?? 'application/octet-stream');
+    const added = this.#store.files.add(file.name, file.size, file.contentType ?? 'application/octet-stream');
     return structuredClone(added);
   }
 
   updateFile(id: string, changes: { name?: string; contentType?: string }): EmulatedFile | undefined {
-    const file = this.#store.updateFile(id, changes);
+    const file = this.#store.files.update(id, changes);
     return file && structuredClone(file);
   }
 
   deleteFile(id: string): boolean {
-    return this.#store.deleteFile(id);
+    return this.#store.files.delete(id);
   }
 
   /** Each API key's use of the limits now: the service's side of the key's budget. */

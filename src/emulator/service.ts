@@ -5,10 +5,12 @@ import type { Variable } from '../api/types.ts';
 import { InvalidTaskDefinitionError } from './errors.ts';
 import { isPlainObject } from '../schema/plain-object.ts';
 import { parseReport, parseVariableChanges } from './bodies.ts';
+import type { FileStore } from './file-store.ts';
 import { matchesQuery, pageOf, parsePageQuery, parseQuery } from './query.ts';
 import { toWireExecution } from './store.ts';
-import type { EmulatedVariable, Store } from './store.ts';
+import type { Store } from './store.ts';
 import type { EmulatorOperation } from './types.ts';
+import type { EmulatedVariable, VariableStore } from './variable-store.ts';
 import { checkJsonBody } from '../security/request-guard.ts';
 import { emptyAnswer, errorAnswer, jsonAnswer, messageAnswer, parseJson } from './wire.ts';
 import type { Answer } from './wire.ts';
@@ -57,78 +59,88 @@ export async function answerService(store: Store, request: ServiceRequest): Prom
     case 'executions.report':
       return withJsonBody(request, (body) => report(store, id, body, nowMs));
     case 'files.upload':
-      return uploadFile(store, request);
+      return uploadFile(store.files, request);
     case 'files.get': {
-      const file = store.getFile(id);
+      const file = store.files.get(id);
       return file ? jsonAnswer(200, file) : notFound(`No file has id '${id}'.`, nowMs);
     }
     case 'variables.create':
-      return withJsonBody(request, (body) => createVariable(store, body, nowMs));
+      return withJsonBody(request, (body) => createVariable(store.variables, body, nowMs));
     case 'variables.list':
-      return listVariables(store, request.query, undefined, nowMs);
+      return listVariables(store.variables, request.query, undefined, nowMs);
     case 'variables.find':
       return withJsonBody(request, (body) => {
         const query = parseQuery(body);
         if (typeof query === 'string') return badRequest(`Find: ${query}`, nowMs);
-        return listVariables(store, request.query, (variable) => matchesQuery(query, { ...variable }), nowMs);
+        return listVariables(
+          store.variables,
+          request.query,
+          (variable) => matchesQuery(query, { ...variable }),
+          nowMs,
+        );
       });
     case 'variables.get': {
-      const stored = store.getVariable(id);
+      const stored = store.variables.get(id);
       return stored ? versionedAnswer(200, stored) : variableNotFound(id, nowMs);
     }
     case 'variables.update':
-      return withJsonBody(request, (body) => updateVariable(store, id, body, request));
+      return withJsonBody(request, (body) => updateVariable(store.variables, id, body, request));
     case 'jobExecutions.get': {
-      const record = store.getJobExecution(id);
+      const record = store.jobs.getExecution(id);
       return record ? jsonAnswer(200, record) : notFound(`No job execution has id '${id}'.`, nowMs);
     }
     case 'jobs.list': {
       const page = parsePageQuery(request.query);
       if (typeof page === 'string') return badRequest(page, nowMs);
-      const jobs = store.jobs();
+      const jobs = store.jobs.list();
       return jsonAnswer(200, { object: 'list', data: pageOf(jobs, page), totalElements: jobs.length });
     }
     case 'jobExecutions.list': {
       // Paged and sorted like every list (sort=createdAt&sortOrder=DESC: newest first).
       const page = parsePageQuery(request.query);
       if (typeof page === 'string') return badRequest(page, nowMs);
-      const runs = store.jobExecutions();
+      const runs = store.jobs.executions();
       return jsonAnswer(200, { object: 'list', data: pageOf(runs, page), totalElements: runs.length });
     }
     case 'jobExecutions.create':
       return withJsonBody(request, (body) =>
         isPlainObject(body)
-          ? jsonAnswer(201, store.createJobExecution(body))
+          ? jsonAnswer(201, store.jobs.createExecution(body))
           : badRequest('A job execution must be created from a JSON object.', nowMs),
       );
   }
 }
 
 /** Part 2.3: a secret variable's value is not answered back on create (an empty string stands for it). */
-function createVariable(store: Store, body: unknown, nowMs: number): Answer {
+function createVariable(variables: VariableStore, body: unknown, nowMs: number): Answer {
   const changes = parseVariableChanges(body);
   if (typeof changes === 'string') return badRequest(`New variable: ${changes}`, nowMs);
-  const { variable } = store.createVariable(changes);
+  const { variable } = variables.create(changes);
   return jsonAnswer(201, variable.secret ? { ...variable, value: '' } : variable);
 }
 
 /** A page of the variables (those `matches` keeps, for find), in creation order unless `sort` says otherwise. */
 function listVariables(
-  store: Store,
+  variables: VariableStore,
   query: URLSearchParams,
   matches: ((variable: Variable) => boolean) | undefined,
   nowMs: number,
 ): Answer {
   const page = parsePageQuery(query);
   if (typeof page === 'string') return badRequest(page, nowMs);
-  const found = matches === undefined ? store.variables() : store.variables().filter(matches);
+  const found = matches === undefined ? variables.list() : variables.list().filter(matches);
   return jsonAnswer(200, { object: 'list', data: pageOf(found, page), totalElements: found.length });
 }
 
 /** Part 8: the ETag is the version as a quoted string; a mismatched If-Match changes nothing (412). */
-function updateVariable(store: Store, id: string, body: unknown, request: ServiceRequest): Answer {
+function updateVariable(
+  variables: VariableStore,
+  id: string,
+  body: unknown,
+  request: ServiceRequest,
+): Answer {
   const { nowMs, ifMatch } = request;
-  const stored = store.getVariable(id);
+  const stored = variables.get(id);
   if (!stored) return variableNotFound(id, nowMs);
   const changes = parseVariableChanges(body);
   if (typeof changes === 'string') return badRequest(`Variable '${id}': ${changes}`, nowMs);
@@ -137,7 +149,7 @@ function updateVariable(store: Store, id: string, body: unknown, request: Servic
       `Variable '${id}' is at version ${etagOf(stored)}, not ${ifMatch}; ` + 'nothing was changed.';
     return errorAnswer(412, 'PRECONDITION_FAILED', message, nowMs);
   }
-  return versionedAnswer(201, store.updateVariable(id, changes)!);
+  return versionedAnswer(201, variables.update(id, changes)!);
 }
 
 function etagOf(stored: EmulatedVariable): string {
@@ -166,7 +178,7 @@ function report(store: Store, id: string, body: unknown, nowMs: number): Answer 
   return jsonAnswer(200, toWireExecution(store.report(id, status, output)!));
 }
 
-async function uploadFile(store: Store, request: ServiceRequest): Promise<Answer> {
+async function uploadFile(files: FileStore, request: ServiceRequest): Promise<Answer> {
   const contentType = request.contentType ?? '';
   if (!/^multipart\/form-data\s*;.*boundary=/i.test(contentType)) {
     return messageAnswer(
@@ -188,7 +200,7 @@ async function uploadFile(store: Store, request: ServiceRequest): Promise<Answer
   if (!file) {
     return messageAnswer(400, 'The multipart body has no file part; attach the file with a filename.');
   }
-  return jsonAnswer(201, store.addFile(file.name, file.size, file.type || 'application/octet-stream'));
+  return jsonAnswer(201, files.add(file.name, file.size, file.type || 'application/octet-stream'));
 }
 
 /** Parses the JSON body, answering the service's `{message}`-only 400 when it is malformed. */

@@ -1,54 +1,40 @@
-// The emulator's in-memory state: tasks, their executions, uploaded file records, variables (with their
-// versions) and job executions, with the service's rules for claiming (poll), reporting and updating them.
+// The emulator's in-memory state: tasks and their executions, with the service's rules for claiming (poll),
+// timing out and reporting them. The service's other resources (files, variables, jobs) keep their own stores,
+// held here so that one reset clears everything.
 import type { Clock } from '../clock/clock.ts';
 import type {
   JobContext,
   JsonObject,
   ListEnvelope,
-  JobExecution,
   ReportStatus,
   Task,
   TaskExecution,
-  Variable,
 } from '../api/types.ts';
 import { extraFieldsOf } from '../api/validate.ts';
 import { parseTaskDefinition } from './bodies.ts';
+import { FileStore } from './file-store.ts';
+import { JobStore } from './job-store.ts';
 import { ClaimDeadlines, type ClaimTimeout, type DueClaim } from './response-timeouts.ts';
-import type { EmulatedExecution, VariableChanges } from './types.ts';
-
-export type { VariableChanges } from './types.ts';
-
-/** The v2 file record the emulator answers; the service does not document its fields. */
-export interface EmulatedFile {
-  object: 'file';
-  id: string;
-  name: string;
-  size: number;
-  contentType: string;
-  createdAt: string;
-}
-
-/** A variable as the emulator keeps it: the record and its version, answered as the quoted ETag `"<version>"`. */
-export interface EmulatedVariable {
-  variable: Variable;
-  version: number;
-}
+import type { EmulatedExecution } from './types.ts';
+import { VariableStore } from './variable-store.ts';
 
 export class Store {
   readonly #clock: Clock;
+  /** Uploaded file records. */
+  readonly files: FileStore;
+  /** Variables with their versions. */
+  readonly variables: VariableStore;
+  /** Jobs and job executions (runs). */
+  readonly jobs: JobStore;
   // Maps keep insertion order, which is creation order: lists and polls rely on it.
   #tasks = new Map<string, Task>();
   #executions = new Map<string, EmulatedExecution>();
-  #files = new Map<string, EmulatedFile>();
-  #variables = new Map<string, EmulatedVariable>();
-  #jobExecutions = new Map<string, JobExecution>();
   /**
    * Each task's executions not yet handed out, oldest first, from `head` on: a poll takes the first still
    * pending in O(1) (a month replay polls 40,000 times over 20,000 executions).
    */
   #unclaimed = new Map<string, { queue: EmulatedExecution[]; head: number }>();
-  #jobs = new Map<string, JsonObject>();
-  #sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0, job: 0 };
+  #sequence = { task: 0, execution: 0 };
   readonly #deadlines = new ClaimDeadlines();
   readonly #timeoutOf: (task: Task) => ClaimTimeout | undefined;
 
@@ -56,6 +42,9 @@ export class Store {
   constructor(clock: Clock, timeoutOf: (task: Task) => ClaimTimeout | undefined = () => undefined) {
     this.#clock = clock;
     this.#timeoutOf = timeoutOf;
+    this.files = new FileStore(clock);
+    this.variables = new VariableStore(clock);
+    this.jobs = new JobStore(clock);
   }
 
   /** Fields beyond the documented ones (Conductor's `timeoutSeconds`...) are stored and answered as sent. */
@@ -244,159 +233,16 @@ export class Store {
     return [...this.#executions.values()];
   }
 
-  addFile(name: string, size: number, contentType: string): EmulatedFile {
-    const file: EmulatedFile = {
-      object: 'file',
-      id: `file-${++this.#sequence.file}`,
-      name,
-      size,
-      contentType,
-      createdAt: this.#isoNow(),
-    };
-    this.#files.set(file.id, file);
-    return file;
-  }
-
-  getFile(id: string): EmulatedFile | undefined {
-    return this.#files.get(id);
-  }
-
-  files(): EmulatedFile[] {
-    return [...this.#files.values()];
-  }
-
-  /** Renames the file record or changes its content type; undefined when no file has this id. */
-  updateFile(id: string, changes: { name?: string; contentType?: string }): EmulatedFile | undefined {
-    const file = this.#files.get(id);
-    if (!file) return undefined;
-    Object.assign(file, changes);
-    return file;
-  }
-
-  deleteFile(id: string): boolean {
-    return this.#files.delete(id);
-  }
-
-  /** Adds a variable at version 1 under the next `variable-N` that no variable has (the service's create). */
-  createVariable(changes: VariableChanges): EmulatedVariable {
-    let id: string;
-    do id = `variable-${++this.#sequence.variable}`;
-    while (this.#variables.has(id));
-    return this.#addVariable(id, changes);
-  }
-
-  /**
-   * Adds a variable at version 1 under an id of the caller's (`df-worker dev --variable`, so that a handler's
-   * `ctx.service.variables.get(id)` finds it); undefined when a variable has that id already.
-   */
-  createVariableWithId(id: string, changes: VariableChanges): EmulatedVariable | undefined {
-    return this.#variables.has(id) ? undefined : this.#addVariable(id, changes);
-  }
-
-  #addVariable(id: string, changes: VariableChanges): EmulatedVariable {
-    const variable: Variable = { object: 'variable', id, createdAt: this.#isoNow(), ...changes };
-    const stored = { variable, version: 1 };
-    this.#variables.set(id, stored);
-    return stored;
-  }
-
-  /** Every variable, in creation order. */
-  variables(): Variable[] {
-    return [...this.#variables.values()].map((stored) => stored.variable);
-  }
-
-  /** Every variable with its version, in creation order. */
-  storedVariables(): EmulatedVariable[] {
-    return [...this.#variables.values()];
-  }
-
-  getVariable(id: string): EmulatedVariable | undefined {
-    return this.#variables.get(id);
-  }
-
-  /** The service documents no delete of a variable: the emulator's admin surface has one for local tools. */
-  deleteVariable(id: string): boolean {
-    return this.#variables.delete(id);
-  }
-
-  /** Applies the update and raises the version; undefined when no variable has this id. */
-  updateVariable(id: string, changes: VariableChanges): EmulatedVariable | undefined {
-    const stored = this.#variables.get(id);
-    if (!stored) return undefined;
-    stored.variable = { ...stored.variable, ...changes, updatedAt: this.#isoNow() };
-    stored.version++;
-    return stored;
-  }
-
-  /** Records a job execution from the create body; its fields are not documented, so the body is kept as sent. */
-  createJobExecution(body: JsonObject): JobExecution {
-    const id = `job-execution-${++this.#sequence.jobExecution}`;
-    const record: JobExecution = { ...body, object: 'job_execution', id, createdAt: this.#isoNow() };
-    this.#jobExecutions.set(id, record);
-    return record;
-  }
-
-  /** Every job execution, oldest first (the list's order unless a sort is asked). */
-  jobExecutions(): JobExecution[] {
-    return [...this.#jobExecutions.values()];
-  }
-
-  /**
-   * A run of job `jobId` leaves its pipeline's queue now: recorded as the service's example shows a run
-   * (`jobId`, `pipelineId`, `createdAt`, `startedAt`, `status`), `IN_PROGRESS` until `endJobRun`.
-   */
-  startJobRun(jobId: string, fields: JsonObject = {}): JobExecution {
-    const at = this.#isoNow();
-    const id = `job-execution-${++this.#sequence.jobExecution}`;
-    const record: JobExecution = {
-      object: 'job_execution',
-      id,
-      jobId,
-      createdAt: at,
-      startedAt: at,
-      status: 'IN_PROGRESS',
-      ...fields,
-    };
-    this.#jobExecutions.set(id, record);
-    return record;
-  }
-
-  /** A run ended now with `status` (`COMPLETED` by default); undefined when no run has this id. */
-  endJobRun(id: string, status = 'COMPLETED'): JobExecution | undefined {
-    const record = this.#jobExecutions.get(id);
-    if (!record) return undefined;
-    record.status = status;
-    record.endedAt = this.#isoNow();
-    return record;
-  }
-
-  getJobExecution(id: string): JobExecution | undefined {
-    return this.#jobExecutions.get(id);
-  }
-
-  /** Records a job definition as given (its fields are not documented, part 4.6), with an id. */
-  createJob(definition: JsonObject): JsonObject {
-    const id = `job-${++this.#sequence.job}`;
-    const record: JsonObject = { object: 'job', id, createdAt: this.#isoNow(), ...definition };
-    this.#jobs.set(id, record);
-    return record;
-  }
-
-  jobs(): JsonObject[] {
-    return [...this.#jobs.values()];
-  }
-
   /** Drops everything and restarts ids, so a reset emulator answers like a new one. */
   reset(): void {
     this.#tasks.clear();
     this.#executions.clear();
-    this.#files.clear();
     this.#unclaimed.clear();
-    this.#variables.clear();
-    this.#jobExecutions.clear();
-    this.#jobs.clear();
     this.#deadlines.clear();
-    this.#sequence = { task: 0, execution: 0, file: 0, variable: 0, jobExecution: 0, job: 0 };
+    this.#sequence = { task: 0, execution: 0 };
+    this.files.reset();
+    this.variables.reset();
+    this.jobs.reset();
   }
 
   #isoNow(): string {
