@@ -24,6 +24,11 @@ export class Scheduler {
   readonly #runningByTask = new Map<string, number>();
   #nudge = new AbortController();
   #unauthorized = false;
+  /**
+   * A new key came while a poll was out: that poll left with the old key, and its 401 (answered after the change)
+   * would put the next try off by a whole back-off step. Once the polls out have settled, one poll tries at once.
+   */
+  #keyChangedWhilePolling = false;
   #blockedReason: string | undefined;
 
   constructor(options: SchedulerOptions) {
@@ -70,7 +75,11 @@ export class Scheduler {
 
   /** Another key is in use (DF_API_KEY_FILE changed): while the last was refused, one poll tries it now. */
   keyChanged(): void {
-    if (!this.#unauthorized) return;
+    if (this.#polling.size > 0) this.#keyChangedWhilePolling = true;
+    if (this.#unauthorized) this.#tryKeyNow();
+  }
+
+  #tryKeyNow(): void {
     const first = this.#o.planner.tasks[0];
     if (first) this.#o.planner.wake(this.#o.clock.monotonic(), first.key);
     this.#nudge.abort(NUDGED);
@@ -153,6 +162,10 @@ export class Scheduler {
       .finally(() => {
         this.#polling.delete(task.taskId);
         this.#o.onReportsOwed?.(this.reportsOwed);
+        if (this.#keyChangedWhilePolling && this.#polling.size === 0) {
+          this.#keyChangedWhilePolling = false;
+          if (this.#unauthorized) this.#tryKeyNow();
+        }
         this.#nudge.abort(NUDGED);
       });
     this.#polling.set(task.taskId, polling);

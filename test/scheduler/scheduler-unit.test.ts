@@ -103,6 +103,7 @@ function rig(options: RigOptions) {
     requests,
     sentAt,
     faults,
+    events,
     mostRunning: () => mostRunning,
   };
 }
@@ -209,6 +210,32 @@ describe('Scheduler', () => {
     expect(after.length).toBeGreaterThanOrEqual(2);
     expect(Math.max(...after) - START).toBeLessThan(10_200);
     expect(r.authorization).toEqual([false, true]);
+    await loop.stop();
+  });
+
+  it('tries a new key at once when it came while the poll that met the 401 was out', async () => {
+    // The race of a key rotation: the back-off step's poll leaves with the old key, the new one is taken
+    // (DF_API_KEY_FILE's watch, or the re-read that 401 asks for) before that poll's answer is handled.
+    const r = rig({ tasks: ['a'], unauthorizedRetryMs: 30_000, concurrency: 1 });
+    r.emulator.setApiKeys(['another-key']);
+    let refused = 0;
+    const loop = start(r);
+    await r.clock.advance(100);
+    expect(r.scheduler.authorized).toBe(false);
+    expect(r.sentAt('tasks.poll')).toHaveLength(1);
+    const onPoll = ({ result }: { result: PollResult }) => {
+      if (result !== 'error' || ++refused !== 1) return;
+      // Told before the poll's 401 is handled: the key changes while that poll is still out.
+      r.emulator.setApiKeys([KEY]);
+      r.scheduler.keyChanged();
+    };
+    r.events.on('poll', onPoll);
+    await r.clock.advance(30_000);
+    const backOffStep = r.sentAt('tasks.poll')[1]! - START;
+    await r.clock.advance(10);
+    expect(r.scheduler.authorized).toBe(true);
+    // The next poll went at once with the new key, not a back-off step (30 s) later.
+    expect(r.sentAt('tasks.poll')[2]! - START).toBeLessThan(backOffStep + 10);
     await loop.stop();
   });
 
