@@ -10,12 +10,69 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Emulator } from '../../src/emulator/index.ts';
 import { waitFor } from '../daemon/harness.ts';
-import { REPO_ROOT, runCli, type CliProcess } from './process.ts';
+import { runCli, type CliProcess } from './process.ts';
 
 const KEY = 'intl-test-key-93b1';
-const RECORDER = join(REPO_ROOT, 'test/cli/fixtures/intl-recorder.mjs');
 const HANDLER = `import { defineTask } from 'df-worker';
 export default defineTask({ key: 'double', handle: async (input) => ({ n2: Number(input.n) * 2 }) });
+`;
+
+/**
+ * Preloaded (NODE_OPTIONS=--import) into the daemon: records each use of Intl (the first pages its locale data
+ * in) with the caller's frame, and writes them to INTL_RECORD_FILE at exit.
+ */
+const RECORDER = `// Preloaded (NODE_OPTIONS=--import) into a df-worker process: records each first use of Intl, the one that
+// pages its locale data in, with the caller's frame, and writes them to INTL_RECORD_FILE at exit.
+import { writeFileSync } from 'node:fs';
+
+const uses = [];
+function record(name) {
+  const frame = new Error().stack
+    ?.split('\\n')
+    .slice(3)
+    .find((line) => !line.includes('intl-recorder'));
+  uses.push({ name, at: frame?.trim() ?? '' });
+}
+for (const name of [
+  'DateTimeFormat',
+  'NumberFormat',
+  'Collator',
+  'PluralRules',
+  'RelativeTimeFormat',
+  'ListFormat',
+  'Segmenter',
+  'DisplayNames',
+]) {
+  const real = Intl[name];
+  if (typeof real !== 'function') continue;
+  Intl[name] = new Proxy(real, {
+    construct: (target, args, newTarget) => (
+      record(\`Intl.\${name}\`),
+      Reflect.construct(target, args, newTarget)
+    ),
+    apply: (target, self, args) => (record(\`Intl.\${name}\`), Reflect.apply(target, self, args)),
+  });
+}
+for (const [owner, label, names] of [
+  [Number.prototype, 'Number', ['toLocaleString']],
+  [BigInt.prototype, 'BigInt', ['toLocaleString']],
+  [Array.prototype, 'Array', ['toLocaleString']],
+  [Date.prototype, 'Date', ['toLocaleString', 'toLocaleDateString', 'toLocaleTimeString']],
+  [String.prototype, 'String', ['localeCompare', 'toLocaleUpperCase', 'toLocaleLowerCase']],
+]) {
+  for (const name of names) {
+    const real = owner[name];
+    Object.defineProperty(owner, name, {
+      configurable: true,
+      writable: true,
+      value: function (...args) {
+        record(\`\${label}.prototype.\${name}\`);
+        return real.apply(this, args);
+      },
+    });
+  }
+}
+process.on('exit', () => writeFileSync(process.env.INTL_RECORD_FILE, JSON.stringify(uses)));
 `;
 
 let emulator: Emulator | undefined;
@@ -40,6 +97,8 @@ async function intlUses(
   await writeFile(join(dir, 'handlers', 'double.ts'), HANDLER);
   emulator.createTask({ key: 'double', inputKeys: [{ key: 'n', description: '' }] });
   const record = join(dir, 'intl.json');
+  const recorder = join(dir, 'intl-recorder.mjs');
+  await writeFile(recorder, RECORDER);
   const env = {
     DF_API_URL: emulator.url,
     DF_API_KEY: KEY,
@@ -48,7 +107,7 @@ async function intlUses(
     DF_HTTP_PORT: '0',
     DF_HTTP_HOST: '127.0.0.1',
     DF_LOG_LEVEL: 'info',
-    NODE_OPTIONS: `--import=${RECORDER}`,
+    NODE_OPTIONS: `--import=${recorder}`,
     INTL_RECORD_FILE: record,
     ...settings,
   };
