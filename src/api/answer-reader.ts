@@ -54,8 +54,8 @@ export class AnswerReader {
     return new TextDecoder().decode(bytes.subarray(0, maxBytes));
   }
 
-  /** Follows `request` (already ended) to its answer. */
-  read(request: ClientRequest): void {
+  /** Follows `request` (already ended) to its answer; `onSent` is told once it is written to its socket. */
+  read(request: ClientRequest, onSent?: () => void): void {
     this.#request = request;
     if (this.#settled) {
       request.destroy();
@@ -66,6 +66,7 @@ export class AnswerReader {
       if (this.#exchange !== 'sending') return;
       this.#exchange = 'sent';
       this.#watch.sent();
+      onSent?.();
     });
     request.once('response', (response) => this.#onResponse(response));
     request.on('error', (error) => this.#fail(error));

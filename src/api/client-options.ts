@@ -17,13 +17,26 @@ export type { ResponseEvent } from '../events/service-payloads.ts';
 
 /** The daemon's budget: every request waits for a slot before it is sent, and the budget hears every answer. */
 export interface RequestGate {
-  /** Resolves when `operation` may be sent; rejects (e.g. with the signal's reason) to cancel the request. */
-  acquire(operation: Operation, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves when `operation` may be sent; rejects (e.g. with the signal's reason) to cancel the request. A gate
+   * that counts sends in time windows resolves a permit, to be told when the request really left.
+   */
+  acquire(operation: Operation, signal?: AbortSignal): Promise<SendPermit | void>;
   /**
    * Told of every answer to a request the gate let through, before the caller sees it: the gate alone decides
    * how the key's budget reacts (a 429 pauses every request), so a caller that retries just retries.
    */
   observe?(answer: GateAnswer): void;
+}
+
+/**
+ * A send the gate let through. The gate counted it when it let it go; the request may leave later (a fence
+ * checked in Redis, a connection opened, a stalled event loop) while the service counts it when it arrives, so
+ * the count moves to when it left.
+ */
+export interface SendPermit {
+  /** The request left now, or got further now (its bytes reached the socket): the latest instant told counts. */
+  departed(): void;
 }
 
 /** What the gate learns of an answer. Carries no URL, header or body, so it can never leak the API key. */
@@ -109,7 +122,13 @@ export interface ServiceClientOptions {
 
 /** What carries a request to the service and brings its answer back. */
 export interface ServiceTransport {
-  send(operation: Operation, request: OutgoingRequest, signal?: AbortSignal): Promise<Answer>;
+  /** `onSent` is told once the request has been handed over whole (for HTTP: written to its socket). */
+  send(
+    operation: Operation,
+    request: OutgoingRequest,
+    signal?: AbortSignal,
+    onSent?: () => void,
+  ): Promise<Answer>;
   close(): Promise<void>;
 }
 

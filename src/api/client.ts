@@ -45,6 +45,7 @@ export type {
   GateAnswer,
   RequestGate,
   ResponseEvent,
+  SendPermit,
   ServiceClientOptions,
   ServiceTransport,
   VariableUpdateOptions,

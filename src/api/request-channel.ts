@@ -119,9 +119,12 @@ export class RequestChannel {
         `${operation} was not sent: the service client is closed; create a new one`,
       );
     }
-    await this.#gate?.acquire(operation, signal);
+    const permit = await this.#gate?.acquire(operation, signal);
     signal?.throwIfAborted();
     await beforeSend?.();
+    // The gate counted the send when it let it through: it is told again now, and once the bytes are written.
+    const departed = permit ? () => permit.departed() : undefined;
+    departed?.();
     const started = performance.now();
     const sent = {
       operation,
@@ -132,7 +135,7 @@ export class RequestChannel {
     let status = 0;
     try {
       const whenSent = sentSignal === undefined ? signal : (sentSignal ?? undefined);
-      const answer = await this.transport.send(operation, request, whenSent);
+      const answer = await this.transport.send(operation, request, whenSent, departed);
       status = answer.status;
       this.#observe(operation, answer);
       const value = this.#interpret(answer, interpret);

@@ -78,7 +78,12 @@ export class Transport {
    * Sends one request and reads the whole body. A caller's abort rejects with the signal's reason untouched
    * (it is the caller's decision, not a network failure); every other failure becomes a NetworkError.
    */
-  async send(operation: Operation, request: OutgoingRequest, signal?: AbortSignal): Promise<Answer> {
+  async send(
+    operation: Operation,
+    request: OutgoingRequest,
+    signal?: AbortSignal,
+    onSent?: () => void,
+  ): Promise<Answer> {
     signal?.throwIfAborted();
     if (this.#closed) {
       throw new NetworkError(
@@ -108,6 +113,7 @@ export class Transport {
           headers,
           agent: this.#agent,
         }).end(data),
+        onSent,
       );
       return await reader.answer;
     } catch (error) {

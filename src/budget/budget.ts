@@ -4,7 +4,7 @@
 // a 429 pauses every request (rate-limit-pause.ts). Every instant it takes or gives is on the clock's monotonic
 // face (`nowMs` included): the wall clock only says which month a request counts in. Its options and the
 // shapes it tells are in budget-options.ts.
-import type { GateAnswer, RequestGate } from '../api/client.ts';
+import type { GateAnswer, RequestGate, SendPermit } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import { monotonicAt, wallAt, type Clock } from '../clock/clock.ts';
 import { monthWindow, type MonthWindow } from './month.ts';
@@ -159,11 +159,11 @@ export class Budget implements RequestGate {
   }
 
   /** The RequestGate of the service client: resolves when this request may be sent, and counts it. */
-  acquire(operation: Operation, signal?: AbortSignal): Promise<void> {
+  acquire(operation: Operation, signal?: AbortSignal): Promise<SendPermit> {
     return this.#enqueue(classOf(operation), signal);
   }
 
-  #enqueue(cls: RequestClass, signal: AbortSignal | undefined): Promise<void> {
+  #enqueue(cls: RequestClass, signal: AbortSignal | undefined): Promise<SendPermit> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const granted = this.#queue.add(cls, signal);
     if (this.#pumping) this.#interrupt?.abort();
@@ -283,7 +283,7 @@ export class Budget implements RequestGate {
           this.recordSent(now);
           this.#sentByClass[head.cls]++;
           this.#ledger.sendMade();
-          head.resolve();
+          head.resolve(this.#permit(now));
           continue;
         }
         this.#interrupt = new AbortController();
@@ -297,6 +297,23 @@ export class Budget implements RequestGate {
       this.#pumping = false;
       this.#interrupt = undefined;
     }
+  }
+
+  /**
+   * The permit of a send counted in the windows at `grantedAt`: when the request leaves later, its count moves
+   * to that instant, since the service counts arrivals. A send written ahead keeps its written instant in the
+   * store until the next write, which holds the moved one.
+   */
+  #permit(grantedAt: number): SendPermit {
+    let countedAt = grantedAt;
+    return {
+      departed: () => {
+        const now = this.#clock.monotonic();
+        if (now <= countedAt) return;
+        this.#windows.move(countedAt, now);
+        countedAt = now;
+      },
+    };
   }
 
   /**

@@ -1,5 +1,6 @@
 // The requests waiting for the budget, in the order they may go: by class (reports first, polls last), then
 // by arrival. A request whose signal aborts leaves the queue at once, rejected with the signal's reason.
+import type { SendPermit } from '../api/client.ts';
 import type { RequestClass } from './request-class.ts';
 
 /** Queue order: a lower number is let through first. */
@@ -9,7 +10,7 @@ export interface Waiter {
   readonly cls: RequestClass;
   /** Arrival order, within its class. */
   readonly seq: number;
-  resolve: () => void;
+  resolve: (permit: SendPermit) => void;
   reject: (error: Error) => void;
 }
 
@@ -50,8 +51,8 @@ export class RequestQueue implements Iterable<Waiter> {
   }
 
   /** Queues a request of class `cls`; the promise settles when the budget resolves or rejects its waiter. */
-  add(cls: RequestClass, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  add(cls: RequestClass, signal: AbortSignal | undefined): Promise<SendPermit> {
+    return new Promise<SendPermit>((resolve, reject) => {
       const onAbort = () => {
         if (this.remove(waiter)) {
           reject(signal?.reason as Error);
@@ -62,9 +63,9 @@ export class RequestQueue implements Iterable<Waiter> {
       const waiter: Waiter = {
         cls,
         seq: this.#seq++,
-        resolve: () => {
+        resolve: (permit) => {
           signal?.removeEventListener('abort', onAbort);
-          resolve();
+          resolve(permit);
         },
         reject: (error) => {
           signal?.removeEventListener('abort', onAbort);

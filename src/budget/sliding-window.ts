@@ -32,6 +32,17 @@ export class SlidingWindows {
     this.#sent.splice(i, 0, nowMs);
   }
 
+  /**
+   * A send counted at `fromMs` left at `toMs`: it is counted there instead. One no longer counted at `fromMs`
+   * (forgotten, or shifted by a step of the clock) is counted at `toMs` all the same: a send too many for at
+   * most a window, never one too few.
+   */
+  move(fromMs: number, toMs: number): void {
+    const i = this.#sent.lastIndexOf(fromMs);
+    if (i >= 0) this.#sent.splice(i, 1);
+    this.record(toMs);
+  }
+
   /** Adds sends made before `nowMs` by an earlier run (restored from the state folder). */
   restore(instants: readonly number[], nowMs: number): void {
     this.#sent = [...this.#sent, ...instants].sort((a, b) => a - b);

@@ -230,8 +230,8 @@ export class Coordinator {
     const gate = this.#o.gate;
     return {
       acquire: async (operation, signal) => {
-        await gate.acquire(operation, signal);
-        if (operation !== 'tasks.poll') return;
+        const permit = await gate.acquire(operation, signal);
+        if (operation !== 'tasks.poll') return permit;
         const ended =
           this.#term?.number !== number ? 'its lease term ended' : (this.#leaseLapsing() ?? undefined);
         if (ended !== undefined) {
@@ -244,6 +244,7 @@ export class Coordinator {
           throw stop.signal.reason;
         }
         await this.#o.claimRoom?.reserve();
+        return permit;
       },
       observe: (answer) => gate.observe?.(answer),
     };

@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { GateAnswer, RequestGate } from '../api/client.ts';
+import type { GateAnswer, RequestGate, SendPermit } from '../api/client.ts';
 import type { Operation } from '../api/types.ts';
 import { classOf, type Budget, type BudgetSnapshot, type RequestClass } from '../budget/budget.ts';
 import { monthWindow, type MonthWindow } from '../budget/month.ts';
@@ -187,7 +187,7 @@ export class SharedBudget implements RequestGate {
     this.local.observeMonthUsed(month.key, used);
   }
 
-  acquire(operation: Operation, signal?: AbortSignal): Promise<void> {
+  acquire(operation: Operation, signal?: AbortSignal): Promise<SendPermit | void> {
     return this.#take(classOf(operation), signal, () => this.local.acquire(operation, signal));
   }
 
@@ -235,8 +235,16 @@ export class SharedBudget implements RequestGate {
     };
   }
 
-  async #take(cls: RequestClass, signal: AbortSignal | undefined, local: () => Promise<void>): Promise<void> {
-    await local();
+  /**
+   * This replica's budget first, then a slot in Redis. Its permit is the local budget's: the wait for Redis is
+   * time the request has not left yet, so this replica's windows count it from when it leaves.
+   */
+  async #take(
+    cls: RequestClass,
+    signal: AbortSignal | undefined,
+    local: () => Promise<SendPermit | void>,
+  ): Promise<SendPermit | void> {
+    const permit = await local();
     const limits = this.local.limits;
     const member = `${this.#replicaId}:${this.#seq++}`;
     for (let failures = 0; ;) {
@@ -279,7 +287,7 @@ export class SharedBudget implements RequestGate {
       if (taken === -1) continue;
       this.#use = { second, minute, pausedUntil: this.#use?.pausedUntil ?? 0 };
       this.local.observeMonthUsed(month.key, used);
-      if (taken === 1) return;
+      if (taken === 1) return permit;
       const waitMs = retryAt < 0 ? Math.min(MONTH_RECHECK_MS, month.endMs - redisNow) : retryAt - redisNow;
       await this.#clock.sleep(Math.max(1, waitMs), signal);
     }

@@ -20,11 +20,12 @@ export function inProcessTransport(
   options: { dateHeader?: boolean } = {},
 ): ServiceTransport {
   return {
-    async send(operation, request): Promise<Answer> {
+    async send(operation, request, _signal, onSent): Promise<Answer> {
       if (typeof request.body !== 'string' && request.body !== undefined) {
         throw new Error('the in-process transport carries JSON bodies only');
       }
       await beforeSend?.(operation, request);
+      onSent?.();
       const answer = await emulator.answer({
         method: request.method,
         path: request.path,

@@ -71,6 +71,23 @@ describe('Budget windows', () => {
     expect(maxInWindow(sent, 1_200)).toBe(5);
   });
 
+  it('counts a send from when its request left, when that is later than when it was let through', async () => {
+    const clock = new ManualClock(0);
+    const budget = new Budget({ limits: { ...limits, perSecond: 2 }, clock, safetyMarginMs: 0 });
+    const first = await budget.acquire('executions.report');
+    const second = await budget.acquire('executions.report');
+    let thirdAt: number | undefined;
+    void budget.acquire('tasks.poll').then(() => (thirdAt = clock.now()));
+    // Both reports are held after the gate (a fence, a connection being opened) and leave at 300 and 500 ms.
+    await clock.advance(300);
+    first.departed();
+    await clock.advance(200);
+    second.departed();
+    await drain(clock, () => thirdAt !== undefined, 10);
+    // Counted when let through, the poll would go at 1,000 ms; the second has room again at 1,300 ms.
+    expect(thirdAt).toBe(1_300);
+  });
+
   it('keeps serving after the wall clock steps back, with the windows as full as they really are', async () => {
     const start = Date.UTC(2026, 10, 10, 12);
     const clock = new ManualClock(start);
