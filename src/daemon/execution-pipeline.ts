@@ -37,6 +37,16 @@ export class ExecutionPipeline {
   readonly #held = new Set<string>();
   /** Held executions already logged as handed out again: one line per claim, however many polls repeat it. */
   readonly #redeliveryTold = new Set<string>();
+  /** Held executions whose report the service refused for good: the claim it answered had lapsed. */
+  readonly #refused = new Set<string>();
+  /**
+   * A claim of a held execution that came after its report was refused: the service queued it again and handed
+   * it out anew, so no report in hand answers it. It runs once the hold ends (the refusal recorded).
+   */
+  readonly #claimedAfterRefusal = new Map<
+    string,
+    { polled: PolledTask; execution: TaskExecution; origin: ClaimOrigin | undefined }
+  >();
 
   readonly #delivery: ReportDelivery;
 
@@ -56,6 +66,8 @@ export class ExecutionPipeline {
    * Runs a freshly polled execution to its end. Never rejects. `origin`: how it came through the queue. An
    * execution still owed a report here (running, finished and not yet reported, or waiting in the journal
    * for its replay) is not run again: the service handed it out twice, and the claim in hand reports it.
+   * Once the service refused that report for good (the claim it answered had lapsed), a claim of the execution
+   * is a new one that no report in hand answers: it runs once the refusal is recorded.
    */
   async process(polled: PolledTask, execution: TaskExecution, origin?: ClaimOrigin): Promise<void> {
     // Only the execution's own task's handler may run it: another task's handler would report its
@@ -63,6 +75,10 @@ export class ExecutionPipeline {
     const registered = this.#o.lookup(execution.taskId);
     const taskKey = registered?.task.key ?? polled.key;
     const logger = this.#o.logger.child({ taskKey, executionId: execution.id });
+    if (this.#refused.has(execution.id)) {
+      this.#claimedAfterRefusal.set(execution.id, { polled, execution, origin });
+      return;
+    }
     if (this.#held.has(execution.id) || this.#o.journal.owes?.(execution.id) === true) {
       this.#redelivered(taskKey, execution.id);
       return;
@@ -200,6 +216,12 @@ export class ExecutionPipeline {
     } finally {
       this.#held.delete(executionId);
       this.#redeliveryTold.delete(executionId);
+      this.#refused.delete(executionId);
+    }
+    const again = this.#claimedAfterRefusal.get(executionId);
+    if (again) {
+      this.#claimedAfterRefusal.delete(executionId);
+      await this.process(again.polled, again.execution, again.origin);
     }
   }
 
@@ -277,7 +299,7 @@ export class ExecutionPipeline {
         logger.error({ err: error as Error }, 'could not journal the outcome; reporting it anyway');
       }
     }
-    await this.#delivery.deliver(taskKey, executionId, outcome, logger);
+    await this.#delivery.deliver(taskKey, executionId, outcome, logger, () => this.#refused.add(executionId));
   }
 }
 

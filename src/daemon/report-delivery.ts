@@ -28,12 +28,17 @@ export class ReportDelivery {
     this.#o = options;
   }
 
-  /** Reports `outcome` to its end (see the header). Never rejects. */
+  /**
+   * Reports `outcome` to its end (see the header). Never rejects. `onRefused` is told as soon as the service has
+   * refused the report for good, before the dead letter is written: from then on a claim of the execution is a
+   * new one, which this report does not answer.
+   */
   async deliver(
     taskKey: string,
     executionId: string,
     outcome: { status: ExecutionOutcome['status']; output: ExecutionOutcome['output'] },
     logger: Logger,
+    onRefused?: () => void,
   ): Promise<void> {
     // Outcomes built here (no handler, a restart, a poison execution...) and replayed ones carry `message` too.
     if (outcome.status === 'FAILED') outcome = { ...outcome, output: withFailureMessage(outcome.output) };
@@ -86,6 +91,7 @@ export class ReportDelivery {
               : `${refused.message}; reporting it FAILED instead was refused too: ${fallback.refused.message}`,
           };
         }
+        onRefused?.();
         await journal.deadLetter(executionId, refused);
         this.#reported(ref, outcome.status, 'dead-lettered', result.attempts);
       } else {

@@ -35,6 +35,8 @@ interface RigOptions {
   timeoutMs?: number;
   /** Makes these journal operations fail (the state folder going read-only, say). */
   failing?: (keyof ExecutionJournal)[];
+  /** Awaited before each journal write (a slow disk): the test decides when it goes on. */
+  beforeWrite?: (name: keyof ExecutionJournal) => Promise<void>;
 }
 
 async function rig(options: RigOptions) {
@@ -99,6 +101,7 @@ async function rig(options: RigOptions) {
       events.push(`${event} failed`);
       throw new Error(`${name}: EROFS: read-only file system`);
     }
+    await options.beforeWrite?.(name);
     await write();
     events.push(event);
   }
@@ -324,6 +327,33 @@ describe('ExecutionPipeline', () => {
     expect(r.calls).toEqual([]);
     expect(r.redelivered).toEqual([execution.id]);
     expect((await r.journal.pending()).map((entry) => entry.phase)).toEqual(['claimed']);
+  });
+
+  it('runs again an execution handed out again once its report was refused, while the dead letter is written', async () => {
+    // The claim lapsed on the service while the handler ran (409), and the service queued it again under its id;
+    // the poll that refusal brings forward hands it out before the slow disk has written the dead letter.
+    let deadLetterWritten: () => void = () => undefined;
+    let deadLetterStarted = false;
+    const r = await rig({
+      handle: () => ({ done: true }),
+      beforeWrite: (name) => {
+        if (name !== 'deadLetter') return Promise.resolve();
+        deadLetterStarted = true;
+        return new Promise<void>((resolve) => (deadLetterWritten = resolve));
+      },
+    });
+    const execution = await r.claim();
+    const polled = { taskId: r.task.id, key: r.task.key };
+    r.emulator.setFaults([{ operation: 'executions.report', kind: 'status', status: 409, count: 1 }]);
+    const processing = r.pipeline.process(polled, execution);
+    await driveClockUntil(r.clock, () => deadLetterStarted);
+    await r.pipeline.process(polled, execution);
+    deadLetterWritten();
+    await runOnClock(r.clock, processing);
+    expect(r.calls).toHaveLength(2);
+    expect(r.redelivered).toEqual([]);
+    expect(r.reported).toEqual(['dead-lettered after 1', 'delivered after 1']);
+    expect(r.emulator.execution(execution.id)?.reports).toMatchObject([{ status: 'COMPLETED' }]);
   });
 
   it('runs again an execution handed out again after its report', async () => {
