@@ -37,13 +37,14 @@ export class ExecutionPipeline {
   readonly #held = new Set<string>();
   /** Held executions already logged as handed out again: one line per claim, however many polls repeat it. */
   readonly #redeliveryTold = new Set<string>();
-  /** Held executions whose report the service refused for good: the claim it answered had lapsed. */
-  readonly #refused = new Set<string>();
+  /** Held executions whose report the service took or refused for good: only the journal is left to write. */
+  readonly #settled = new Set<string>();
   /**
-   * A claim of a held execution that came after its report was refused: the service queued it again and handed
-   * it out anew, so no report in hand answers it. It runs once the hold ends (the refusal recorded).
+   * A claim of a held execution that came after its report was settled: the service handed it out anew (again
+   * after its report, or queued again because the claim the report answered had lapsed), so no report in hand
+   * answers it. It runs once the hold ends (the journal written).
    */
-  readonly #claimedAfterRefusal = new Map<
+  readonly #claimedAfterReport = new Map<
     string,
     { polled: PolledTask; execution: TaskExecution; origin: ClaimOrigin | undefined }
   >();
@@ -66,8 +67,8 @@ export class ExecutionPipeline {
    * Runs a freshly polled execution to its end. Never rejects. `origin`: how it came through the queue. An
    * execution still owed a report here (running, finished and not yet reported, or waiting in the journal
    * for its replay) is not run again: the service handed it out twice, and the claim in hand reports it.
-   * Once the service refused that report for good (the claim it answered had lapsed), a claim of the execution
-   * is a new one that no report in hand answers: it runs once the refusal is recorded.
+   * Once the service took that report or refused it for good (the claim it answered had lapsed), a claim of the
+   * execution is a new one that no report in hand answers: it runs once the journal is written.
    */
   async process(polled: PolledTask, execution: TaskExecution, origin?: ClaimOrigin): Promise<void> {
     // Only the execution's own task's handler may run it: another task's handler would report its
@@ -75,8 +76,8 @@ export class ExecutionPipeline {
     const registered = this.#o.lookup(execution.taskId);
     const taskKey = registered?.task.key ?? polled.key;
     const logger = this.#o.logger.child({ taskKey, executionId: execution.id });
-    if (this.#refused.has(execution.id)) {
-      this.#claimedAfterRefusal.set(execution.id, { polled, execution, origin });
+    if (this.#settled.has(execution.id)) {
+      this.#claimedAfterReport.set(execution.id, { polled, execution, origin });
       return;
     }
     if (this.#held.has(execution.id) || this.#o.journal.owes?.(execution.id) === true) {
@@ -216,11 +217,11 @@ export class ExecutionPipeline {
     } finally {
       this.#held.delete(executionId);
       this.#redeliveryTold.delete(executionId);
-      this.#refused.delete(executionId);
+      this.#settled.delete(executionId);
     }
-    const again = this.#claimedAfterRefusal.get(executionId);
+    const again = this.#claimedAfterReport.get(executionId);
     if (again) {
-      this.#claimedAfterRefusal.delete(executionId);
+      this.#claimedAfterReport.delete(executionId);
       await this.process(again.polled, again.execution, again.origin);
     }
   }
@@ -299,7 +300,7 @@ export class ExecutionPipeline {
         logger.error({ err: error as Error }, 'could not journal the outcome; reporting it anyway');
       }
     }
-    await this.#delivery.deliver(taskKey, executionId, outcome, logger, () => this.#refused.add(executionId));
+    await this.#delivery.deliver(taskKey, executionId, outcome, logger, () => this.#settled.add(executionId));
   }
 }
 

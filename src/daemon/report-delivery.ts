@@ -29,16 +29,17 @@ export class ReportDelivery {
   }
 
   /**
-   * Reports `outcome` to its end (see the header). Never rejects. `onRefused` is told as soon as the service has
-   * refused the report for good, before the dead letter is written: from then on a claim of the execution is a
-   * new one, which this report does not answer.
+   * Reports `outcome` to its end (see the header). Never rejects. `onSettled` is told as soon as the service took
+   * the report or refused it for good, before the journal is written: from then on a claim of the execution is a
+   * new one (handed out again after its report, or queued again after its claim lapsed), which this report does
+   * not answer.
    */
   async deliver(
     taskKey: string,
     executionId: string,
     outcome: { status: ExecutionOutcome['status']; output: ExecutionOutcome['output'] },
     logger: Logger,
-    onRefused?: () => void,
+    onSettled?: () => void,
   ): Promise<void> {
     // Outcomes built here (no handler, a restart, a poison execution...) and replayed ones carry `message` too.
     if (outcome.status === 'FAILED') outcome = { ...outcome, output: withFailureMessage(outcome.output) };
@@ -63,6 +64,7 @@ export class ReportDelivery {
       if ('fenced' in result) {
         this.#fenced(taskKey, executionId);
       } else if (result.delivered) {
+        onSettled?.();
         await journal.complete(executionId);
         this.#reported(ref, outcome.status, 'delivered', result.attempts);
       } else if ('refused' in result) {
@@ -91,7 +93,7 @@ export class ReportDelivery {
               : `${refused.message}; reporting it FAILED instead was refused too: ${fallback.refused.message}`,
           };
         }
-        onRefused?.();
+        onSettled?.();
         await journal.deadLetter(executionId, refused);
         this.#reported(ref, outcome.status, 'dead-lettered', result.attempts);
       } else {

@@ -329,32 +329,40 @@ describe('ExecutionPipeline', () => {
     expect((await r.journal.pending()).map((entry) => entry.phase)).toEqual(['claimed']);
   });
 
-  it('runs again an execution handed out again once its report was refused, while the dead letter is written', async () => {
-    // The claim lapsed on the service while the handler ran (409), and the service queued it again under its id;
-    // the poll that refusal brings forward hands it out before the slow disk has written the dead letter.
-    let deadLetterWritten: () => void = () => undefined;
-    let deadLetterStarted = false;
-    const r = await rig({
-      handle: () => ({ done: true }),
-      beforeWrite: (name) => {
-        if (name !== 'deadLetter') return Promise.resolve();
-        deadLetterStarted = true;
-        return new Promise<void>((resolve) => (deadLetterWritten = resolve));
-      },
+  // The report's fate is settled, only the journal is left to write (a slow disk), when a poll hands the execution
+  // out again: after a 409, the claim the report answered had lapsed and the service queued it again under its
+  // id; after a 200, the service handed it out anew (as after any report). No report in hand answers that claim.
+  for (const [answer, write, first] of [
+    [409, 'deadLetter', 'dead-lettered after 1'],
+    [200, 'complete', 'delivered after 1'],
+  ] as const) {
+    it(`runs again an execution handed out again once its report was answered ${answer}, while the journal is written`, async () => {
+      let written: () => void = () => undefined;
+      let writing = false;
+      const r = await rig({
+        handle: () => ({ done: true }),
+        beforeWrite: (name) => {
+          if (name !== write || writing) return Promise.resolve();
+          writing = true;
+          return new Promise<void>((resolve) => (written = resolve));
+        },
+      });
+      const execution = await r.claim();
+      const polled = { taskId: r.task.id, key: r.task.key };
+      if (answer === 409) {
+        r.emulator.setFaults([{ operation: 'executions.report', kind: 'status', status: 409, count: 1 }]);
+      }
+      const processing = r.pipeline.process(polled, execution);
+      await driveClockUntil(r.clock, () => writing);
+      await r.pipeline.process(polled, execution);
+      written();
+      await runOnClock(r.clock, processing);
+      expect(r.calls).toHaveLength(2);
+      expect(r.redelivered).toEqual([]);
+      expect(r.reported).toEqual([first, 'delivered after 1']);
+      expect(r.emulator.execution(execution.id)?.reports.at(-1)).toMatchObject({ status: 'COMPLETED' });
     });
-    const execution = await r.claim();
-    const polled = { taskId: r.task.id, key: r.task.key };
-    r.emulator.setFaults([{ operation: 'executions.report', kind: 'status', status: 409, count: 1 }]);
-    const processing = r.pipeline.process(polled, execution);
-    await driveClockUntil(r.clock, () => deadLetterStarted);
-    await r.pipeline.process(polled, execution);
-    deadLetterWritten();
-    await runOnClock(r.clock, processing);
-    expect(r.calls).toHaveLength(2);
-    expect(r.redelivered).toEqual([]);
-    expect(r.reported).toEqual(['dead-lettered after 1', 'delivered after 1']);
-    expect(r.emulator.execution(execution.id)?.reports).toMatchObject([{ status: 'COMPLETED' }]);
-  });
+  }
 
   it('runs again an execution handed out again after its report', async () => {
     const r = await rig({ handle: () => ({ done: true }) });
