@@ -29,7 +29,8 @@ export class ClaimIndex {
 
   /**
    * The id of the job of an earlier claim of the execution that is not finished, if any. A finished job (its
-   * report accepted, or refused for good) or one pruned from the queue is no claim in hand: undefined.
+   * report accepted, or refused for good, even while its state is still being set: see releaseClaim) or one
+   * pruned from the queue is no claim in hand: undefined.
    */
   async unfinished(executionId: string): Promise<string | undefined> {
     const jobId = await this.#redis.get(this.#key(executionId));
@@ -44,6 +45,29 @@ export class ClaimIndex {
   }
 
   #key(executionId: string): string {
-    return `${this.#prefix}:claim-of:${executionId}`;
+    return claimKey(this.#prefix, executionId);
   }
+}
+
+/** Deletes the key when it still names ARGV[1]: a later claim's job, noted since, stays named. */
+const RELEASE_SCRIPT =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/**
+ * Stops naming `jobId` as the execution's claim in hand, once the service took its report or refused it for
+ * good: the job is finished in all but its state, which BullMQ sets when its processor returns. A claim of the
+ * execution from now on is a new one (handed out again after its report, or queued again after a lapsed claim):
+ * the coordinator queues it instead of taking it for a redelivery the job in hand answers.
+ */
+export async function releaseClaim(
+  redis: Redis,
+  prefix: string,
+  executionId: string,
+  jobId: string,
+): Promise<void> {
+  await redis.eval(RELEASE_SCRIPT, 1, claimKey(prefix, executionId), jobId);
+}
+
+function claimKey(prefix: string, executionId: string): string {
+  return `${prefix}:claim-of:${executionId}`;
 }

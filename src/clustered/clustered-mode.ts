@@ -15,7 +15,7 @@ import type { WorkerEvents } from '../events/worker-events.ts';
 import { registerClusterMetrics } from './cluster-metrics.ts';
 import { ClusterWakes } from './cluster-wakes.ts';
 import { alone, CoordinatorLease } from './coordinator-lease.ts';
-import { ClaimIndex } from './claim-index.ts';
+import { ClaimIndex, releaseClaim } from './claim-index.ts';
 import { ClaimRoom } from './claim-room.ts';
 import { Coordinator } from './coordinator.ts';
 import { executionProcessor } from './execution-processor.ts';
@@ -104,7 +104,15 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     logger.info({ month: month.key, used: month.used, limit: month.limit }, 'month budget usage (cluster)');
     // Long enough for a task list read that waits for budget; a replica that dies holding it delays the others.
     const syncLock = new CoordinatorLease(redis, this.#keys.taskSync, this.replicaId, TASK_SYNC_LOCK_MS);
-    const journal = new QueueJournal();
+    const journal = new QueueJournal({
+      settled: (executionId, jobId) =>
+        releaseClaim(redis, this.#keys.prefix, executionId, jobId).catch((error: unknown) => {
+          logger.warn(
+            { err: error as Error, executionId },
+            'could not mark the claim answered in Redis: a claim of it made before its job ends is taken for a redelivery',
+          );
+        }),
+    });
     const fence = new JobFence({
       redis,
       prefix: this.#keys.prefix,

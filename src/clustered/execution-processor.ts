@@ -37,7 +37,7 @@ export function executionProcessor(
       ...(data.traceContext ? { traceContext: data.traceContext } : {}),
       ...(data.claimedBy === undefined ? {} : { claimedBy: data.claimedBy }),
     };
-    o.journal.attach(job);
+    await o.journal.attach(job);
     let end: JobEnd;
     try {
       if (data.unreadable !== undefined && !data.outcome) {

@@ -41,12 +41,35 @@ export function claimJobId(data: Pick<ExecutionJobData, 'executionId' | 'claimed
 export type JobEnd =
   { kind: 'delivered' } | { kind: 'dead-lettered'; answer: DeadLetter['answer'] } | { kind: 'left' };
 
-export class QueueJournal implements ExecutionJournal {
-  readonly #jobs = new Map<string, { job: Job<ExecutionJobData>; end: JobEnd }>();
+export interface QueueJournalOptions {
+  /**
+   * Told as a job's report is settled (taken, or refused for good), before its processor returns: see
+   * releaseClaim. Its failure must not reject (the caller logs it).
+   */
+  settled?: (executionId: string, jobId: string) => Promise<void>;
+}
 
-  /** The job being processed for its execution, until `release`. */
-  attach(job: Job<ExecutionJobData>): void {
-    this.#jobs.set(job.data.executionId, { job, end: { kind: 'left' } });
+export class QueueJournal implements ExecutionJournal {
+  readonly #jobs = new Map<
+    string,
+    { job: Job<ExecutionJobData>; end: JobEnd; released: PromiseWithResolvers<void> }
+  >();
+  readonly #settled: QueueJournalOptions['settled'];
+
+  constructor(options: QueueJournalOptions = {}) {
+    this.#settled = options.settled;
+  }
+
+  /**
+   * The job being processed for its execution, until `release`. A job of an execution whose last job is still
+   * held here (a new claim queued while that one ends) waits for its release: one job of an execution at a time.
+   */
+  async attach(job: Job<ExecutionJobData>): Promise<void> {
+    const executionId = job.data.executionId;
+    for (let held = this.#jobs.get(executionId); held; held = this.#jobs.get(executionId)) {
+      await held.released.promise;
+    }
+    this.#jobs.set(executionId, { job, end: { kind: 'left' }, released: Promise.withResolvers<void>() });
   }
 
   /** The job being processed for the execution, if any. */
@@ -56,9 +79,10 @@ export class QueueJournal implements ExecutionJournal {
 
   /** How the pipeline left the execution; forgets the job. */
   release(executionId: string): JobEnd {
-    const end = this.#jobs.get(executionId)?.end ?? { kind: 'left' };
+    const held = this.#jobs.get(executionId);
     this.#jobs.delete(executionId);
-    return end;
+    held?.released.resolve();
+    return held?.end ?? { kind: 'left' };
   }
 
   /** The job is the claim's record already; an outcome given with it (an unreadable answer) is stored. */
@@ -81,16 +105,19 @@ export class QueueJournal implements ExecutionJournal {
     return Promise.resolve();
   }
 
-  complete(executionId: string): Promise<void> {
-    const held = this.#jobs.get(executionId);
-    if (held) held.end = { kind: 'delivered' };
-    return Promise.resolve();
+  async complete(executionId: string): Promise<void> {
+    await this.#end(executionId, { kind: 'delivered' });
   }
 
-  deadLetter(executionId: string, answer: DeadLetter['answer']): Promise<void> {
+  async deadLetter(executionId: string, answer: DeadLetter['answer']): Promise<void> {
+    await this.#end(executionId, { kind: 'dead-lettered', answer });
+  }
+
+  async #end(executionId: string, end: JobEnd): Promise<void> {
     const held = this.#jobs.get(executionId);
-    if (held) held.end = { kind: 'dead-lettered', answer };
-    return Promise.resolve();
+    if (!held) return;
+    held.end = end;
+    await this.#settled?.(executionId, held.job.id!);
   }
 }
 
