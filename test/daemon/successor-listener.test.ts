@@ -182,7 +182,8 @@ describe('the job-executions list in the pipeline listener', () => {
     s.emulator.createJob(JOB);
     for (let i = 0; i < 7; i++) s.events.emit('tasks', { served, withoutTask: [] });
     await driveClockUntil(s.clock, () => jobReads() >= 3);
-    expect(s.warnings()).toHaveLength(1);
+    // An account with no job yet is no degrade: no warning (an info line, see pipeline-source.test.ts).
+    expect(s.warnings()).toEqual([]);
     s.stop.abort();
   });
 });
