@@ -255,9 +255,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
       ...(opened.fence ? { fence: opened.fence } : {}),
     });
-    const successors = config.scheduler.pipelinePacing
-      ? new SuccessorPacing(clock, { reportsSeenHere: this.mode.label !== 'clustered' })
-      : undefined;
+    const successors = config.scheduler.pipelinePacing ? new SuccessorPacing(clock) : undefined;
     const { planner, saveProfile } = await plannerFromConfig(config, opened.budget, {
       inMemory: !opened.keepProfile,
       logger,

@@ -79,14 +79,23 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
     jobOf.set(executionId, jobId);
     watch?.claimed(jobId);
   });
+  /** Awaits the step after `task` in job run `jobId`, if one is served here: whether one is. */
+  const reported = (task: string, jobId: string): boolean => {
+    const successor = model?.successorAfter(source.jobKeyOf(jobId), task);
+    if (!successor) return false;
+    o.pacing.reported(successor, jobId);
+    o.planner.awaitSuccessor(successor.task);
+    return true;
+  };
   events.on('report', ({ task, executionId, result }) => {
     const jobId = jobOf.get(executionId);
     jobOf.delete(executionId);
-    if (result !== 'delivered' || jobId === undefined || !model) return;
-    const successor = model.successorAfter(source.jobKeyOf(jobId), task);
-    if (!successor) return;
-    o.pacing.reported(successor, jobId);
-    o.planner.awaitSuccessor(successor.task);
+    if (result === 'delivered' && jobId !== undefined) reported(task, jobId);
+  });
+  // Clustered: what the other replicas reported reaches the coordinator, which alone polls, at a heartbeat:
+  // outside a poll's answer, so the loop is told to plan again.
+  events.on('replicaReport', ({ task, jobId }) => {
+    if (reported(task, jobId)) o.recheck?.();
   });
   const first = read();
   if (watch && o.jobRuns) {
