@@ -66,6 +66,10 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     return this.#coordinator?.coordinating ?? false;
   }
 
+  get polling(): boolean {
+    return this.coordinating;
+  }
+
   registerMetrics(metrics: WorkerMetrics, events: WorkerEvents): void {
     registerClusterMetrics(metrics.registry, events, {
       replica: this.replicaId,

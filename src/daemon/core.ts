@@ -272,7 +272,8 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     });
     if (successors) {
       const served = registry.tasks.map((t) => t.task.key);
-      const pipeline = { source: client, pacing: successors, planner, logger, served };
+      const polling = () => this.mode.polling ?? true;
+      const pipeline = { source: client, pacing: successors, planner, logger, served, polling };
       const everyMs = listIntervalFor(config.budget.perMonth);
       const jobRuns = config.scheduler.pipelineJobList ? { source: client, everyMs, clock } : undefined;
       const recheck = () => this.#claimer?.recheck?.();
