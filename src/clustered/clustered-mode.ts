@@ -13,6 +13,7 @@ import { backoffFromConfig, budgetFromConfig } from '../daemon/service-wiring.ts
 import type { WorkerMetrics } from '../telemetry/metrics.ts';
 import type { WorkerEvents } from '../events/worker-events.ts';
 import { registerClusterMetrics } from './cluster-metrics.ts';
+import { ClusterReports } from './cluster-reports.ts';
 import { ClusterWakes } from './cluster-wakes.ts';
 import { alone, CoordinatorLease } from './coordinator-lease.ts';
 import { ClaimIndex, releaseClaim } from './claim-index.ts';
@@ -63,6 +64,10 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
   /** True while this replica holds the coordinator lease (and polls). */
   get coordinating(): boolean {
     return this.#coordinator?.coordinating ?? false;
+  }
+
+  get polling(): boolean {
+    return this.coordinating;
   }
 
   registerMetrics(metrics: WorkerMetrics, events: WorkerEvents): void {
@@ -188,6 +193,11 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
     });
     this.#coordinator = coordinator;
     const wakes = new ClusterWakes(redis, `${this.#keys.prefix}:wakes`, logger);
+    // Successor pacing on the coordinator hears of the steps the other replicas reported.
+    const reports = config.scheduler.pipelinePacing
+      ? new ClusterReports(redis, `${this.#keys.prefix}:reports`, logger, events)
+      : undefined;
+    reports?.passWhile(() => this.coordinating);
     const heartbeat = new Heartbeat({
       replicas: this.#replicas!,
       queue,
@@ -196,6 +206,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
       coordinating: () => this.coordinating,
       whileCoordinating: async () => {
         for (const task of await wakes.take()) coordinator.wake(task);
+        await reports?.tell();
       },
       concurrency: config.concurrency,
       clock,
@@ -213,6 +224,7 @@ export class ClusteredMode implements DaemonMode<SharedBudget> {
         return parts.registry.tasks.filter((t) => taskKey === undefined || t.task.key === taskKey).length;
       },
       keyChanged: () => coordinator.keyChanged(),
+      recheck: () => coordinator.recheck(),
       get authorized() {
         return coordinator.authorized;
       },

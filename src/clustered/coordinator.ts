@@ -108,6 +108,11 @@ export class Coordinator {
     return this.#term?.scheduler.wake(taskKey) ?? 0;
   }
 
+  /** A task's next poll came forward outside a poll's answer (a step reported elsewhere): plan again now. */
+  recheck(): void {
+    this.#term?.scheduler.recheck();
+  }
+
   /** Another key is in use: while the last was refused, one poll tries it now. */
   keyChanged(): void {
     this.#term?.scheduler.keyChanged();

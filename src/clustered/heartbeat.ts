@@ -18,7 +18,10 @@ export interface HeartbeatOptions {
   pruner: QueuePruner;
   /** True while this replica holds the coordinator lease: then it prunes the queue and takes the wakes. */
   coordinating: () => boolean;
-  /** What the coordinator does at each heartbeat besides pruning (the other replicas' wakes). Never rejects. */
+  /**
+   * What the coordinator does at each heartbeat besides pruning (the other replicas' wakes and reports).
+   * Never rejects.
+   */
   whileCoordinating?: () => Promise<void>;
   /** This replica's handler slots (DF_CONCURRENCY). */
   concurrency: number;

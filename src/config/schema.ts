@@ -206,7 +206,7 @@ export const schema = {
     }),
     pipelinePacing: flag({
       env: 'DF_PIPELINE_PACING',
-      default: false,
+      default: true,
       doc: "Read the job definitions at start (GET jobs: one request a page, within the budget) and, when a step of a job is reported and the job's next custom step is a task served here, poll that task around the learnt delay from such a report to its arrival (a burst before any history). When the jobs cannot be read, tasks are polled as without it (DFW_PIPELINE_UNREADABLE, logged once).",
     }),
     pipelineJobList: flag({

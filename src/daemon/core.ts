@@ -255,9 +255,7 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
       maxCrashesPerExecution: config.journal.maxCrashesPerExecution,
       ...(opened.fence ? { fence: opened.fence } : {}),
     });
-    const successors = config.scheduler.pipelinePacing
-      ? new SuccessorPacing(clock, { reportsSeenHere: this.mode.label !== 'clustered' })
-      : undefined;
+    const successors = config.scheduler.pipelinePacing ? new SuccessorPacing(clock) : undefined;
     const { planner, saveProfile } = await plannerFromConfig(config, opened.budget, {
       inMemory: !opened.keepProfile,
       logger,
@@ -274,7 +272,8 @@ export class DaemonCore<G extends BudgetGate, M extends DaemonMode<G> = DaemonMo
     });
     if (successors) {
       const served = registry.tasks.map((t) => t.task.key);
-      const pipeline = { source: client, pacing: successors, planner, logger, served };
+      const polling = () => this.mode.polling ?? true;
+      const pipeline = { source: client, pacing: successors, planner, logger, served, polling };
       const everyMs = listIntervalFor(config.budget.perMonth);
       const jobRuns = config.scheduler.pipelineJobList ? { source: client, everyMs, clock } : undefined;
       const recheck = () => this.#claimer?.recheck?.();

@@ -109,6 +109,11 @@ export interface DaemonMode<G extends BudgetGate> {
   readonly label: string;
   /** This replica's id (clustered mode): the core's log lines and traces name the replica. */
   readonly replicaId?: string;
+  /**
+   * False while this process does not poll (clustered: a replica without the coordinator lease), so what only
+   * the poller reads (the job-executions list) is not read there. Default: always polling.
+   */
+  readonly polling?: boolean;
   /** Adds the mode's own metrics to the core's registry, as the core is built. */
   registerMetrics?(metrics: WorkerMetrics, events: WorkerEvents): void;
   /** Opens where claims and the budget's usage are kept; called once the handlers are loaded. */

@@ -24,6 +24,11 @@ export interface SuccessorListenerOptions {
   /** Lets the polling loop see a poll brought forward outside a poll's answer (by the list). */
   recheck?: () => void;
   /**
+   * False while this process does not poll (clustered: a replica without the coordinator lease): the
+   * job-executions list, read for the poller's plan alone, is not read there. Default: always polling.
+   */
+  polling?: () => boolean;
+  /**
    * The job-executions list, read every `everyMs` through the budget (see listIntervalFor); without it,
    * or once it proves unreadable (404, 403, a run lacking `jobId`, `status` or `createdAt`, not newest
    * first), the tasks are idle-polled as today, which is logged once.
@@ -79,14 +84,23 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
     jobOf.set(executionId, jobId);
     watch?.claimed(jobId);
   });
+  /** Awaits the step after `task` in job run `jobId`, if one is served here: whether one is. */
+  const reported = (task: string, jobId: string): boolean => {
+    const successor = model?.successorAfter(source.jobKeyOf(jobId), task);
+    if (!successor) return false;
+    o.pacing.reported(successor, jobId);
+    o.planner.awaitSuccessor(successor.task);
+    return true;
+  };
   events.on('report', ({ task, executionId, result }) => {
     const jobId = jobOf.get(executionId);
     jobOf.delete(executionId);
-    if (result !== 'delivered' || jobId === undefined || !model) return;
-    const successor = model.successorAfter(source.jobKeyOf(jobId), task);
-    if (!successor) return;
-    o.pacing.reported(successor, jobId);
-    o.planner.awaitSuccessor(successor.task);
+    if (result === 'delivered' && jobId !== undefined) reported(task, jobId);
+  });
+  // Clustered: what the other replicas reported reaches the coordinator, which alone polls, at a heartbeat:
+  // outside a poll's answer, so the loop is told to plan again.
+  events.on('replicaReport', ({ task, jobId }) => {
+    if (reported(task, jobId)) o.recheck?.();
   });
   const first = read();
   if (watch && o.jobRuns) {
@@ -99,7 +113,8 @@ export function listenForSuccessors(events: WorkerEvents, o: SuccessorListenerOp
 
 /**
  * Reads the job-executions list at its cadence until it proves unreadable or the daemon stops; while
- * `model()` is undefined (no job definitions, or too few tasks for the list to pay) it is not read.
+ * `model()` is undefined (no job definitions, or too few tasks for the list to pay), or this process does
+ * not poll, it is not read.
  */
 async function watchJobRuns(
   watch: JobRunWatch,
@@ -119,7 +134,7 @@ async function watchJobRuns(
     o.logger.warn({ code: 'DFW_PIPELINE_UNREADABLE' }, message);
   };
   while (!o.signal?.aborted) {
-    const current = model();
+    const current = o.polling?.() === false ? undefined : model();
     if (current) {
       try {
         const outcome = await watch.read(current, (id) => source.jobKeyOf(id), o.signal);

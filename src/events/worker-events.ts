@@ -118,6 +118,11 @@ interface EventMap {
   /** An execution's report ended; `status`: what was reported (or was to be). */
   report: [ExecutionRef & { result: ReportResult; attempts: number; status: ExecutionOutcome['status'] }];
   /**
+   * Another replica delivered the report of an execution of job `jobId` (clustered mode, on the coordinator,
+   * within a heartbeat of it; see clustered/cluster-reports.ts): successor pacing reads it as its own reports.
+   */
+  replicaReport: [ExecutionRef & { jobId: string }];
+  /**
    * The service refused a report for good (400, 404, 409, 410, 412...): its status, code and message. The
    * execution is dead-lettered once; the core then polls its task at once, as the service has likely queued
    * the work again (a claim that outlived its response timeout).

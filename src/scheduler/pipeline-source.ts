@@ -1,6 +1,9 @@
 // Where the pipeline model comes from: the service's job definitions (`GET` jobs, paged, every page through
 // the budget), read rarely. When they cannot be read (a 404, no usable job: a member missing or of another
-// type) successor pacing stays off and today's planner polls as before; that is logged once, not per refresh.
+// type) successor pacing stays off and today's planner polls as before; that is one warn line, once, not per
+// refresh, and without a stack: it is an answer the service may give, not a defect here. An empty list is
+// not a degrade at all (an account, or the emulator, with no job yet): one info line; the jobs are read again
+// later (see successor-listener.ts).
 import type { Job } from '../api/types.ts';
 import type { ErrorCode } from '../errors/catalogue.ts';
 import { PipelineModel, type JobDefinition, type JobStep } from './pipeline-model.ts';
@@ -17,6 +20,7 @@ export interface JobSource {
 
 export interface PipelineLogger {
   warn(object: object, message: string): void;
+  info(object: object, message: string): void;
 }
 
 /** A job record read into a definition, or undefined when it lacks a string `key` or a `tasks` array. */
@@ -37,6 +41,7 @@ export class PipelineSource {
   #served: readonly string[];
   readonly #logger: PipelineLogger;
   #warned = false;
+  #toldNoJob = false;
   /** Job keys by the id the service gave each job (what an execution's `context.jobId` names). */
   #keyById = new Map<string, string>();
 
@@ -67,12 +72,18 @@ export class PipelineSource {
         typeof job.id === 'string' && typeof job.key === 'string' ? [[job.id, job.key] as const] : [],
       ),
     );
+    if (jobs.length === 0) {
+      if (!this.#toldNoJob) {
+        this.#toldNoJob = true;
+        this.#logger.info(
+          {},
+          'Successor pacing waits for a job: the service lists none yet; tasks are polled by their own arrivals.',
+        );
+      }
+      return undefined;
+    }
     if (definitions.length === 0) {
-      this.#degrade(
-        jobs.length === 0
-          ? 'the service lists no job'
-          : `none of the ${jobs.length} jobs listed has a "key" and a "tasks" array of {name, type}`,
-      );
+      this.#degrade(`none of the ${jobs.length} jobs listed has a "key" and a "tasks" array of {name, type}`);
       return undefined;
     }
     return new PipelineModel(definitions, this.#served, { complete: definitions.length === jobs.length });
@@ -89,6 +100,7 @@ export class PipelineSource {
     const error = new PipelineUnreadableError(
       `Successor pacing is off: ${why}; tasks are polled by their own arrivals only.`,
     );
-    this.#logger.warn({ code: error.code, err: error }, error.message);
+    // No `err`: a stack would say where the daemon noticed, which the code and the message already say.
+    this.#logger.warn({ code: error.code }, error.message);
   }
 }

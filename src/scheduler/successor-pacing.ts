@@ -21,12 +21,6 @@ export interface SuccessorPacingOptions {
   afterReportIdleMs?: number;
   /** Idle interval of a task in no job (IdleRole `no-job`) until the jobs are read again. Default 24 h. */
   noJobIdleMs?: number;
-  /**
-   * Whether this process sees every report of the steps it serves. False where other processes report
-   * (clustered: the coordinator plans, any replica reports): a later step is then idle-polled as today,
-   * since the report that would announce it may be another's. Default true.
-   */
-  reportsSeenHere?: boolean;
 }
 
 const HOUR_MS = 3_600_000;
@@ -72,7 +66,6 @@ export class SuccessorPacing {
   readonly #historySize: number;
   readonly #minHistory: number;
   readonly #rareIdleMs: Record<Exclude<IdleRole, 'arrivals'>, number>;
-  readonly #reportsSeenHere: boolean;
   #model: PipelineModel | undefined;
   /** How often the job-executions list is read while it stands in for idle polls; undefined when it does not. */
   #listEveryMs: number | undefined;
@@ -93,7 +86,6 @@ export class SuccessorPacing {
       'after-report': options.afterReportIdleMs ?? 6 * HOUR_MS,
       'no-job': options.noJobIdleMs ?? 24 * HOUR_MS,
     };
-    this.#reportsSeenHere = options.reportsSeenHere ?? true;
   }
 
   /** The job definitions as last read; undefined when they could not be (every task idle-polled as today). */
@@ -123,7 +115,6 @@ export class SuccessorPacing {
   rareIdleIntervalMs(task: string): number | undefined {
     const role = this.#model?.idleRole(task) ?? 'arrivals';
     if (role === 'arrivals') return this.listing ? this.#rareIdleMs['after-report'] : undefined;
-    if (role === 'after-report' && !this.#reportsSeenHere) return undefined;
     return this.#rareIdleMs[role];
   }
 

@@ -35,12 +35,21 @@ async function leftByEarlierRun(
     { executionId: execution.id, taskId: execution.taskId, taskKey, input: execution.input, claimedAt },
     outcome && { status: 'COMPLETED', output: outcome, attempts: 1, finishedAt: claimedAt },
   );
-  // The run that claimed it kept its budget too: a journal without budget.json is lost state (a minute's wait).
+  await keepEarlierRunsBudget(h);
+  return execution;
+}
+
+/**
+ * The run that claimed it kept its budget too: a journal without budget.json is lost state (a minute's wait).
+ * Its sends are every request the emulator saw so far: a file that left them out would have the daemon start
+ * on a window the key has already used, and take the 429 that follows for the service's.
+ */
+async function keepEarlierRunsBudget(h: Harness): Promise<void> {
+  const sentAt = h.emulator.requests().map((r) => r.at);
   await writeFile(
     join(h.stateDir, 'budget.json'),
-    JSON.stringify({ monthKey: new Date().toISOString().slice(0, 7), used: 100, sentAt: [] }),
+    JSON.stringify({ monthKey: new Date().toISOString().slice(0, 7), used: 100, sentAt }),
   );
-  return execution;
 }
 
 const journalFiles = async (h: Harness) =>
@@ -116,6 +125,7 @@ describe('reports', () => {
       body: JSON.stringify({ id: execution.id, status: 'COMPLETED', output: { n: 1 } }),
     });
     expect(patched.status).toBe(200);
+    await keepEarlierRunsBudget(harness);
     emulator.setFaults([{ operation: 'executions.report', kind: 'status', status: 400, count: 1 }]);
     await worker.start();
     // The replay runs beside polling once start() resolved.

@@ -34,12 +34,14 @@ function setUp() {
   const clock = new ManualClock(Date.UTC(2026, 10, 2, 9));
   const emulator = new Emulator({ clock, apiKeys: [KEY], limits: LIMITS });
   const { budget, client } = serviceOnClock(emulator, clock, { apiKey: KEY, limits: LIMITS });
-  const warnings: { code?: string; message: string }[] = [];
+  const warnings: { code?: string; message: string; fields: object }[] = [];
+  const infos: string[] = [];
   const logger = {
-    warn: (o: { code?: string }, message: string) => warnings.push({ code: o.code, message }),
+    warn: (o: { code?: string }, message: string) => warnings.push({ code: o.code, message, fields: o }),
+    info: (_: object, message: string) => infos.push(message),
   };
   const source = new PipelineSource(client, ['example-task', 'publish'], logger);
-  return { clock, emulator, budget, client, source, warnings };
+  return { clock, emulator, budget, client, source, warnings, infos };
 }
 
 describe('the pipeline read from the job definitions', () => {
@@ -91,6 +93,8 @@ describe('the pipeline read from the job definitions', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ code: 'DFW_PIPELINE_UNREADABLE' });
     expect(warnings[0]!.message).toMatch(/Successor pacing is off: the job definitions could not be read/);
+    // An answer the service may give, not a defect here: the code and the message, no error and its stack.
+    expect(Object.keys(warnings[0]!.fields)).toEqual(['code']);
 
     const other = setUp();
     other.emulator.createJob({ key: 'no-steps', title: 'a job whose tasks are not listed' });
@@ -99,5 +103,18 @@ describe('the pipeline read from the job definitions', () => {
       'Successor pacing is off: none of the 1 jobs listed has a "key" and a "tasks" array of {name, type}; ' +
         'tasks are polled by their own arrivals only.',
     ]);
+  });
+
+  it('takes an account with no job yet as normal: one info line, no warning, read again later', async () => {
+    const { emulator, source, warnings, infos } = setUp();
+    expect(await source.read()).toBeUndefined();
+    expect(await source.read()).toBeUndefined();
+    expect(warnings).toEqual([]);
+    expect(infos).toEqual([
+      'Successor pacing waits for a job: the service lists none yet; tasks are polled by their own arrivals.',
+    ]);
+    // The job defined since is read at the next read.
+    emulator.createJob(EXAMPLE_JOB);
+    expect((await source.read())!.successorOf('run-task', 0)).toMatchObject({ task: 'publish' });
   });
 });
