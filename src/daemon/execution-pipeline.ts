@@ -240,7 +240,10 @@ export class ExecutionPipeline {
     });
     if (entry.phase === 'finished' && entry.outcome) {
       logger.info({ status: entry.outcome.status }, 'replaying an outcome that was not yet reported');
-      await this.#delivery.deliver(entry.taskKey, entry.executionId, entry.outcome, logger);
+      await this.#delivery.deliver(entry.taskKey, entry.executionId, entry.outcome, logger, {
+        onSettled: () => this.#settled.add(entry.executionId),
+        replayed: true,
+      });
       return;
     }
     let outcome: ExecutionOutcome;
@@ -300,7 +303,9 @@ export class ExecutionPipeline {
         logger.error({ err: error as Error }, 'could not journal the outcome; reporting it anyway');
       }
     }
-    await this.#delivery.deliver(taskKey, executionId, outcome, logger, () => this.#settled.add(executionId));
+    await this.#delivery.deliver(taskKey, executionId, outcome, logger, {
+      onSettled: () => this.#settled.add(executionId),
+    });
   }
 }
 

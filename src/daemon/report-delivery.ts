@@ -32,14 +32,15 @@ export class ReportDelivery {
    * Reports `outcome` to its end (see the header). Never rejects. `onSettled` is told as soon as the service took
    * the report or refused it for good, before the journal is written: from then on a claim of the execution is a
    * new one (handed out again after its report, or queued again after its claim lapsed), which this report does
-   * not answer.
+   * not answer. `replayed`: the outcome comes from the journal of an earlier process, which may have sent its
+   * report already (see Reporter's readFirst).
    */
   async deliver(
     taskKey: string,
     executionId: string,
     outcome: { status: ExecutionOutcome['status']; output: ExecutionOutcome['output'] },
     logger: Logger,
-    onSettled?: () => void,
+    { onSettled, replayed = false }: { onSettled?: () => void; replayed?: boolean } = {},
   ): Promise<void> {
     // Outcomes built here (no handler, a restart, a poison execution...) and replayed ones carry `message` too.
     if (outcome.status === 'FAILED') outcome = { ...outcome, output: withFailureMessage(outcome.output) };
@@ -48,6 +49,7 @@ export class ReportDelivery {
     const ref = { task: taskKey, executionId };
     const report = (status: ExecutionOutcome['status'], output: ExecutionOutcome['output']) =>
       reporter.report(executionId, { status, output }, this.#o.reportSignal, {
+        readFirst: replayed,
         ...(fence ? { mayReport: () => this.#owned(fence, executionId, logger) } : {}),
         // Counted only when an attempt failed: `df-worker journal` shows reports that are stuck, and the
         // happy path costs no extra write.

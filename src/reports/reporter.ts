@@ -55,11 +55,20 @@ export class Reporter {
        * its retries (another owner reports the execution).
        */
       mayReport?: () => Promise<boolean>;
+      /**
+       * An earlier process sent this report and may have died after the service took it, before recording
+       * that (a replayed outcome): the execution is read first, and a report it already holds is not sent again.
+       */
+      readFirst?: boolean;
     } = {},
   ): Promise<ReportResult> {
     const { client, clock, logger } = this.#o;
     let attempts = 0;
     let transientFailures = 0;
+    if (hooks.readFirst === true && (await this.#alreadyApplied(executionId, report.status, signal))) {
+      logger.info({ executionId }, 'report had already been applied by the process before the restart');
+      return { delivered: true, attempts };
+    }
     for (;;) {
       if (signal?.aborted) return { delivered: false, attempts, interrupted: true };
       attempts++;

@@ -153,6 +153,7 @@ async function rig(options: RigOptions) {
   return {
     clock,
     emulator,
+    client,
     journal,
     task,
     events,
@@ -445,6 +446,46 @@ describe('ExecutionPipeline', () => {
       reportAttempts: 3,
     });
   });
+
+  // The process before a restart sent the report and died before it recorded that the service took it (an OOM
+  // kill, say): its journal still holds the outcome. Replayed, it is read back first and not sent twice.
+  for (const applied of [true, false]) {
+    it(`replays an outcome the service ${applied ? 'already holds without sending it again' : 'does not hold yet by reporting it once'}`, async () => {
+      const r = await rig({ handle: () => ({ done: true }) });
+      const execution = await r.claim();
+      await r.journal.recordClaim(
+        {
+          executionId: execution.id,
+          taskId: execution.taskId,
+          taskKey: r.task.key,
+          input: execution.input,
+          claimedAt: new Date(START).toISOString(),
+        },
+        {
+          status: 'COMPLETED',
+          output: { done: true },
+          attempts: 1,
+          finishedAt: new Date(START).toISOString(),
+        },
+      );
+      const patches = () => r.emulator.requests().filter((q) => q.operation === 'executions.report').length;
+      // The earlier process's report, which the service took.
+      if (applied) {
+        await runOnClock(
+          r.clock,
+          r.client.reportExecution(execution.id, { status: 'COMPLETED', output: { done: true } }),
+        );
+      }
+      const before = patches();
+      const [entry] = await r.journal.pending();
+      await runOnClock(r.clock, r.pipeline.resume(entry!, 'rerun'));
+      expect(patches() - before).toBe(applied ? 0 : 1);
+      expect(r.emulator.execution(execution.id)?.reports).toHaveLength(1);
+      expect(r.reported).toEqual([applied ? 'delivered after 0' : 'delivered after 1']);
+      expect(r.calls).toEqual([]);
+      expect(await r.journal.pending()).toEqual([]);
+    });
+  }
 
   it('still runs and reports an execution whose claim could not be journaled', async () => {
     const r = await rig({ handle: () => ({ done: true }), failing: ['recordClaim'] });
