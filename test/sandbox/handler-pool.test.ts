@@ -177,10 +177,16 @@ describe.each(['thread', 'process'] as const)('HandlerPool (%s)', (isolation) =>
     rig = await poolRig(isolation, { memoryMb: 32 });
     const outcome = await rig.run({ mode: 'oom' });
     expect(outcome.failure?.kind).toBe('crashed');
-    expect(outcome.output.error).toMatch(/ran out of memory.*32 MB heap limit \(DF_HANDLER_MEMORY_MB\)/);
+    // Whichever comes first names the limit: V8's heap limit, or (process isolation) the pool's memory watch,
+    // which on a busy machine may sample the worker over 32 MB before its heap reaches the limit.
+    const error = String(outcome.output.error);
+    expect(error).toMatch(/ran out of memory.*32 MB (heap )?limit \(DF_HANDLER_MEMORY_MB\)/);
+    const byHeapLimit = /32 MB heap limit/.test(error);
+    if (isolation === 'thread') expect(byHeapLimit).toBe(true);
     expect(rig.gone).toEqual(['out-of-memory']);
     expect((await rig.run({ mode: 'ok', n: 1 })).status).toBe('COMPLETED');
-    if (isolation === 'process') expect(stderr.text()).toMatch(/JavaScript heap out of memory/);
+    if (isolation === 'process' && byHeapLimit)
+      expect(stderr.text()).toMatch(/JavaScript heap out of memory/);
   }, 20_000);
 
   it('fails the attempt with an error thrown from a callback while it runs', async () => {
