@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SAMPLE_INPUT, SAMPLE_OUTPUT } from '../../src/cli/templates/handler.ts';
-import { childEnv, exec, firstMatch, packAndInstall } from './packed-project.ts';
+import { childEnv, exec, firstMatch, packAndInstall, SETUP_MS } from './packed-project.ts';
 import { REPO_ROOT } from './run-cli.ts';
 
 let work: string;
@@ -21,6 +21,7 @@ let project: string;
 let worker: string;
 
 beforeAll(async () => {
+  const deadline = Date.now() + SETUP_MS;
   work = await mkdtemp(path.join(os.tmpdir(), 'df-worker-clone-'));
   clone = path.join(work, 'clone');
   const head = await exec('git', ['rev-parse', 'HEAD'], REPO_ROOT);
@@ -34,10 +35,10 @@ beforeAll(async () => {
   // npm ci's result, without the network: the same packages, linked.
   await symlink(await realpath(path.join(REPO_ROOT, 'node_modules')), path.join(clone, 'node_modules'));
 
-  ({ tarball, packedFiles, project } = await packAndInstall(clone, work));
-  worker = path.join(project, 'my-worker');
   // A clone, a build (twice: prepack, then prepare), a pack and an install: 30 to 60 s on 2 busy cores.
-}, 240_000);
+  ({ tarball, packedFiles, project } = await packAndInstall(clone, work, [], deadline));
+  worker = path.join(project, 'my-worker');
+}, SETUP_MS);
 
 afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });

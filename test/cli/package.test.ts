@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeVersionProblem } from '../../src/runtime/node-version.ts';
-import { childEnv, exec, firstMatch, packAndInstall } from './packed-project.ts';
+import { childEnv, exec, firstMatch, packAndInstall, SETUP_MS, timeLeft } from './packed-project.ts';
 import { REPO_ROOT } from './run-cli.ts';
 
 /** A Node older than df-worker supports, found on the machine (e.g. the distribution's), to prove the guard. */
@@ -31,6 +31,7 @@ let packedFiles: string[];
 const npx = (args: string[], env?: NodeJS.ProcessEnv) => exec('npx', ['df-worker', ...args], project, env);
 
 beforeAll(async () => {
+  const deadline = Date.now() + SETUP_MS;
   work = await mkdtemp(path.join(os.tmpdir(), 'df-worker-package-'));
   // A staging copy of what `npm pack` reads, built into its own dist/: the repo's dist/ may be stale or absent.
   const staging = path.join(work, 'staging');
@@ -44,12 +45,13 @@ beforeAll(async () => {
     process.execPath,
     [tsc, '-p', path.join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', path.join(staging, 'dist')],
     REPO_ROOT,
+    childEnv(),
+    timeLeft(deadline),
   );
   expect(build, 'tsc build').toMatchObject({ code: 0 });
   // --ignore-scripts: dist/ is built above; the staging copy has no src/ for prepack to build from.
-  ({ packedFiles, project } = await packAndInstall(staging, work, ['--ignore-scripts']));
-  // A build, a pack and an install: about a minute on a quiet 2-core machine, several beside busy forks.
-}, 300_000);
+  ({ packedFiles, project } = await packAndInstall(staging, work, ['--ignore-scripts'], deadline));
+}, SETUP_MS);
 
 afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });

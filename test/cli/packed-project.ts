@@ -108,6 +108,18 @@ export function firstMatch(stream: NodeJS.ReadableStream, pattern: RegExp): Prom
   });
 }
 
+/**
+ * The bound of a package test's setup (a build, a pack and an install: about a minute on a quiet 2-core machine,
+ * several beside busy forks). Its steps share it: each is killed at the time left (see `timeLeft`), so a slow
+ * one fails naming itself before the hook's own timeout, and none is cut shorter than the whole allows.
+ */
+export const SETUP_MS = 300_000;
+
+/** The time left until `deadline` for one step, minus a few seconds for the hook to report it. */
+export function timeLeft(deadline: number): number {
+  return Math.max(1_000, deadline - Date.now() - 5_000);
+}
+
 /** A packed tarball installed in a new `npm init -y` project under `work`, as a user installs it. */
 export interface PackedProject {
   tarball: string;
@@ -124,23 +136,30 @@ export async function packAndInstall(
   dir: string,
   work: string,
   packArgs: string[] = [],
+  deadline = Date.now() + SETUP_MS,
 ): Promise<PackedProject> {
   const pack = await exec(
     'npm',
     ['pack', '--json', ...packArgs, '--pack-destination', work],
     dir,
     childEnv(),
-    120_000,
+    timeLeft(deadline),
   );
   if (pack.code !== 0) throw new Error(`npm pack in ${dir} exited ${pack.code}: ${pack.stderr}`);
   const [packed] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
   const tarball = path.join(work, packed.filename);
   const project = path.join(work, 'fresh-project');
   await mkdir(project);
-  const init = await exec('npm', ['init', '-y'], project);
+  const init = await exec('npm', ['init', '-y'], project, childEnv(), timeLeft(deadline));
   if (init.code !== 0) throw new Error(`npm init -y exited ${init.code}: ${init.stderr}`);
   await pinDependencies(project, tarball);
-  const install = await exec('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], project);
+  const install = await exec(
+    'npm',
+    ['ci', '--prefer-offline', '--no-audit', '--no-fund'],
+    project,
+    childEnv(),
+    timeLeft(deadline),
+  );
   if (install.code !== 0) throw new Error(`npm ci of the tarball exited ${install.code}: ${install.stderr}`);
   return { tarball, packedFiles: packed.files.map((file) => file.path), project };
 }
