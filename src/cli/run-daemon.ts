@@ -15,7 +15,9 @@ export interface DaemonShell {
   http: WorkerHttpServer | undefined;
   /** Where `http` listens, e.g. `http://127.0.0.1:9464`. */
   url: string | undefined;
-  /** Closes the HTTP port (once the daemon has stopped). */
+  /** Where the probe port (DF_HTTP_PROBE_PORT) listens, when it is on. */
+  probeUrl: string | undefined;
+  /** Closes the HTTP ports (once the daemon has stopped). */
   close(): Promise<void>;
 }
 
@@ -85,7 +87,9 @@ export async function serveDaemon(
   options: DaemonOptions = {},
 ): Promise<DaemonShell> {
   let http: WorkerHttpServer | undefined;
+  let probes: WorkerHttpServer | undefined;
   let url: string | undefined;
+  let probeUrl: string | undefined;
   if (options.http ?? true) {
     // Loaded only when the setting is on, before the worker starts so that its first claim is recorded: with
     // the page off, the daemon never loads its code.
@@ -94,30 +98,48 @@ export async function serveDaemon(
           showData: config.http.statusPageDetails,
         })
       : undefined;
-    http = new WorkerHttpServer(
-      {
-        readiness: () => worker.readiness(),
-        wake: (task) => worker.wake(task),
-        metrics: () => worker.metrics.render(),
-        metricsContentType: worker.metrics.registry.contentType,
-        ...(statusPage ? { statusPage } : {}),
-      },
-      {
-        port: config.http.port,
+    const source = {
+      readiness: () => worker.readiness(),
+      wake: (task?: string) => worker.wake(task),
+      metrics: () => worker.metrics.render(),
+      metricsContentType: worker.metrics.registry.contentType,
+      ...(statusPage ? { statusPage } : {}),
+    };
+    const hosts = options.loopbackHostsOnly ? 'loopback' : 'probes-any';
+    if (config.http.probePort >= 0) {
+      // Listening first: the kubelet's startup probe may come before the metrics port is up.
+      probes = new WorkerHttpServer(source, {
+        port: config.http.probePort,
         host: config.http.host,
-        wake: config.http.wake,
-        wakeToken: config.http.wakeToken,
-        metricsRenderIntervalMs: config.http.metricsRenderIntervalMs,
+        wake: 'off',
+        serves: 'probes',
         maxConnections: config.http.maxConnections,
-        hosts: options.loopbackHostsOnly ? 'loopback' : 'probes-any',
-        statusHosts: config.http.statusPageHosts
-          .split(',')
-          .map((name) => name.trim().toLowerCase())
-          .filter((name) => name !== ''),
+        hosts,
         logger,
-      },
-    );
-    url = await http.listen();
+      });
+      probeUrl = await probes.listen();
+      logger.info({ url: probeUrl }, 'serving /healthz and /readyz on the probe port');
+    }
+    http = new WorkerHttpServer(source, {
+      port: config.http.port,
+      host: config.http.host,
+      wake: config.http.wake,
+      wakeToken: config.http.wakeToken,
+      metricsRenderIntervalMs: config.http.metricsRenderIntervalMs,
+      maxConnections: config.http.maxConnections,
+      hosts,
+      statusHosts: config.http.statusPageHosts
+        .split(',')
+        .map((name) => name.trim().toLowerCase())
+        .filter((name) => name !== ''),
+      logger,
+    });
+    try {
+      url = await http.listen();
+    } catch (error) {
+      await probes?.close();
+      throw error;
+    }
     logger.info({ url }, 'serving /metrics, /healthz and /readyz');
   }
 
@@ -152,8 +174,9 @@ export async function serveDaemon(
   return {
     http,
     url,
+    probeUrl,
     close: async () => {
-      await http?.close();
+      await Promise.all([http?.close(), probes?.close()]);
     },
   };
 }

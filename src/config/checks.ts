@@ -54,6 +54,14 @@ export function checkRelations(config: WorkerConfig, invalid: ReadonlySet<string
       ),
     );
   }
+  if (valid('http.port', 'http.probePort') && http.probePort > 0 && http.probePort === http.port) {
+    problems.push(
+      problem(
+        'http.probePort',
+        `must differ from ${named('http.port')} (both are ${http.port}); -1 answers the probes on that port alone`,
+      ),
+    );
+  }
   return problems;
 }
 

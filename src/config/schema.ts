@@ -283,6 +283,13 @@ export const schema = {
       max: 65_535,
       doc: 'TCP port of the health, metrics and wake endpoints; 0 picks a free port.',
     }),
+    probePort: integer({
+      env: 'DF_HTTP_PROBE_PORT',
+      default: -1,
+      min: -1,
+      max: 65_535,
+      doc: "TCP port of a second listener that answers GET /healthz and /readyz only, for the kubelet's probes (the chart sets 9465): a flood of the metrics port (a scraper gone wrong, a scan) then queues ahead of no probe, where on one port the probes wait behind the flood's connections. -1 (the default): the probes are answered on DF_HTTP_PORT only; 0 picks a free port. On DF_HTTP_HOST, with the cap of DF_HTTP_MAX_CONNECTIONS of its own.",
+    }),
     host: string({
       env: 'DF_HTTP_HOST',
       default: '0.0.0.0',

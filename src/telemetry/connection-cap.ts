@@ -5,8 +5,9 @@
 // longest to send its first request (silent, or headers trickling in). So no client that holds connections
 // open can lock a prober out. Only when every connection has a request in progress is the newcomer closed,
 // at once and unanswered: a capped server that queued it would hand its wait to the prober. Under a flood of
-// reconnecting clients beyond the cap, a newcomer can still lose its place before its request is read (about
-// 1 probe in 100 with 500 clients and the default 64; see helm/README.md).
+// reconnecting clients beyond the cap, a newcomer can still lose its place before its request is read, and it
+// waits in the kernel's accept queue behind them first: the kubelet's probes have a port of their own for that
+// (DF_HTTP_PROBE_PORT; see helm/README.md).
 import type { Socket } from 'node:net';
 
 export interface ConnectionFigures {

@@ -53,6 +53,11 @@ export interface HttpServerOptions {
   eventLoopRecoveryMs?: number;
   /** A rendering of /metrics is served to every scraper for this long, in ms. Default 1 s. */
   metricsRenderIntervalMs?: number;
+  /**
+   * 'everything' (default): every route. 'probes': GET /healthz and /readyz only, the kubelet's own listener
+   * (DF_HTTP_PROBE_PORT), whose accept queue no flood of the metrics port shares.
+   */
+  serves?: 'everything' | 'probes';
   /** Open connections at most; see connection-cap.ts for who gives way. Default 64. */
   maxConnections?: number;
   /** Bounds on each client; default CLIENT_LIMITS (tests shorten them). */
@@ -168,6 +173,13 @@ export class WorkerHttpServer {
       return send(res, refused.status, refused.toJSON());
     }
     if (req.method === 'GET' && url.pathname === '/healthz') return this.#healthz(res);
+    const probesOnly = this.#o.serves === 'probes';
+    if (probesOnly && !(req.method === 'GET' && url.pathname === '/readyz')) {
+      return send(res, 404, {
+        error:
+          'the probe port (DF_HTTP_PROBE_PORT) answers GET /healthz and /readyz; the rest is on DF_HTTP_PORT',
+      });
+    }
     if (req.method === 'GET' && url.pathname === '/readyz') {
       const r = this.#source.readiness();
       return send(res, r.ready ? 200 : 503, {

@@ -1,5 +1,7 @@
 // `df-worker start` as users run it: a real process, real signals, the emulator on loopback.
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -248,6 +250,36 @@ describe('df-worker start', () => {
     cli.child.kill('SIGTERM');
     expect((await cli.exited).code).toBe(0);
   });
+  it('answers the probes alone on DF_HTTP_PROBE_PORT, and exits when DF_HTTP_PORT is taken', async () => {
+    await writeHandlers({ 'slow.ts': SLOW_HANDLER });
+    emulator.createTask({ key: 'slow' });
+    cli = runCli(['start'], env({ DF_HTTP_PROBE_PORT: '0' }));
+    await waitFor(() => cli!.logs().some((l) => l.msg === 'df-worker started'), 'start', 15_000);
+    const probeUrl = cli.logs().find((l) => l.msg === 'serving /healthz and /readyz on the probe port')!
+      .url as string;
+    const url = cli.logs().find((l) => l.msg === 'serving /metrics, /healthz and /readyz')!.url as string;
+    expect(probeUrl).not.toBe(url);
+    expect((await fetch(`${probeUrl}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${probeUrl}/readyz`)).json()).toMatchObject({ status: 'ready' });
+    expect((await fetch(`${probeUrl}/metrics`)).status).toBe(404);
+    expect((await fetch(`${url}/metrics`)).status).toBe(200);
+    cli.child.kill('SIGTERM');
+    expect((await cli.exited).code).toBe(0);
+
+    // The metrics port already taken: the probe port, listening first, is closed again and the process ends.
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      cli = runCli(['start'], env({ DF_HTTP_PORT: String(port), DF_HTTP_PROBE_PORT: '0' }));
+      const { code } = await cli.exited;
+      expect(code).not.toBe(0);
+      expect(cli.stderr() + cli.stdout()).toContain('EADDRINUSE');
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
   it('fails only the execution whose handler leaked a rejection or threw from a callback, and keeps running', async () => {
     await writeHandlers({
       'leaky.ts': `import { defineTask } from 'df-worker';

@@ -190,6 +190,17 @@ describe('loadConfig validation', () => {
     expect(error.problems.map((problem) => problem.env)).toEqual(['DF_HTTP_WAKE_TOKEN']);
   });
 
+  it('keeps the probe port off by default and refuses it on DF_HTTP_PORT, naming both', () => {
+    expect(loadConfig({ env: {}, cwd: dir }).http.probePort).toBe(-1);
+    expect(loadConfig({ env: { DF_HTTP_PROBE_PORT: '0' }, cwd: dir }).http.probePort).toBe(0);
+    const error = configError({ env: { DF_HTTP_PORT: '9465', DF_HTTP_PROBE_PORT: '9465' } });
+    expect(error.problems.map((problem) => problem.env)).toEqual(['DF_HTTP_PROBE_PORT']);
+    expect(error.message).toMatch(/DF_HTTP_PROBE_PORT.*must differ from DF_HTTP_PORT/);
+    expect(configError({ env: { DF_HTTP_PROBE_PORT: '-2' } }).problems.map((p) => p.env)).toEqual([
+      'DF_HTTP_PROBE_PORT',
+    ]);
+  });
+
   it('names an unknown key in the DF_CONFIG file together with the file', async () => {
     const path = await writeJson('worker.json', { concurrency: 2, budget: { perMinit: 10 } });
     const error = configError({ env: { DF_CONFIG: path } });

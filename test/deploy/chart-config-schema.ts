@@ -19,6 +19,7 @@ export const CHART_SET_SETTINGS: ReadonlySet<string> = new Set([
   'handlers.dir',
   'state.dir',
   'http.port',
+  'http.probePort',
   'http.host',
   'http.wake',
   'http.wakeToken',

@@ -25,6 +25,14 @@ const exampleFiles = (await readdir(path.join(CHART_DIR, 'examples')))
   .filter((name) => name.endsWith('.yaml'))
   .sort();
 
+interface Container {
+  ports: { name: string; containerPort: number }[];
+  env: { name: string; value?: string }[];
+  livenessProbe: { httpGet: { port: unknown } };
+  readinessProbe: { httpGet: { port: unknown } };
+  startupProbe: { httpGet: { port: unknown } };
+}
+
 /** `helm template` with these arguments: the objects, or helm's error as the failure. */
 function template(args: string[], chart = CHART_DIR): Manifest[] {
   const result = helm(['template', 'df-worker', chart, ...args]);
@@ -58,6 +66,28 @@ describe('the real helm', () => {
     const manifests = template(REQUIRED);
     expect(manifests.map((m) => m.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
     expect(await violations(manifests)).toBe('');
+  });
+
+  it("sends the kubelet's probes to the probe port, which the Service leaves out", () => {
+    for (const args of [REQUIRED, [...REQUIRED, '--set', 'http.probePort=19000']]) {
+      const manifests = template(args);
+      const container = (
+        manifests.find((m) => m.kind === 'Deployment')!.spec as {
+          template: { spec: { containers: Container[] } };
+        }
+      ).template.spec.containers[0]!;
+      const port = container.ports.find((p) => p.name === 'probes')!;
+      const env = container.env.find((e) => e.name === 'DF_HTTP_PROBE_PORT');
+      expect(env?.value).toBe(String(port.containerPort));
+      expect(container.ports.find((p) => p.name === 'http')!.containerPort).not.toBe(port.containerPort);
+      for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
+        expect(container[probe].httpGet.port, probe).toBe('probes');
+      }
+      const service = manifests.find((m) => m.kind === 'Service')!.spec as {
+        ports: { targetPort: unknown }[];
+      };
+      expect(service.ports.map((p) => p.targetPort)).toEqual(['http']);
+    }
   });
 
   it.each(exampleFiles)(

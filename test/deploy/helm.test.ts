@@ -219,8 +219,8 @@ describe('values.yaml and values.schema.json', () => {
     expect((defaults.terminationGracePeriodSeconds as number) * 1000).toBeGreaterThan(
       graceMs + Math.max(5000, graceMs / 2),
     );
-    expect(defaults.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
-    expect(defaults.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
+    expect(defaults.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'probes' } });
+    expect(defaults.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'probes' } });
   });
 });
 
@@ -354,6 +354,7 @@ describe('the chart rendered', () => {
       'DF_STATE_DIR',
       'DF_HANDLERS_DIR',
       'DF_HTTP_PORT',
+      'DF_HTTP_PROBE_PORT',
       'DF_HTTP_HOST',
       'DF_HTTP_WAKE',
     ]);

@@ -1,7 +1,7 @@
 // Issue 26, item 6: a flood on the metrics port does not starve the daemon (see metrics-flood-scenarios.ts).
 // The suite floods for 8 s; bench:faults runs the 20 s flood of the issue.
 import { describe, expect, it } from 'vitest';
-import { metricsFlood, type MetricsFloodResult } from './metrics-flood-scenarios.ts';
+import { floodSummary, metricsFlood, type MetricsFloodResult } from './metrics-flood-scenarios.ts';
 
 /** P(X >= k) for X ~ Binomial(n, p). */
 function binomialTail(n: number, k: number, p: number): number {
@@ -15,6 +15,7 @@ function binomialTail(n: number, k: number, p: number): number {
 }
 
 function expectDaemonUnharmed(r: MetricsFloodResult): void {
+  console.log(floodSummary(r));
   expect(r.daemonRunning).toBe(true);
   expect(r.figures.lost).toBe(0);
   expect(r.tally.wrong).toBe(0);
@@ -25,9 +26,11 @@ function expectDaemonUnharmed(r: MetricsFloodResult): void {
   // The flooding clients' own timings of /healthz (p99 and slowest, printed) are not asserted: they time the
   // flooder's event loop as much as the daemon (1,764 ms slowest once in a full run, a p99 of 1,593 ms beside
   // two busy loops), while the kubelet-like probes below, each timed alone, must each answer within 1 s.
-  // The kubelet's probes get in: a new connection can lose its place to the flood before its request is read
-  // (a lottery the cap cannot close), but never three times in a row, where kubelet acts (failureThreshold's
-  // default). Twice in a row was seen once beside two busy loops; idle, never more than once.
+  // The kubelet's probes go to the probe port (DF_HTTP_PROBE_PORT, as the chart sets it), whose accept queue the
+  // flood does not share. On the flooded port a probe's connection waits behind the flood's reconnecting
+  // clients for as long as the machine takes to accept them: 6/13, 18/22 and 9/14 probes ok there (4 timeouts
+  // in a row), against 81/81 on the probe port, slowest 76 ms, in three idle runs on one machine. Those are
+  // printed, not bounded. Here: never three failures in a row, where kubelet acts (failureThreshold's default).
   expect(r.probes.sent).toBeGreaterThanOrEqual(20);
   expect(r.probes.longestFailureRun).toBeLessThan(3);
   // At most 1 in 20 fail: with some 22 probes a count cannot show a rate that fine (2 failures, 9%, came once

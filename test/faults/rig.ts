@@ -118,6 +118,13 @@ export class Daemon {
     return line.url as string;
   }
 
+  /** The probe port's base URL (DF_HTTP_PROBE_PORT set), from its start-up log line. */
+  probeUrl(): string {
+    const line = this.logs().find((l) => l.msg === 'serving /healthz and /readyz on the probe port');
+    if (!line) throw new Error('the daemon has not started its probe port (DF_HTTP_PROBE_PORT) yet');
+    return line.url as string;
+  }
+
   /** kill -9: no drain, no flush, the journal is all that is left. */
   async kill(): Promise<void> {
     this.endedOnPurpose = true;

@@ -139,6 +139,39 @@ describe('worker HTTP server', () => {
     expect(woken).toEqual(['enrich', 'unknown', undefined]);
   });
 
+  it('answers only GET /healthz and /readyz on the probe port, even with POST /wake open', async () => {
+    const { probe, woken } = source(false);
+    let rendered = 0;
+    const url = await start(
+      {
+        ...probe,
+        metrics: () => {
+          rendered++;
+          return probe.metrics();
+        },
+        statusPage: () => Promise.resolve({ body: '<p>status</p>', headers: {} }),
+      },
+      { serves: 'probes', wake: 'open' },
+    );
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: object }).checks).toHaveProperty('service');
+    for (const [method, path] of [
+      ['GET', '/metrics'],
+      ['GET', '/status'],
+      ['POST', '/wake'],
+      ['POST', '/healthz'],
+      ['POST', '/readyz'],
+    ] as const) {
+      const res = await fetch(`${url}${path}`, { method });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(((await res.json()) as { error: string }).error).toMatch(/probe port .*DF_HTTP_PORT/);
+    }
+    expect(rendered).toBe(0);
+    expect(woken).toEqual([]);
+  });
+
   it('accepts anyone in open mode', async () => {
     const { probe, woken } = source();
     const url = await start(probe, { wake: 'open' });
