@@ -82,9 +82,12 @@ describe('the core event surface', () => {
     expect(report).toMatchObject({ result: 'delivered', attempts: 1 });
     // The standalone journal's counts follow the report.
     expect(heard.some((h) => h.event === 'journal' && h.pending === 0)).toBe(true);
-    // Every request the service answered was heard once, as a 'response'.
-    const responses = heard.filter((h) => h.event === 'response').length;
-    expect(responses).toBe(harness.emulator.requests().length);
+    // Every request the service answered was heard once, as a 'response'. The poll loop goes on after the report:
+    // a poll the emulator has recorded may not be answered yet (one behind, seen beside busy loops), so the two
+    // counts are compared once they settle, and a response is never heard ahead of its request.
+    const responses = () => heard.filter((h) => h.event === 'response').length;
+    expect(responses()).toBeLessThanOrEqual(harness.emulator.requests().length);
+    await waitFor(() => responses() === harness!.emulator.requests().length, 'every request answered, heard');
 
     // The metrics are what the telemetry listener made of the same events.
     const metrics = await harness.worker.metrics.render();
