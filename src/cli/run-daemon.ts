@@ -128,6 +128,8 @@ export async function serveDaemon(
       metricsRenderIntervalMs: config.http.metricsRenderIntervalMs,
       maxConnections: config.http.maxConnections,
       hosts,
+      // One watch of the event loop for both ports' /healthz.
+      ...(probes ? { eventLoop: probes.eventLoop } : {}),
       statusHosts: config.http.statusPageHosts
         .split(',')
         .map((name) => name.trim().toLowerCase())

@@ -54,6 +54,11 @@ export interface HttpServerOptions {
   /** A rendering of /metrics is served to every scraper for this long, in ms. Default 1 s. */
   metricsRenderIntervalMs?: number;
   /**
+   * The watch of the event loop another server of the process keeps (its `eventLoop`), so that both ports'
+   * /healthz tell the same stall from one watch; this server then leaves stopping it to that one.
+   */
+  eventLoop?: EventLoopLagMonitor;
+  /**
    * 'everything' (default): every route. 'probes': GET /healthz and /readyz only, the kubelet's own listener
    * (DF_HTTP_PROBE_PORT), whose accept queue no flood of the metrics port shares.
    */
@@ -107,10 +112,12 @@ export class WorkerHttpServer {
     this.#source = source;
     this.#o = options;
     this.#lagLimitMs = options.maxEventLoopDelayMs ?? 10_000;
-    this.#loop = new EventLoopLagMonitor({
-      limitMs: this.#lagLimitMs,
-      recoveryMs: options.eventLoopRecoveryMs ?? this.#lagLimitMs,
-    });
+    this.#loop =
+      options.eventLoop ??
+      new EventLoopLagMonitor({
+        limitMs: this.#lagLimitMs,
+        recoveryMs: options.eventLoopRecoveryMs ?? this.#lagLimitMs,
+      });
     this.#metrics = new MetricsRenderCache(() => source.metrics(), {
       intervalMs: options.metricsRenderIntervalMs ?? 1_000,
     });
@@ -159,8 +166,13 @@ export class WorkerHttpServer {
     return `http://${this.#o.host === '0.0.0.0' ? '127.0.0.1' : this.#o.host}:${port}`;
   }
 
+  /** This server's watch of the event loop, for another server of the process to share. */
+  get eventLoop(): EventLoopLagMonitor {
+    return this.#loop;
+  }
+
   async close(): Promise<void> {
-    this.#loop.stop();
+    if (this.#o.eventLoop === undefined) this.#loop.stop();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
