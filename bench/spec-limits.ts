@@ -8,10 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { maxInWindow } from '../src/budget/sliding-window.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { standaloneDaemon } from '../src/standalone/standalone-mode.ts';
-import { Emulator } from '../src/emulator/index.ts';
+import { busiestWindow, Emulator } from '../src/emulator/index.ts';
 import { defineTask, type TaskModule } from '../src/handlers/define-task.ts';
 
 const { values } = parseArgs({
@@ -75,7 +74,6 @@ const requests = emulator.requests();
 const wrong = emulator
   .executions()
   .filter((e) => e.reports.length !== 1 || e.reports[0]?.output.double !== (e.input.n as number) * 2).length;
-const at = requests.map((r) => r.at);
 process.stderr.write('\n');
 console.log(
   JSON.stringify(
@@ -86,8 +84,8 @@ console.log(
       executionsPerMinute: Math.round((backlog / (elapsedMs / 60_000)) * 10) / 10,
       requests: requests.length,
       answered429: requests.filter((r) => r.status === 429).length,
-      busiestSecond: maxInWindow(at, 1_000),
-      busiestMinute: maxInWindow(at, 60_000),
+      busiestSecond: busiestWindow(requests, 1_000),
+      busiestMinute: busiestWindow(requests, 60_000),
       wrongOrDuplicateReports: wrong,
     },
     null,

@@ -10,6 +10,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { JobContext, JobExecution, JsonObject, Task, TaskDefinition, Variable } from '../api/types.ts';
 import { answerAdminRequest } from './admin.ts';
 import { EmulatorStateError, UnknownTaskError, VariableExistsError } from './errors.ts';
+import { ArrivalWatch } from './arrival-watch.ts';
 import { FaultTable } from './faults.ts';
 import { ResponseTimeoutSettings } from './response-timeouts.ts';
 import { RateLimiter, type KeyUsageFigures } from './limits.ts';
@@ -59,10 +60,12 @@ export class Emulator {
   readonly #gateway: ServiceGateway;
   #pages: EmulatorPages | undefined;
   #server: Server | undefined;
+  readonly #watch: ArrivalWatch;
   #url: string | undefined;
 
   constructor(options: EmulatorOptions = {}) {
     this.#clock = options.clock ?? systemClock;
+    this.#watch = new ArrivalWatch(this.#clock);
     this.#apiKeys = new Set(options.apiKeys ?? ['emulator-key']);
     this.#maxUploadBytes = options.maxUploadBytes ?? MAX_UPLOAD_BYTES;
     this.#limiter = new RateLimiter(options.limits);
@@ -109,6 +112,7 @@ export class Emulator {
       this.#server = undefined;
       throw error;
     });
+    this.#watch.start();
     const address = server.address() as AddressInfo;
     const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     this.#url = `http://${shownHost}:${address.port}`;
@@ -129,6 +133,7 @@ export class Emulator {
     this.#server = undefined;
     this.#url = undefined;
     this.#gateway.releaseDelays();
+    this.#watch.stop();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();
     await closed;
@@ -341,6 +346,7 @@ export class Emulator {
       url,
       headers: request.headers,
       body: () => readBody(request, this.#maxUploadBytes),
+      earliestAt: this.#watch.earliest(this.#clock.now()),
     };
     await this.#gateway.serve(call, (answer) => {
       if (answer && writeAnswer(response, answer)) return true;

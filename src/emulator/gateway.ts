@@ -66,8 +66,10 @@ export class ServiceGateway {
     const { method, url } = call;
     const route = serves(this.#spelling, url.pathname) ? matchRoute(method, url.pathname) : undefined;
     const apiKey = apiKeyOf(call.headers, url);
+    const at = this.#clock.now();
     const record: RequestRecord = {
-      at: this.#clock.now(),
+      at,
+      earliestAt: Math.min(call.earliestAt ?? at, at),
       method,
       path: url.pathname,
       operation: route?.operation ?? 'unknown',
@@ -112,7 +114,7 @@ export class ServiceGateway {
         "'emulator-key') in X-Api-Key, the api_key query parameter or Authorization: Bearer.";
       return errorAnswer(401, 'UNAUTHENTICATED', message, nowMs);
     }
-    const decision = this.#limiter.take(apiKey!, nowMs);
+    const decision = this.#limiter.take(apiKey!, nowMs, record.earliestAt);
     if (!decision.allowed) {
       const message = `Rate limit exceeded for this API key; retry after ${decision.retryAfterSeconds} s.`;
       return errorAnswer(429, 'RATE_LIMIT', message, nowMs, {
@@ -204,6 +206,8 @@ export interface ServiceCall {
   /** Lower-case names, as node:http gives them. */
   headers: Record<string, string | string[] | undefined>;
   body: () => Promise<RequestBody>;
+  /** The earliest instant the request may have come, when the emulator was blind before it (ArrivalWatch). */
+  earliestAt?: number;
 }
 
 function headerOf(headers: ServiceCall['headers'], name: string): string | undefined {

@@ -1,6 +1,7 @@
 // The service emulator's public surface: the server, its option and record types, and its errors.
 export { Emulator } from './emulator.ts';
 export { inProcessTransport } from './in-process.ts';
+export { busiestWindow } from './arrival-watch.ts';
 export { DEFAULT_LIMITS } from './limits.ts';
 export {
   EmulatorStateError,

@@ -35,21 +35,49 @@ export class RateLimiter {
     this.#limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
-  /** Counts the request when every window has room; a refused request consumes nothing. */
-  take(apiKey: string, nowMs: number): LimitDecision {
+  /**
+   * Counts the request when every window has room; a refused request consumes nothing. `earliestMs` is the
+   * earliest instant it may have come (see ArrivalWatch): it is counted at the first instant from there that
+   * keeps the windows, when that is not later than `nowMs`.
+   */
+  take(apiKey: string, nowMs: number, earliestMs = nowMs): LimitDecision {
     const usage = this.#usageOf(apiKey, nowMs);
-    usage.recent = usage.recent.filter((at) => at > nowMs - MINUTE_MS);
-    const waitMs = Math.max(
-      windowWaitMs(usage.recent, this.#limits.perSecond, SECOND_MS, nowMs),
-      windowWaitMs(usage.recent, this.#limits.perMinute, MINUTE_MS, nowMs),
-      isEnforced(this.#limits.perMonth) && usage.monthCount >= this.#limits.perMonth
-        ? startOfNextUtcMonth(nowMs) - nowMs
-        : 0,
-    );
-    if (waitMs > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
-    usage.recent.push(nowMs);
+    usage.recent = usage.recent.filter((at) => at > Math.min(earliestMs, nowMs) - MINUTE_MS);
+    const countedAt = this.#firstRoomAt(usage, Math.min(earliestMs, nowMs), nowMs);
+    if (countedAt === undefined) {
+      const waitMs = Math.max(
+        windowWaitMs(usage.recent, this.#limits.perSecond, SECOND_MS, nowMs),
+        windowWaitMs(usage.recent, this.#limits.perMinute, MINUTE_MS, nowMs),
+        this.#monthWaitMs(usage, nowMs),
+      );
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    }
+    usage.recent.push(countedAt);
     usage.monthCount++;
     return { allowed: true };
+  }
+
+  /** The first instant in [fromMs, nowMs] at which every window has room; undefined when there is none. */
+  #firstRoomAt(usage: KeyUsage, fromMs: number, nowMs: number): number | undefined {
+    if (this.#monthWaitMs(usage, nowMs) > 0) return undefined;
+    // Counted in order: never before the last request counted (nor after now, should the clock step back).
+    let at = Math.max(fromMs, Math.min(usage.recent.at(-1) ?? fromMs, nowMs));
+    // Each step moves past a counted instant in one of the two windows: at most 2 × recent.length steps.
+    for (let step = 0; step <= 2 * usage.recent.length && at <= nowMs; step++) {
+      const waitMs = Math.max(
+        windowWaitMs(usage.recent, this.#limits.perSecond, SECOND_MS, at),
+        windowWaitMs(usage.recent, this.#limits.perMinute, MINUTE_MS, at),
+      );
+      if (waitMs === 0) return at;
+      at += waitMs;
+    }
+    return undefined;
+  }
+
+  #monthWaitMs(usage: KeyUsage, nowMs: number): number {
+    return isEnforced(this.#limits.perMonth) && usage.monthCount >= this.#limits.perMonth
+      ? startOfNextUtcMonth(nowMs) - nowMs
+      : 0;
   }
 
   reset(): void {

@@ -96,8 +96,13 @@ export interface EmulatedExecution extends Omit<TaskExecution, 'status'> {
 
 /** One service request (admin requests are not recorded). */
 export interface RequestRecord {
-  /** Clock milliseconds when the request arrived. */
+  /** Clock milliseconds when the request arrived (when the emulator's event loop got to it). */
   at: number;
+  /**
+   * The earliest it may have arrived: before `at` by the blind spell the emulator's loop had just come out of
+   * (a stalled process; see ArrivalWatch), else within a tick of it. Count windows with busiestWindow().
+   */
+  earliestAt: number;
   method: string;
   /** Path as sent, without the query string. */
   path: string;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 export { maxInWindow } from '../../src/budget/sliding-window.ts';
+export { busiestWindow } from '../../src/emulator/index.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import type { WorkerConfig } from '../../src/config/schema.ts';
 import { standaloneDaemon, type StandaloneDaemon } from '../../src/standalone/standalone-mode.ts';

@@ -62,6 +62,7 @@ describe('admin HTTP surface', () => {
     expect(data).toEqual([
       {
         at: anyNumber,
+        earliestAt: anyNumber,
         method: 'GET',
         path: '/v1/data-factory/tasks',
         operation: 'tasks.list',

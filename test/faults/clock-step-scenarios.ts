@@ -127,6 +127,18 @@ function arrivals(rig: { emulator: FaultRig['emulator'] }, fromMs: number, toMs 
     .sort((a, b) => a - b);
 }
 
+/**
+ * Milliseconds from `fromMs` to the first request stamped at or after it, counted from the earliest instant it
+ * may have come (a stall of the emulator's process stamps it late); Infinity when none came.
+ */
+function firstAfter(rig: { emulator: FaultRig['emulator'] }, fromMs: number): number {
+  const first = rig.emulator
+    .requests()
+    .filter((r) => r.at >= fromMs)
+    .sort((a, b) => a.at - b.at)[0];
+  return first === undefined ? Infinity : Math.max(0, Math.round(first.earliestAt - fromMs));
+}
+
 function longestSilence(instants: number[], fromMs: number, toMs: number): number {
   const points = [fromMs, ...instants, toMs];
   let longest = 0;
@@ -169,7 +181,7 @@ export async function stepBackWhileBusy(size: ClockStepSize): Promise<ClockStepR
     const after = arrivals(rig, stepAt, stepAt + size.watchMs);
     const tally = await finish(rig, daemon);
     const budget = budgetFigures(rig);
-    const resumedMs = (after[0] ?? Infinity) - stepAt;
+    const resumedMs = firstAfter(rig, stepAt);
     const completed =
       resumedMs <= 1_000 &&
       after.length >= expectedRequests(size) &&
@@ -259,7 +271,7 @@ export async function stepBackDuringPause(size: ClockStepSize): Promise<ClockSte
       .filter((r) => r.at >= pauseEndsAt && r.operation === 'executions.report').length;
     const tally = await finish(rig, daemon);
     const budget = budgetFigures(rig);
-    const resumedMs = (after[0] ?? Infinity) - pauseEndsAt;
+    const resumedMs = firstAfter(rig, pauseEndsAt);
     const completed =
       during.length === 0 &&
       resumedMs <= 1_000 &&
@@ -357,7 +369,7 @@ export async function stepBackClustered(redis: RedisServer, size: ClockStepSize)
       maxPerMinute: f.maxPerMinute,
       requests: rig.emulator.requests().length,
     };
-    const resumedMs = (after[0] ?? Infinity) - pauseEndsAt;
+    const resumedMs = firstAfter(rig, pauseEndsAt);
     const expected = Math.floor(expectedRequests(size) / 2);
     const completed =
       during.length === 0 &&

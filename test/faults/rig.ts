@@ -8,7 +8,12 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { JsonObject } from '../../src/api/types.ts';
 import { maxInWindow } from '../../src/budget/sliding-window.ts';
-import { Emulator, type EmulatedExecution, type EmulatorLimits } from '../../src/emulator/index.ts';
+import {
+  busiestWindow,
+  Emulator,
+  type EmulatedExecution,
+  type EmulatorLimits,
+} from '../../src/emulator/index.ts';
 import type { JournalEntry } from '../../src/journal/journal.ts';
 import { runCli, type CliProcess } from '../cli/process.ts';
 
@@ -444,18 +449,24 @@ export async function withRig<T>(options: RigOptions, scenario: (rig: FaultRig) 
 /** How the key's budget was spent, as the service counted it: 429s, the busiest second and minute. */
 export interface BudgetFigures {
   rateLimited: number;
+  /** The fewest the busiest second can have held, given the emulator's blind spells (busiestWindow). */
   maxPerSecond: number;
   maxPerMinute: number;
   requests: number;
+  /** The busiest second of the stamps alone: above maxPerSecond when a stall stamped a batch at once. */
+  stampedMaxPerSecond?: number;
 }
 
 export function budgetFigures(rig: FaultRig): BudgetFigures {
   const requests = rig.emulator.requests();
-  const arrivals = requests.map((r) => r.at);
   return {
     rateLimited: requests.filter((r) => r.rateLimited).length,
-    maxPerSecond: maxInWindow(arrivals, 1_000),
-    maxPerMinute: maxInWindow(arrivals, 60_000),
+    maxPerSecond: busiestWindow(requests, 1_000),
+    maxPerMinute: busiestWindow(requests, 60_000),
+    stampedMaxPerSecond: maxInWindow(
+      requests.map((r) => r.at),
+      1_000,
+    ),
     requests: requests.length,
   };
 }

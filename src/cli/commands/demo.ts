@@ -8,8 +8,7 @@ import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { SERVICE_REQUEST_LIMITS, SERVICE_REQUEST_LIMITS_TEXT } from '../../api/service-limits.ts';
 import { describeError } from '../../errors/catalogue.ts';
-import { maxInWindow } from '../../budget/sliding-window.ts';
-import { Emulator } from '../../emulator/index.ts';
+import { busiestWindow, Emulator } from '../../emulator/index.ts';
 import { loadHandlersOrThrow } from '../../handlers/loader.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { parseCommandArgs, usageError, wantsHelp, type Command } from '../command.ts';
@@ -157,13 +156,7 @@ Options:
       say(
         `demo: ${printed} executions reported, ${requests.length} requests to the service, ${refused} answered 429, ` +
           `(${[...byOperation].map(([op, n]) => `${op} ${n}`).join(', ')}), ` +
-          `busiest second ${maxInWindow(
-            requests.map((r) => r.at),
-            1_000,
-          )}, busiest minute ${maxInWindow(
-            requests.map((r) => r.at),
-            60_000,
-          )}`,
+          `busiest second ${busiestWindow(requests, 1_000)}, busiest minute ${busiestWindow(requests, 60_000)}`,
       );
       return code;
     } finally {
