@@ -114,6 +114,7 @@ export async function serveDaemon(
         wake: 'off',
         serves: 'probes',
         maxConnections: config.http.maxConnections,
+        maxRequestsPerSecond: config.http.maxRequestsPerSecond,
         hosts,
         logger,
       });
@@ -127,6 +128,7 @@ export async function serveDaemon(
       wakeToken: config.http.wakeToken,
       metricsRenderIntervalMs: config.http.metricsRenderIntervalMs,
       maxConnections: config.http.maxConnections,
+      maxRequestsPerSecond: config.http.maxRequestsPerSecond,
       hosts,
       // One watch of the event loop for both ports' /healthz.
       ...(probes ? { eventLoop: probes.eventLoop } : {}),

@@ -6,6 +6,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ConnectionCap, type ConnectionFigures } from './connection-cap.ts';
+import { RequestPacer } from './request-pacer.ts';
 import { EventLoopLagMonitor } from './event-loop-lag.ts';
 import { MetricsRenderCache } from './metrics-cache.ts';
 import { checkCrossSite, checkHost, type RequestRefusedError } from '../security/request-guard.ts';
@@ -65,6 +66,10 @@ export interface HttpServerOptions {
   serves?: 'everything' | 'probes';
   /** Open connections at most; see connection-cap.ts for who gives way. Default 64. */
   maxConnections?: number;
+  /** Requests answered per second at most; those over it wait their turn (request-pacer.ts). Default 100. */
+  maxRequestsPerSecond?: number;
+  /** Newcomers that wait for a place at most (connection-cap.ts). Default 1,024; tests shorten it. */
+  lineLength?: number;
   /** Bounds on each client; default CLIENT_LIMITS (tests shorten them). */
   clientLimits?: Partial<ClientLimits>;
   logger: Logger;
@@ -95,6 +100,7 @@ export const CLIENT_LIMITS: ClientLimits = {
 const MAX_HEADER_BYTES = 8 * 1024;
 /** DF_HTTP_MAX_CONNECTIONS's default, for servers made without it. */
 const DEFAULT_MAX_CONNECTIONS = 64;
+const DEFAULT_MAX_REQUESTS_PER_SECOND = 1_000;
 /** While the connection cap turns clients away, one warning a minute at most: a flood must not flood the log. */
 const CAP_WARNING_EVERY_MS = 60_000;
 
@@ -106,6 +112,7 @@ export class WorkerHttpServer {
   readonly #lagLimitMs: number;
   readonly #metrics: MetricsRenderCache;
   readonly #connections: ConnectionCap;
+  readonly #pacer: RequestPacer;
   #capWarned = { at: -Infinity, evicted: 0, refused: 0 };
 
   constructor(source: ProbeSource, options: HttpServerOptions) {
@@ -121,8 +128,14 @@ export class WorkerHttpServer {
     this.#metrics = new MetricsRenderCache(() => source.metrics(), {
       intervalMs: options.metricsRenderIntervalMs ?? 1_000,
     });
-    this.#connections = new ConnectionCap(options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
     const limits = { ...CLIENT_LIMITS, ...options.clientLimits };
+    this.#connections = new ConnectionCap(options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, {
+      waitMs: limits.headersTimeoutMs,
+      ...(options.lineLength === undefined ? {} : { lineLength: options.lineLength }),
+    });
+    this.#pacer = new RequestPacer({
+      perSecond: options.maxRequestsPerSecond ?? DEFAULT_MAX_REQUESTS_PER_SECOND,
+    });
     this.#server = createServer(
       {
         headersTimeout: limits.headersTimeoutMs,
@@ -135,7 +148,11 @@ export class WorkerHttpServer {
         const socket = req.socket;
         this.#connections.requestStarted(socket);
         res.once('close', () => this.#connections.requestEnded(socket));
-        this.#handle(req, res).catch((error: unknown) => {
+        const turn = this.#pacer.turn();
+        const handled = turn
+          ? turn.then(() => (res.destroyed ? undefined : this.#handle(req, res)))
+          : this.#handle(req, res);
+        handled.catch((error: unknown) => {
           options.logger.error({ err: error as Error }, 'health server request failed');
           if (!res.headersSent) send(res, 500, { error: 'internal error' });
         });
@@ -173,6 +190,8 @@ export class WorkerHttpServer {
 
   async close(): Promise<void> {
     if (this.#o.eventLoop === undefined) this.#loop.stop();
+    this.#connections.stop();
+    this.#pacer.release();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }

@@ -26,11 +26,12 @@ function expectDaemonUnharmed(r: MetricsFloodResult): void {
   // The flooding clients' own timings of /healthz (p99 and slowest, printed) are not asserted: they time the
   // flooder's event loop as much as the daemon (1,764 ms slowest once in a full run, a p99 of 1,593 ms beside
   // two busy loops), while the kubelet-like probes below, each timed alone, must each answer within 1 s.
-  // The kubelet's probes go to the probe port (DF_HTTP_PROBE_PORT, as the chart sets it), whose accept queue the
-  // flood does not share. On the flooded port a probe's connection waits behind the flood's reconnecting
-  // clients for as long as the machine takes to accept them: 6/13, 18/22 and 9/14 probes ok there (4 timeouts
-  // in a row), against 81/81 on the probe port, slowest 76 ms, in three idle runs on one machine. Those are
-  // printed, not bounded. Here: never three failures in a row, where kubelet acts (failureThreshold's default).
+  // The kubelet's probes go to the probe port (DF_HTTP_PROBE_PORT, as the chart sets it), whose accept queue and
+  // connection line the flood does not share. On the flooded port a probe's connection waits behind the flood's
+  // (in the kernel's accept queue, then in the line the port lets in at its pace): before the pace, 6/13, 18/22
+  // and 9/14 probes ok there in three idle runs (4 timeouts in a row), against 81/81 on the probe port; paced,
+  // 17/17, slowest 597 ms, beside two busy loops. Those are printed, not bounded. Here: never three failures in
+  // a row, where kubelet acts (failureThreshold's default).
   expect(r.probes.sent).toBeGreaterThanOrEqual(20);
   expect(r.probes.longestFailureRun).toBeLessThan(3);
   // At most 1 in 20 fail: with some 22 probes a count cannot show a rate that fine (2 failures, 9%, came once
@@ -56,9 +57,12 @@ describe('a flood on the metrics port', () => {
     expectDaemonUnharmed(r);
     const answered = (path: string) =>
       Object.values(r.flood.paths[path]?.answers ?? {}).reduce((a, b) => a + b, 0);
-    // The flood did hammer: far more answers than any scraper or prober would ask for.
-    expect(answered('/metrics')).toBeGreaterThan(1_000);
-    expect(answered('/healthz')).toBeGreaterThan(1_000);
+    // The flood did hammer, far beyond any scraper or prober, and was answered at the port's pace
+    // (DF_HTTP_MAX_REQUESTS_PER_SECOND, 1,000 and as many at once): 8,947 in 8 s once, against some 75,000
+    // unpaced, when the daemon spent 20% of a core on it and the flooder 13% (31% and 28% unpaced).
+    const total = answered('/metrics') + answered('/healthz');
+    expect(total).toBeGreaterThan(1_000);
+    expect(total).toBeLessThanOrEqual(1_000 * (r.flood.elapsedMs / 1_000) + 1_000);
   }, 60_000);
 
   it('50 slowloris, 50 silent and 5 oversized-header sockets besides 200 clients change none of that', async () => {

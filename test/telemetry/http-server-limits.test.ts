@@ -137,7 +137,7 @@ describe('the connection cap', () => {
     expect(silent[0]!.received()).toBe('');
   });
 
-  it('closes a newcomer at once, unanswered, while every connection has a request in progress', async () => {
+  it('keeps a newcomer waiting, unread, while every connection has a request in progress, then lets it in', async () => {
     let release!: (text: string) => void;
     const rendering = new Promise<string>((resolve) => (release = resolve));
     const url = await start(
@@ -147,15 +147,61 @@ describe('the connection cap', () => {
     const busy = [await open(url), await open(url)];
     const answers = busy.map((client) => get(client, '/metrics'));
     await vi.waitFor(() => expect(server!.connectionFigures().busy).toBe(2));
+    const probed = probe(url);
+    await vi.waitFor(() => expect(server!.connectionFigures().waiting).toBe(1));
+    release('dfworker_ready 1\n');
+    for (const answer of await Promise.all(answers)) expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    // It took the place of a connection whose answer was out: waiting, it sent nothing, and closed, it would
+    // have reconnected at once (a flood's clients do).
+    expect(await probed).toEqual({ status: 200 });
+    expect(server!.connectionFigures()).toMatchObject({ waiting: 0, refused: 0, evicted: 1 });
+  });
+
+  it('closes a newcomer at once past the line, and one that waited the headers timeout', async () => {
+    const url = await start(
+      source(() => new Promise<string>(() => undefined)),
+      { maxConnections: 1, lineLength: 1, clientLimits: { headersTimeoutMs: 400, checkEveryMs: 100 } },
+    );
+    const holder = await open(url);
+    holder.socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
+    await vi.waitFor(() => expect(server!.connectionFigures().busy).toBe(1));
+    const waiterAt = performance.now();
+    const waiter = await open(url);
+    await vi.waitFor(() => expect(server!.connectionFigures().waiting).toBe(1));
     const startedAt = performance.now();
     const refused = await probe(url);
     expect(refused).toHaveProperty('error');
     // Closed, not queued: well under kubelet's 1 s probe timeout even on a loaded machine.
     expect(performance.now() - startedAt).toBeLessThan(500);
-    expect(server!.connectionFigures()).toMatchObject({ refused: 1, evicted: 0 });
-    release('dfworker_ready 1\n');
-    for (const answer of await Promise.all(answers)) expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(server!.connectionFigures()).toMatchObject({ refused: 1 });
+    await waiter.closed;
+    // It waited its bound (400 ms from its connection), unanswered.
+    expect(performance.now() - waiterAt).toBeGreaterThanOrEqual(390);
+    expect(waiter.received()).toBe('');
+    await vi.waitFor(() => expect(server!.connectionFigures().waiting).toBe(0));
   });
+});
+
+describe('the answers per second', () => {
+  it('answers 20 at once, then 20 a second: 60 requests of 10 keep-alive clients take 2 s', async () => {
+    const url = await start(source(), { maxRequestsPerSecond: 20 });
+    const clients = await Promise.all(Array.from({ length: 10 }, () => open(url)));
+    const answeredAt: number[] = [];
+    const startedAt = performance.now();
+    await Promise.all(
+      clients.map(async (client) => {
+        for (let i = 0; i < 6; i++) {
+          expect(await get(client, '/healthz')).toMatch(/^HTTP\/1\.1 200/);
+          answeredAt.push(performance.now() - startedAt);
+        }
+      }),
+    );
+    const elapsedMs = performance.now() - startedAt;
+    // The 40 past the burst come at 20 a second.
+    expect(elapsedMs).toBeGreaterThanOrEqual(1_900);
+    expect(answeredAt.filter((at) => at < 1_000).length).toBeLessThanOrEqual(40);
+    expect(answeredAt).toHaveLength(60);
+  }, 20_000);
 });
 
 describe('the bound on every wait', () => {
