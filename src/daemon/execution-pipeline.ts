@@ -44,10 +44,14 @@ export class ExecutionPipeline {
    * after its report, or queued again because the claim the report answered had lapsed), so no report in hand
    * answers it. It runs once the hold ends (the journal written).
    */
-  readonly #claimedAfterReport = new Map<
-    string,
-    { polled: PolledTask; execution: TaskExecution; origin: ClaimOrigin | undefined }
-  >();
+  readonly #claimedAfterReport = new Map<string, HeldClaim>();
+  /**
+   * The latest claim of a held execution that came before its report was settled. Taken for a redelivery (the
+   * report in hand answers it) unless the service then refuses that report for good: the claim it answered had
+   * lapsed, and this one may be the service's next, under the same id (its report on the way when the poll
+   * answered). Then it runs too, once the hold ends; were it lapsed as well, its report is refused in turn.
+   */
+  readonly #claimedWhileHeld = new Map<string, HeldClaim>();
 
   readonly #delivery: ReportDelivery;
 
@@ -80,7 +84,12 @@ export class ExecutionPipeline {
       this.#claimedAfterReport.set(execution.id, { polled, execution, origin });
       return;
     }
-    if (this.#held.has(execution.id) || this.#o.journal.owes?.(execution.id) === true) {
+    if (this.#held.has(execution.id)) {
+      this.#claimedWhileHeld.set(execution.id, { polled, execution, origin });
+      this.#redelivered(taskKey, execution.id);
+      return;
+    }
+    if (this.#o.journal.owes?.(execution.id) === true) {
       this.#redelivered(taskKey, execution.id);
       return;
     }
@@ -218,6 +227,7 @@ export class ExecutionPipeline {
       this.#held.delete(executionId);
       this.#redeliveryTold.delete(executionId);
       this.#settled.delete(executionId);
+      this.#claimedWhileHeld.delete(executionId);
     }
     const again = this.#claimedAfterReport.get(executionId);
     if (again) {
@@ -241,7 +251,7 @@ export class ExecutionPipeline {
     if (entry.phase === 'finished' && entry.outcome) {
       logger.info({ status: entry.outcome.status }, 'replaying an outcome that was not yet reported');
       await this.#delivery.deliver(entry.taskKey, entry.executionId, entry.outcome, logger, {
-        onSettled: () => this.#settled.add(entry.executionId),
+        onSettled: (how) => this.#settle(entry.executionId, how),
         replayed: true,
       });
       return;
@@ -304,9 +314,22 @@ export class ExecutionPipeline {
       }
     }
     await this.#delivery.deliver(taskKey, executionId, outcome, logger, {
-      onSettled: () => this.#settled.add(executionId),
+      onSettled: (how) => this.#settle(executionId, how),
     });
   }
+
+  /** The service took the report or refused it for good: a claim from now on is a new one (see the fields). */
+  #settle(executionId: string, how: 'delivered' | 'refused'): void {
+    this.#settled.add(executionId);
+    const during = this.#claimedWhileHeld.get(executionId);
+    if (how === 'refused' && during) this.#claimedAfterReport.set(executionId, during);
+  }
+}
+
+interface HeldClaim {
+  polled: PolledTask;
+  execution: TaskExecution;
+  origin: ClaimOrigin | undefined;
 }
 
 const runNow = <T>(fn: () => T): T => fn();

@@ -40,7 +40,10 @@ export class ReportDelivery {
     executionId: string,
     outcome: { status: ExecutionOutcome['status']; output: ExecutionOutcome['output'] },
     logger: Logger,
-    { onSettled, replayed = false }: { onSettled?: () => void; replayed?: boolean } = {},
+    {
+      onSettled,
+      replayed = false,
+    }: { onSettled?: (how: 'delivered' | 'refused') => void; replayed?: boolean } = {},
   ): Promise<void> {
     // Outcomes built here (no handler, a restart, a poison execution...) and replayed ones carry `message` too.
     if (outcome.status === 'FAILED') outcome = { ...outcome, output: withFailureMessage(outcome.output) };
@@ -66,12 +69,14 @@ export class ReportDelivery {
       if ('fenced' in result) {
         this.#fenced(taskKey, executionId);
       } else if (result.delivered) {
-        onSettled?.();
+        onSettled?.('delivered');
         await journal.complete(executionId);
         this.#reported(ref, outcome.status, 'delivered', result.attempts);
       } else if ('refused' in result) {
         events.emit('reportRefused', { ...ref, ...result.refused });
         let refused = result.refused;
+        // Settled as refused unless a FAILED report got through in its place.
+        let settled: 'delivered' | 'refused' = 'refused';
         if (outcome.status === 'COMPLETED' && OUTPUT_REFUSED.has(refused.status)) {
           // The service will not take this output (too large, or invalid to it): tell the job FAILED so it
           // does not wait forever. The refused output stays in the dead letter for an operator.
@@ -88,6 +93,7 @@ export class ReportDelivery {
             this.#reported(ref, 'FAILED', 'left-in-journal', result.attempts);
             return;
           }
+          if (fallback.delivered) settled = 'delivered';
           refused = {
             ...refused,
             message: fallback.delivered
@@ -95,7 +101,7 @@ export class ReportDelivery {
               : `${refused.message}; reporting it FAILED instead was refused too: ${fallback.refused.message}`,
           };
         }
-        onSettled?.();
+        onSettled?.(settled);
         await journal.deadLetter(executionId, refused);
         this.#reported(ref, outcome.status, 'dead-lettered', result.attempts);
       } else {

@@ -314,6 +314,34 @@ describe('ExecutionPipeline', () => {
     expect(r.emulator.execution(execution.id)?.reports).toHaveLength(1);
   });
 
+  // A poll hands the execution out again while its report is under way (a retry's wait here; under load, the
+  // GET after a 409): the claim the report answers had lapsed, and the service queued it again under its id. If
+  // the service then takes the report, that claim is answered; if it refuses it, no report answers that claim.
+  for (const [refusal, expected] of [
+    [true, ['dead-lettered after 2', 'delivered after 1']],
+    [false, ['delivered after 2']],
+  ] as const) {
+    it(`${refusal ? 'runs' : 'does not run'} again an execution handed out again while its report is retried, once it is ${refusal ? 'refused (409)' : 'taken'}`, async () => {
+      const r = await rig({ handle: () => ({ done: true }) });
+      const execution = await r.claim();
+      const polled = { taskId: r.task.id, key: r.task.key };
+      r.emulator.setFaults([
+        { operation: 'executions.report', kind: 'status', status: 503, count: 1 },
+        ...(refusal
+          ? [{ operation: 'executions.report' as const, kind: 'status' as const, status: 409, count: 1 }]
+          : []),
+      ]);
+      const processing = r.pipeline.process(polled, execution);
+      await driveClockUntil(r.clock, () => r.events.includes('report attempt'));
+      await r.pipeline.process(polled, execution);
+      await runOnClock(r.clock, processing);
+      expect(r.redelivered).toEqual([execution.id]);
+      expect(r.calls).toHaveLength(refusal ? 2 : 1);
+      expect(r.reported).toEqual(expected);
+      expect(r.emulator.execution(execution.id)?.reports.at(-1)).toMatchObject({ status: 'COMPLETED' });
+    });
+  }
+
   it('does not run an execution handed out again while its journal record waits for the replay', async () => {
     const r = await rig({ handle: () => ({ done: true }) });
     const execution = await r.claim();
