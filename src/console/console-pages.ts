@@ -3,7 +3,7 @@
 // actions here, and needs the admin token in `Authorization: Bearer` exactly as the admin routes do.
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EmulatorPages } from '../emulator/emulator.ts';
+import type { EmulatorPages } from '../emulator/types.ts';
 import { budgetSection } from './budget-view.ts';
 import { deadLettersSection } from './dead-letters-view.ts';
 import { enqueueForm, executionsList, NO_WORKER_NOTE, tasksTable } from './executions-view.ts';

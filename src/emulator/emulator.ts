@@ -22,6 +22,7 @@ import { Store } from './store.ts';
 import type {
   EmulatedExecution,
   EmulatorOptions,
+  EmulatorPages,
   FaultRule,
   NewVariable,
   RequestRecord,
@@ -29,7 +30,7 @@ import type {
   VariableChanges,
 } from './types.ts';
 import { checkCrossSite, checkHost } from '../security/request-guard.ts';
-import type { EmulatedVariable } from './variable-store.ts';
+import { versioned } from './variable-store.ts';
 import { errorAnswer, readBody, refusalAnswer, writeAnswer } from './wire.ts';
 import type { Answer } from './wire.ts';
 
@@ -387,16 +388,4 @@ export class Emulator {
   now(): number {
     return this.#clock.now();
   }
-}
-
-/** A copy of the stored variable with its version as the ETag the service would send (`"1"` first). */
-function versioned(stored: EmulatedVariable): Variable & { etag: string } {
-  return { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
-}
-
-/** Pages served under `path` by the emulator's own server (e.g. `/console`). */
-export interface EmulatorPages {
-  /** Without a trailing slash, e.g. `/console`. */
-  path: string;
-  serve(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void>;
 }

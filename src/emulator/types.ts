@@ -1,5 +1,6 @@
 // Public shapes of the emulator: its options, what it records about executions and requests, and the
 // rules of its fault table. Kept apart from the server so callers can import types without runtime code.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock/clock.ts';
 import type { ServedSpelling } from './path-spelling.ts';
 import type {
@@ -163,4 +164,11 @@ export interface NewVariable {
   value: string;
   name?: string;
   secret?: boolean;
+}
+
+/** Pages served under `path` by the emulator's own server (e.g. `/console`). */
+export interface EmulatorPages {
+  /** Without a trailing slash, e.g. `/console`. */
+  path: string;
+  serve(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void>;
 }
