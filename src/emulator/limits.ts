@@ -42,8 +42,9 @@ export class RateLimiter {
    */
   take(apiKey: string, nowMs: number, earliestMs = nowMs): LimitDecision {
     const usage = this.#usageOf(apiKey, nowMs);
-    usage.recent = usage.recent.filter((at) => at > Math.min(earliestMs, nowMs) - MINUTE_MS);
-    const countedAt = this.#firstRoomAt(usage, Math.min(earliestMs, nowMs), nowMs);
+    const fromMs = Math.min(earliestMs, nowMs);
+    usage.recent = usage.recent.filter((at) => at > fromMs - MINUTE_MS);
+    const countedAt = this.#firstRoomAt(usage, fromMs, nowMs);
     if (countedAt === undefined) {
       const waitMs = Math.max(
         windowWaitMs(usage.recent, this.#limits.perSecond, SECOND_MS, nowMs),

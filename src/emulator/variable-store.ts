@@ -5,14 +5,14 @@ import type { Variable } from '../api/types.ts';
 import type { VariableChanges } from './types.ts';
 
 /** A variable as the emulator keeps it: the record and its version, answered as the quoted ETag `"<version>"`. */
-/** A copy of the stored variable with its version as the ETag the service would send (`"1"` first). */
-export function versioned(stored: EmulatedVariable): Variable & { etag: string } {
-  return { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
-}
-
 export interface EmulatedVariable {
   variable: Variable;
   version: number;
+}
+
+/** A copy of the stored variable with its version as the ETag the service would send (`"1"` first). */
+export function versioned(stored: EmulatedVariable): Variable & { etag: string } {
+  return { ...structuredClone(stored.variable), etag: `"${stored.version}"` };
 }
 
 export class VariableStore {

@@ -66,7 +66,7 @@ export interface HttpServerOptions {
   serves?: 'everything' | 'probes';
   /** Open connections at most; see connection-cap.ts for who gives way. Default 64. */
   maxConnections?: number;
-  /** Requests answered per second at most; those over it wait their turn (request-pacer.ts). Default 100. */
+  /** Requests answered per second at most; those over it wait their turn (request-pacer.ts). Default 1,000. */
   maxRequestsPerSecond?: number;
   /** Newcomers that wait for a place at most (connection-cap.ts). Default 1,024; tests shorten it. */
   lineLength?: number;

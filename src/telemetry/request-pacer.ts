@@ -5,10 +5,8 @@
 // many requests wait (one per connection), and so how long: the cap over the rate.
 
 export interface RequestPacerOptions {
-  /** Requests answered per second at most, on average. */
+  /** Requests answered per second at most, on average; a second's worth at once after a quiet spell. */
   perSecond: number;
-  /** Requests answered at once after a quiet spell. Default: one second's worth. */
-  burst?: number;
   /** Monotonic time in ms. Default: performance.now(). */
   now?: () => number;
 }
@@ -24,15 +22,10 @@ export class RequestPacer {
 
   constructor(options: RequestPacerOptions) {
     this.#perMs = options.perSecond / 1_000;
-    this.#burst = Math.max(1, options.burst ?? options.perSecond);
+    this.#burst = Math.max(1, options.perSecond);
     this.#now = options.now ?? (() => performance.now());
     this.#tokens = this.#burst;
     this.#filledAt = this.#now();
-  }
-
-  /** Requests waiting for their turn now. */
-  get waiting(): number {
-    return this.#waiting.length;
   }
 
   /** Undefined when this request may be answered now; else a promise of its turn. */
